@@ -1,0 +1,43 @@
+/**
+ * The seam between authentication (issue: API keys and scopes) and everything that serves a
+ * request (GraphQL, REST, realtime). A request is resolved once into a `RequestPrincipal`;
+ * code downstream asks it questions and never looks at headers again.
+ */
+export type KeyKind = 'pk' | 'sk' | 'pk_t' | 'sk_t';
+
+export interface KeyPrincipal {
+  keyId: string;
+  kind: KeyKind;
+  tenantId: string;
+  /** The project this request acts on (the key's project, or X-Project-Id for tenant keys). */
+  projectId: string;
+  scopes: ReadonlySet<string>;
+  /** Model allow-list; null when the key is not model-restricted. */
+  allowedModels: readonly string[] | null;
+  allowedFileTypes: readonly string[] | null;
+  /**
+   * Identifies what the key may see: keys with equal fingerprints share one generated schema
+   * and one compiled-query cache (and one response cache partition).
+   */
+  fingerprint: string;
+}
+
+export interface CustomerPrincipal {
+  customerId: string;
+  email: string | null;
+  scopes: ReadonlySet<string>;
+}
+
+export interface RequestPrincipal {
+  key: KeyPrincipal;
+  /** Present when a valid customer access token came with the key. */
+  customer: CustomerPrincipal | null;
+}
+
+export function isPublicKey(kind: KeyKind): boolean {
+  return kind === 'pk' || kind === 'pk_t';
+}
+
+export function isTenantKey(kind: KeyKind): boolean {
+  return kind === 'pk_t' || kind === 'sk_t';
+}

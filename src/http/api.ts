@@ -1,0 +1,17 @@
+import { Elysia } from 'elysia';
+import type { Service } from '../service.ts';
+import { errorBoundary } from './errors.ts';
+import { controlRoutes } from './control.ts';
+
+/**
+ * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
+ * `listen` so tests can mount it on an ephemeral port.
+ */
+export function buildApi(svc: Service) {
+  return new Elysia({ name: 'svc.api' })
+    .use(errorBoundary)
+    .get('/health', () => ({ status: 'ok' }))
+    .use(controlRoutes(svc));
+}
+
+export type Api = ReturnType<typeof buildApi>;

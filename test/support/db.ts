@@ -1,0 +1,33 @@
+import postgres from 'postgres';
+import { randomBytes } from 'node:crypto';
+import { connect, type Sql } from '../../src/store/db.ts';
+import { migrate } from '../../src/store/migrate.ts';
+
+/** The server the suite runs against (set by test/preload.ts when not given). */
+export function serverUrl(): string {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is not set (test/preload.ts sets it)');
+  return url;
+}
+
+/** Creates an empty database on the suite's server and returns its URL; each test file gets its own. */
+export async function freshDatabase(label = 't'): Promise<string> {
+  const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(serverUrl());
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+/** A fresh, migrated database and a connection to it. */
+export async function migratedDatabase(label?: string): Promise<{ url: string; sql: Sql }> {
+  const url = await freshDatabase(label);
+  const sql = connect(url, { max: 4 });
+  await migrate(sql);
+  return { url, sql };
+}
