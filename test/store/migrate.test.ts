@@ -26,7 +26,8 @@ describe('migrations', () => {
     const applied = [...JSON.parse(outA), ...JSON.parse(outB)].sort();
     expect(applied).toEqual(listMigrations().map((m) => m.name));
     const sql = connect(url, { max: 1 });
-    const [{ n }] = await sql`select count(*)::int as n from svc_migrations`;
+    const [row] = await sql`select count(*)::int as n from svc_migrations`;
+    const n = row?.n;
     expect(n).toBe(listMigrations().length);
     await sql.end();
   });
