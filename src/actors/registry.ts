@@ -51,16 +51,18 @@ export class ActorRegistry<A extends Actor> {
     if (live) return live;
     const inFlight = this.#creating.get(key);
     if (inFlight) return inFlight;
-    const creation = (async () => {
-      try {
-        const actor = await this.#spawn(key);
+    // The spawn may fail synchronously; the in-flight entry is removed only after it was set.
+    const creation = Promise.resolve()
+      .then(() => this.#spawn(key))
+      .then((actor) => {
         this.#actors.set(key, actor);
         return actor;
-      } finally {
-        this.#creating.delete(key);
-      }
-    })();
+      });
     this.#creating.set(key, creation);
+    creation.then(
+      () => this.#creating.delete(key),
+      () => this.#creating.delete(key),
+    );
     return creation;
   }
 
