@@ -1,0 +1,105 @@
+/**
+ * The harness's own load generator, run as a separate process (`bun bench/load.ts plan.json`)
+ * so the server under test never shares an event loop with it. N concurrent keep-alive fetch
+ * loops for a fixed duration; every latency is kept and sorted at the end (a run is at most a
+ * few hundred thousand samples). Prints one line: `LOADJSON {...}`.
+ *
+ * Plan modes:
+ * - `request`: POST `body` to `url`, rotating through `headerSets` (auth-mixed passes 1,000 keys).
+ * - `write`: one operation = `createNote` then `publishNoteVersion` of the created record.
+ */
+import { readFileSync } from 'node:fs';
+
+export interface LoadPlan {
+  url: string;
+  mode: 'request' | 'write';
+  body?: string;
+  headerSets: Record<string, string>[];
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+}
+
+export interface LoadResult {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  firstError?: string;
+}
+
+const CREATE = 'mutation($nk: String, $d: NoteInput!) { createNote(naturalKey: $nk, data: $d) { _id } }';
+const PUBLISH = 'mutation($id: ID!) { publishNoteVersion(_id: $id) { _id } }';
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; text: string }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, keepalive: true });
+  const text = await res.text();
+  return { ok: res.status === 200 && !text.includes('"errors"'), text };
+}
+
+export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
+  const lat: number[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  let counter = 0;
+  let measuring = false;
+  let stop = false;
+  const fail = (text: string) => {
+    if (!measuring) return;
+    errors++;
+    firstError ??= text.slice(0, 300);
+  };
+  const one = async (): Promise<void> => {
+    const n = counter++;
+    const headers = plan.headerSets[n % plan.headerSets.length]!;
+    if (plan.mode === 'request') {
+      const r = await post(plan.url, headers, plan.body!);
+      if (!r.ok) fail(r.text);
+      return;
+    }
+    const nk = `w-${process.pid}-${n}`;
+    const data = { title: `Written ${n}`, slug: nk, summary: 'written by the bench', rating: n % 100, featured: n % 2 === 0 };
+    const c = await post(plan.url, headers, JSON.stringify({ query: CREATE, variables: { nk, d: data } }));
+    const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { _id?: string } } }).data?.createNote?._id : undefined;
+    if (!id) return fail(c.text);
+    const p = await post(plan.url, headers, JSON.stringify({ query: PUBLISH, variables: { id } }));
+    if (!p.ok) fail(p.text);
+  };
+  const loop = async () => {
+    while (!stop) {
+      const t0 = performance.now();
+      try {
+        await one();
+      } catch (err) {
+        fail((err as Error).message);
+      }
+      if (measuring) lat.push(performance.now() - t0);
+    }
+  };
+  const loops = Array.from({ length: plan.connections }, loop);
+  await Bun.sleep(plan.warmupMs);
+  measuring = true;
+  const t0 = performance.now();
+  await Bun.sleep(plan.durationMs);
+  measuring = false;
+  const seconds = (performance.now() - t0) / 1000;
+  stop = true;
+  await Promise.all(loops);
+  lat.sort((a, b) => a - b);
+  const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : 0);
+  return { requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors, firstError };
+}
+
+if (import.meta.main) {
+  const file = process.argv[2];
+  if (!file) {
+    console.error('usage: bun bench/load.ts <plan.json>');
+    process.exit(2);
+  }
+  const plan = JSON.parse(readFileSync(file, 'utf8')) as LoadPlan;
+  const result = await runPlan(plan);
+  console.log(`LOADJSON ${JSON.stringify(result)}`);
+  process.exit(0);
+}

@@ -1,0 +1,147 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/**
+ * Every process the harness starts goes through `startChild`, so that a normal end, an error
+ * and Ctrl-C all stop exactly those processes (by pid, never by name).
+ */
+const children = new Set<ChildProcess>();
+
+export interface Child {
+  proc: ChildProcess;
+  pid: number;
+  /** The last lines the child printed (stdout and stderr), for error messages. */
+  tail(): string;
+  exited(): boolean;
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
+}
+
+export function startChild(cmd: string, args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; label: string }): Child {
+  const proc = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(proc);
+  let log = '';
+  const keep = (c: Buffer) => {
+    log = (log + c.toString()).slice(-16_000);
+  };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  proc.on('error', (err) => keep(Buffer.from(`\n${opts.label}: ${err.message}\n`)));
+  let done = false;
+  const exit = new Promise<void>((r) => proc.once('exit', () => {
+    done = true;
+    children.delete(proc);
+    r();
+  }));
+  return {
+    proc,
+    pid: proc.pid ?? -1,
+    tail: () => log.trim().split("\n").slice(-6).join('\n'),
+    exited: () => done,
+    async stop(signal = 'SIGINT', graceMs = 10_000) {
+      if (done) return;
+      proc.kill(signal);
+      const t = setTimeout(() => proc.kill('SIGKILL'), graceMs);
+      await exit;
+      clearTimeout(t);
+    },
+  };
+}
+
+/** Stops every live child (SIGTERM, then SIGKILL after a grace period). */
+export async function stopAll(graceMs = 5_000): Promise<void> {
+  const live = [...children];
+  await Promise.all(
+    live.map(
+      (p) =>
+        new Promise<void>((r) => {
+          if (p.exitCode !== null || p.signalCode !== null) return r();
+          p.once('exit', () => r());
+          p.kill('SIGTERM');
+          setTimeout(() => {
+            p.kill('SIGKILL');
+            r();
+          }, graceMs).unref();
+        }),
+    ),
+  );
+}
+
+/** Last resort on exit: whatever is still running gets SIGKILL synchronously. */
+export function killAllNow(): void {
+  for (const p of children) p.kill('SIGKILL');
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      const p = typeof a === 'object' && a ? a.port : 0;
+      srv.close(() => resolve(p));
+    });
+  });
+}
+
+/** Resolves when nothing listens on 127.0.0.1:port; rejects with one line otherwise. */
+export async function assertPortFree(port: number, what: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      reject(new Error(err.code === 'EADDRINUSE' ? `port ${port} (${what}) is in use` : `port ${port} (${what}): ${err.message}`)),
+    );
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve()));
+  });
+}
+
+/** Polls `url` until it answers (any status) or the child exits or time runs out. */
+export async function waitHttp(url: string, child: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exited()) throw new Error(`exited before listening: ${child.tail() || '(no output)'}`);
+    try {
+      await fetch(url, { signal: AbortSignal.timeout(1_000) });
+      return;
+    } catch {
+      await Bun.sleep(100);
+    }
+  }
+  throw new Error(`did not answer ${url} within ${timeoutMs / 1000} s: ${child.tail()}`);
+}
+
+function statusKb(pid: number, field: string): number | undefined {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Peak resident memory of one process over a window. Resets the kernel's high-water mark
+ * (`echo 5 > /proc/pid/clear_refs`) at the start where allowed, reads VmHWM at the end, and
+ * also samples VmRSS every 100 ms as a fallback; reports the larger, in MB.
+ */
+export function rssWindow(pid: number): { end(): number | undefined } {
+  let reset = false;
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5');
+    reset = true;
+  } catch {
+    reset = false;
+  }
+  let max = statusKb(pid, 'VmRSS') ?? 0;
+  const timer = setInterval(() => {
+    max = Math.max(max, statusKb(pid, 'VmRSS') ?? 0);
+  }, 100);
+  return {
+    end() {
+      clearInterval(timer);
+      const hwm = reset ? statusKb(pid, 'VmHWM') ?? 0 : 0;
+      const kb = Math.max(max, hwm);
+      return kb > 0 ? kb / 1024 : undefined;
+    },
+  };
+}

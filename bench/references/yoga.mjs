@@ -1,0 +1,29 @@
+/**
+ * yoga-node: graphql-yoga on Node over the bench_ref tables through postgres.js, executing the
+ * same documents as the service (what a user would otherwise assemble by hand).
+ * Env: PORT, BENCH_DATABASE_URL, BENCH_SDL (the reference schema).
+ */
+import { createServer } from 'node:http';
+import { createSchema, createYoga } from 'graphql-yoga';
+import postgres from 'postgres';
+
+const sql = postgres(process.env.BENCH_DATABASE_URL, { max: 10, onnotice: () => {} });
+const edges = (rows) => ({ edges: rows.map(({ id, ...r }) => ({ cursor: id, node: { _id: id, ...r } })) });
+const SORTABLE = new Set(['rank']);
+
+const resolvers = {
+  Query: {
+    articles: async (_, { first }) =>
+      edges(await sql`select id, title, slug, summary, rating, featured from bench_ref.article order by id limit ${first ?? 20}`),
+    entries: async (_, { first, where, orderBy }) => {
+      const eq = where?.category?.eq;
+      const o = orderBy?.[0];
+      const order = o && SORTABLE.has(o.field) ? sql`order by ${sql(o.field)} ${o.direction === 'DESC' ? sql`desc` : sql`asc`}` : sql`order by id`;
+      const filter = eq !== undefined ? sql`where category = ${eq}` : sql``;
+      return edges(await sql`select id, title, category, rank, summary, featured from bench_ref.entry ${filter} ${order} limit ${first ?? 20}`);
+    },
+  },
+};
+
+const yoga = createYoga({ schema: createSchema({ typeDefs: process.env.BENCH_SDL, resolvers }), graphiql: false, logging: false, maskedErrors: true });
+createServer(yoga).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('ready'));
