@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { errorBoundary } from './errors.ts';
 import { controlRoutes } from './control.ts';
+import { keyRoutes } from './keys.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -11,7 +12,8 @@ export function buildApi(svc: Service) {
   return new Elysia({ name: 'svc.api' })
     .use(errorBoundary)
     .get('/health', () => ({ status: 'ok' }))
-    .use(controlRoutes(svc));
+    .use(controlRoutes(svc))
+    .use(keyRoutes(svc));
 }
 
 export type Api = ReturnType<typeof buildApi>;

@@ -1,0 +1,58 @@
+import { Elysia } from 'elysia';
+import type { Service } from '../service.ts';
+import { authenticateControl } from '../control/credentials.ts';
+import { controlCreateKey, controlDeleteKey, controlListKeys, controlUpdateKey } from '../control/api-keys.ts';
+import { BadUserInput } from '../errors.ts';
+import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
+import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
+import { restError } from './errors.ts';
+
+/**
+ * API-key endpoints: management under `/v1/control/api-keys` (control keys), and
+ * `GET /v1/whoami`, the smallest request made with an API key: it reports what the key is
+ * and counts against its rate limit like any other request (docs/keys.md).
+ */
+export function keyRoutes(svc: Service) {
+  const caller = (headers: Record<string, string | undefined>) => authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
+  const body = (b: unknown): Record<string, unknown> => {
+    if (b === undefined || b === null || b === '') return {};
+    if (typeof b !== 'object' || Array.isArray(b)) throw new BadUserInput('The request body must be a JSON object');
+    return b as Record<string, unknown>;
+  };
+  return new Elysia({ name: 'svc.keys' })
+    .get('/v1/whoami', async ({ request }) => {
+      const principal = await authenticateRequest(svc, request.headers);
+      const decision = await takeRateLimit(svc, principal, 1);
+      const headers = rateLimitHeaders(decision);
+      if (!decision.allowed) {
+        const res = restError(rateLimitError(decision));
+        for (const [k, v] of Object.entries(headers)) res.headers.set(k, v);
+        return res;
+      }
+      const out = {
+        keyId: principal.keyId,
+        kind: principal.kind,
+        tenantId: principal.tenantId,
+        projectId: principal.projectId,
+        scopes: [...principal.scopes].sort(),
+        allowedModels: principal.allowedModels,
+      };
+      return new Response(JSON.stringify(out), {
+        headers: { ...headers, 'content-type': 'application/json', 'cache-control': 'private, no-store' },
+      });
+    })
+    .group('/v1/control/api-keys', (app) =>
+      app
+        .post('/', async ({ headers, body: b, set }) => {
+          const out = await controlCreateKey(svc.sql, svc.bus, await caller(headers), body(b));
+          set.status = 201;
+          set.headers['cache-control'] = 'no-store';
+          return out;
+        })
+        .get('/', async ({ headers, query }) => controlListKeys(svc.sql, await caller(headers), query.project))
+        .patch('/:id', async ({ headers, params, body: b }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, body(b)))
+        .post('/:id/disable', async ({ headers, params }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: true }))
+        .post('/:id/enable', async ({ headers, params }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: false }))
+        .delete('/:id', async ({ headers, params }) => controlDeleteKey(svc.sql, svc.bus, await caller(headers), params.id)),
+    );
+}
