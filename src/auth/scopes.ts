@@ -185,6 +185,8 @@ export function scopeError(scope: unknown): string | null {
 /** The secret-only capability a scope would grant or cover, if any (for the error message). */
 export function secretCapabilityOf(scope: string): string | null {
   for (const s of SECRET_ONLY) {
+    // Either the scope grants a secret-only capability outright or is a narrower form of one.
+    if (scopeCovers(s, scope)) return scope;
     if (scopeCovers(scope, s)) return s.replace(/:_any$/, ':<model>');
   }
   return null;
