@@ -16,7 +16,7 @@ export interface ArticleRow {
   featured: boolean;
 }
 
-export interface EntryRow {
+export interface ListingRow {
   id: string;
   title: string;
   category: string;
@@ -36,13 +36,13 @@ export function articleRow(i: number): ArticleRow {
   };
 }
 
-export function entryRow(i: number): EntryRow {
+export function listingRow(i: number): ListingRow {
   return {
     id: `e${String(i).padStart(6, '0')}`,
-    title: `Entry ${i}`,
+    title: `Listing ${i}`,
     category: `c${i % CATEGORIES}`,
     rank: (i * 7919) % 100_000,
-    summary: `Entry ${i} summary`,
+    summary: `Listing ${i} summary`,
     featured: i % 2 === 0,
   };
 }
@@ -53,37 +53,37 @@ export const ARTICLE_FIELDS = ['title', 'slug', 'summary', 'rating', 'featured']
 /** The GraphQL documents; the service, ceiling-jit and yoga-node run these exact strings. */
 export const READ_DOC = '{ articles(first: 10) { edges { node { _id title slug summary rating featured } } } }';
 export const FILTER_CATEGORY = 'c7';
-export const FILTERED_DOC = `{ entries(first: 20, where: { category: { eq: "${FILTER_CATEGORY}" } }, orderBy: [{ field: rank, direction: DESC }]) { edges { node { _id title category rank } } } }`;
+export const FILTERED_DOC = `{ listings(first: 20, where: { category: { eq: "${FILTER_CATEGORY}" } }, orderBy: [{ field: rank, direction: DESC }]) { edges { node { _id title category rank } } } }`;
 
 /** The equivalent documents for PostGraphile's generated schema over bench_ref tables. */
 export const PG_READ_DOC = '{ allArticles(first: 10, orderBy: PRIMARY_KEY_ASC) { edges { node { rowId title slug summary rating featured } } } }';
-export const PG_FILTERED_DOC = `{ allEntries(first: 20, condition: { category: "${FILTER_CATEGORY}" }, orderBy: RANK_DESC) { edges { node { rowId title category rank } } } }`;
+export const PG_FILTERED_DOC = `{ allListings(first: 20, condition: { category: "${FILTER_CATEGORY}" }, orderBy: RANK_DESC) { edges { node { rowId title category rank } } } }`;
 
 /** The minimal schema, mirroring the service's naming, that ceiling-jit and yoga-node execute. */
 export const REFERENCE_SDL = `
   enum SortDirection { ASC DESC }
   input StringFilter { eq: String }
-  input EntryWhere { category: StringFilter }
-  enum EntrySortField { rank }
-  input EntryOrderBy { field: EntrySortField!, direction: SortDirection = ASC }
+  input ListingWhere { category: StringFilter }
+  enum ListingSortField { rank }
+  input ListingOrderBy { field: ListingSortField!, direction: SortDirection = ASC }
   type Article { _id: ID! title: String slug: String summary: String rating: Float featured: Boolean }
   type ArticleEdge { cursor: String! node: Article! }
   type ArticleConnection { edges: [ArticleEdge!]! }
-  type Entry { _id: ID! title: String category: String rank: Float summary: String featured: Boolean }
-  type EntryEdge { cursor: String! node: Entry! }
-  type EntryConnection { edges: [EntryEdge!]! }
+  type Listing { _id: ID! title: String category: String rank: Float summary: String featured: Boolean }
+  type ListingEdge { cursor: String! node: Listing! }
+  type ListingConnection { edges: [ListingEdge!]! }
   type Query {
     articles(first: Int): ArticleConnection!
-    entries(first: Int, where: EntryWhere, orderBy: [EntryOrderBy!]): EntryConnection!
+    listings(first: Int, where: ListingWhere, orderBy: [ListingOrderBy!]): ListingConnection!
   }
 `;
 
 /** SQL for the plain tables the peers (PostGraphile, yoga-node) read: schema bench_ref. */
 export const REFERENCE_DDL = `
   create schema if not exists bench_ref;
-  drop table if exists bench_ref.article, bench_ref.entry;
+  drop table if exists bench_ref.article, bench_ref.listing;
   create table bench_ref.article (id text primary key, title text not null, slug text not null, summary text not null, rating integer not null, featured boolean not null);
-  create table bench_ref.entry (id text primary key, title text not null, category text not null, rank integer not null, summary text not null, featured boolean not null);
-  create index entry_category_rank on bench_ref.entry (category, rank);
-  create index entry_rank on bench_ref.entry (rank);
+  create table bench_ref.listing (id text primary key, title text not null, category text not null, rank integer not null, summary text not null, featured boolean not null);
+  create index listing_category_rank on bench_ref.listing (category, rank);
+  create index listing_rank on bench_ref.listing (rank);
 `;

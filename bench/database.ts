@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbedded, type EmbeddedServer } from '../src/store/embedded.ts';
-import { articleRow, entryRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_DDL } from './data.ts';
+import { articleRow, listingRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_DDL } from './data.ts';
 
 /**
  * The PostgreSQL every target of a run shares. With DATABASE_URL: a fresh database
@@ -75,10 +75,10 @@ export async function seedReferenceTables(url: string): Promise<void> {
     await sql.unsafe(REFERENCE_DDL);
     const a = Array.from({ length: READ_RECORDS }, (_, i) => articleRow(i + 1));
     await sql`insert into bench_ref.article ${sql(a)}`;
-    const e = Array.from({ length: FILTERED_RECORDS }, (_, i) => entryRow(i + 1));
-    for (let i = 0; i < e.length; i += 2_000) await sql`insert into bench_ref.entry ${sql(e.slice(i, i + 2_000))}`;
+    const e = Array.from({ length: FILTERED_RECORDS }, (_, i) => listingRow(i + 1));
+    for (let i = 0; i < e.length; i += 2_000) await sql`insert into bench_ref.listing ${sql(e.slice(i, i + 2_000))}`;
     await sql`analyze bench_ref.article`;
-    await sql`analyze bench_ref.entry`;
+    await sql`analyze bench_ref.listing`;
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -6,27 +6,33 @@
  */
 import { buildSchema, parse, validate } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import { articleRow, entryRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_SDL, type EntryRow } from '../data.ts';
+import { articleRow, listingRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_SDL } from '../data.ts';
 
 const schema = buildSchema(REFERENCE_SDL);
 const articles = Array.from({ length: READ_RECORDS }, (_, i) => articleRow(i + 1)).map(({ id, ...r }) => ({ _id: id, ...r }));
-const entries = Array.from({ length: FILTERED_RECORDS }, (_, i) => entryRow(i + 1)).map(({ id, ...r }) => ({ _id: id, ...r }));
+const listings = Array.from({ length: FILTERED_RECORDS }, (_, i) => listingRow(i + 1)).map(({ id, ...r }) => ({ _id: id, ...r }));
 
 type Where = { category?: { eq?: string } };
-type Order = { field: keyof EntryRow; direction: 'ASC' | 'DESC' };
+type Order = { field: 'rank' | 'title' | 'category'; direction: 'ASC' | 'DESC' };
 const edges = <T extends { _id: string }>(rows: T[]) => ({ edges: rows.map((node) => ({ cursor: node._id, node })) });
 
+const views = new Map<string, typeof listings>();
 const resolvers = {
   articles: (_: unknown, { first }: { first?: number }) => edges(articles.slice(0, first ?? 20)),
-  entries: (_: unknown, { first, where, orderBy }: { first?: number; where?: Where; orderBy?: Order[] }) => {
-    let rows = entries;
+  listings: (_: unknown, { first, where, orderBy }: { first?: number; where?: Where; orderBy?: Order[] }) => {
     const eq = where?.category?.eq;
-    if (eq !== undefined) rows = rows.filter((r) => r.category === eq);
     const o = orderBy?.[0];
-    if (o) {
-      const k = o.field;
-      const d = o.direction === 'DESC' ? -1 : 1;
-      rows = [...rows].sort((a, b) => (a[k] < b[k] ? -d : a[k] > b[k] ? d : 0));
+    const memo = `${eq ?? ''}|${o?.field ?? ''}|${o?.direction ?? ''}`;
+    let rows = views.get(memo);
+    if (!rows) {
+      // An in-memory index per (filter, order): the ceiling pays for a filter and sort once.
+      rows = eq === undefined ? listings : listings.filter((r) => r.category === eq);
+      if (o) {
+        const k = o.field;
+        const d = o.direction === 'DESC' ? -1 : 1;
+        rows = [...rows].sort((a, b) => (a[k] < b[k] ? -d : a[k] > b[k] ? d : 0));
+      }
+      views.set(memo, rows);
     }
     return edges(rows.slice(0, first ?? 20));
   },
@@ -34,7 +40,7 @@ const resolvers = {
 
 const fields = schema.getQueryType()!.getFields();
 fields.articles!.resolve = resolvers.articles as never;
-fields.entries!.resolve = resolvers.entries as never;
+fields.listings!.resolve = resolvers.listings as never;
 
 const compiled = new Map<string, CompiledQuery>();
 function compile(query: string): CompiledQuery | { errors: unknown[] } {
@@ -42,7 +48,7 @@ function compile(query: string): CompiledQuery | { errors: unknown[] } {
   if (hit) return hit;
   const doc = parse(query);
   const errors = validate(schema, doc);
-  if (errors.length) return { errors };
+  if (errors.length) return { errors: [...errors] };
   const c = compileQuery(schema, doc);
   if (!isCompiledQuery(c)) return c as { errors: unknown[] };
   compiled.set(query, c);

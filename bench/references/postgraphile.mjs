@@ -1,6 +1,6 @@
 /**
  * postgraphile: PostGraphile v5 (amber preset) over the bench_ref schema, on Node, answering
- * the equivalent documents (allArticles / allEntries with condition + orderBy).
+ * the equivalent documents (allArticles / allListings with condition + orderBy).
  * Env: PORT, BENCH_DATABASE_URL.
  */
 import { createServer } from 'node:http';

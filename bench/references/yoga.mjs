@@ -15,12 +15,12 @@ const resolvers = {
   Query: {
     articles: async (_, { first }) =>
       edges(await sql`select id, title, slug, summary, rating, featured from bench_ref.article order by id limit ${first ?? 20}`),
-    entries: async (_, { first, where, orderBy }) => {
+    listings: async (_, { first, where, orderBy }) => {
       const eq = where?.category?.eq;
       const o = orderBy?.[0];
       const order = o && SORTABLE.has(o.field) ? sql`order by ${sql(o.field)} ${o.direction === 'DESC' ? sql`desc` : sql`asc`}` : sql`order by id`;
       const filter = eq !== undefined ? sql`where category = ${eq}` : sql``;
-      return edges(await sql`select id, title, category, rank, summary, featured from bench_ref.entry ${filter} ${order} limit ${first ?? 20}`);
+      return edges(await sql`select id, title, category, rank, summary, featured from bench_ref.listing ${filter} ${order} limit ${first ?? 20}`);
     },
   },
 };

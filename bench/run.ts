@@ -1,0 +1,277 @@
+/**
+ * `bun bench [scenario|reference ...] [--quick] [--profile <name>]` (issue 6, CONTRACT §7).
+ * Starts the service and the references as child processes on one PostgreSQL, seeds the service
+ * through its public surfaces, loads each target from a separate process (wrk or bench/load.ts)
+ * and prints one table; bench/RESULTS.md keeps the latest full run.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
+import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
+import { runLoad, loadgenName, wrkPath } from './drive.ts';
+import { killAllNow, rssWindow, stopAll } from './procs.ts';
+import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
+import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
+import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
+import type { LoadPlan } from './load.ts';
+
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+const ALL = [...REFERENCES, ...SCENARIOS] as const;
+type Name = (typeof ALL)[number];
+
+const USAGE = `usage: bun bench [${ALL.join('|')} ...] [--quick] [--profile <name>]`;
+
+interface Options {
+  names: Name[];
+  quick: boolean;
+  profile: Name | undefined;
+  explicit: boolean;
+}
+
+function parse(argv: string[]): Options {
+  const names: Name[] = [];
+  let quick = false;
+  let profile: Name | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--quick') quick = true;
+    else if (a === '--profile') {
+      const v = argv[++i];
+      if (!v || !(ALL as readonly string[]).includes(v)) throw new Error(`--profile needs one of ${ALL.join(', ')}`);
+      profile = v as Name;
+    } else if (a === '--help' || a === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else if ((ALL as readonly string[]).includes(a)) names.push(a as Name);
+    else throw new Error(`unknown scenario or flag "${a}"\n${USAGE}`);
+  }
+  const explicit = names.length > 0 || profile !== undefined;
+  if (profile && !names.includes(profile)) names.push(profile);
+  return { names: explicit ? names : [...ALL], quick, profile, explicit };
+}
+
+let db: BenchDatabase | undefined;
+let exiting = false;
+async function cleanup(): Promise<void> {
+  await stopAll();
+  await db?.close();
+  db = undefined;
+}
+function onSignal(sig: string): void {
+  if (exiting) return;
+  exiting = true;
+  console.error(`bench: ${sig}, stopping every process it started`);
+  void cleanup().finally(() => process.exit(130));
+}
+
+const rows: Row[] = [];
+const notes: string[] = [];
+const profiles: string[] = [];
+
+function planFor(o: Options, endpoint: string, body: string | undefined, headerSets: Record<string, string>[], mode: LoadPlan['mode'] = 'request'): LoadPlan {
+  const seconds = Number(process.env.BENCH_DURATION || (o.quick ? 3 : 10));
+  return {
+    url: endpoint,
+    mode,
+    body,
+    headerSets,
+    connections: Number(process.env.BENCH_CONNECTIONS || (mode === 'write' ? 16 : 32)),
+    warmupMs: o.quick ? 1_000 : 2_000,
+    durationMs: seconds * 1000,
+  };
+}
+
+/** One request first: the target must answer this document with data and no errors. */
+async function preflight(endpoint: string, body: string, headers: Record<string, string>): Promise<string> {
+  const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(15_000) });
+  const text = await res.text();
+  if (res.status === 404) throw new Error(`POST ${new URL(endpoint).pathname} → 404`);
+  if (res.status !== 200 || text.includes('"errors"')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 140)}`);
+  return text;
+}
+
+async function measure(o: Options, name: string, shape: Row['shape'], reference: boolean, target: Target, plan: LoadPlan): Promise<void> {
+  process.stderr.write(`bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
+  const rss = rssWindow(target.child.pid);
+  const result = await runLoad(plan);
+  const rssMb = rss.end();
+  if (result.errors > 0) notes.push(`${name}: ${result.errors} failed requests${result.firstError ? ` (first: ${result.firstError.slice(0, 120)})` : ''}`);
+  if (result.requests === 0) {
+    rows.push({ name, shape, reference, na: `no successful request${result.firstError ? `: ${result.firstError.slice(0, 80)}` : ''}` });
+    process.stderr.write('no requests\n');
+    return;
+  }
+  rows.push({ name, shape, reference, result: { ...result, rssMb } });
+  process.stderr.write(`${result.rps.toFixed(0)} req/s\n`);
+}
+
+const body = (query: string) => JSON.stringify({ query });
+const naRow = (name: string, shape: Row['shape'], reference: boolean, reason: string) => rows.push({ name, shape, reference, na: reason.split('\n')[0]!.slice(0, 160) });
+
+async function runReference(o: Options, name: ReferenceName, readBytes: { file?: string }): Promise<void> {
+  const dbUrl = db?.url;
+  const shapes: [string, Row['shape'], string][] =
+    name === 'postgraphile'
+      ? [[name, 'read', body(PG_READ_DOC)], [`${name}/filtered`, 'filtered', body(PG_FILTERED_DOC)]]
+      : name === 'ceiling-static'
+        ? [[name, 'read', body(READ_DOC)]]
+        : [[name, 'read', body(READ_DOC)], [`${name}/filtered`, 'filtered', body(FILTERED_DOC)]];
+  if (name === 'yoga-node' && !hasNode()) return void shapes.forEach(([n, s]) => naRow(n, s, true, 'node is not on PATH'));
+  let target: Target | undefined;
+  try {
+    if (name === 'ceiling-static' && !readBytes.file) {
+      // No service response to copy: serve what ceiling-jit answers to the same document.
+      const jit = await startReference('ceiling-jit', {});
+      const text = await preflight(jit.endpoint, body(READ_DOC), {});
+      await jit.stop();
+      readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
+      writeFileSync(readBytes.file, text);
+      notes.push('ceiling-static serves the ceiling-jit response bytes (the service read was not available)');
+    }
+    target = await startReference(name, { databaseUrl: dbUrl, bodyFile: readBytes.file, profile: o.profile === name ? name : undefined });
+    for (const [rowName, shape, b] of shapes) {
+      try {
+        await preflight(target.endpoint, b, {});
+        await measure(o, rowName, shape, true, target, planFor(o, target.endpoint, b, [{}]));
+      } catch (err) {
+        naRow(rowName, shape, true, (err as Error).message);
+      }
+    }
+  } catch (err) {
+    for (const [n, s] of shapes) if (!rows.some((r) => r.name === n)) naRow(n, s, true, (err as Error).message);
+  } finally {
+    await target?.stop();
+    if (target?.profile) profiles.push(target.profile);
+  }
+  if (name === 'postgraphile' && runtimeOf(name) === 'bun') notes.push('postgraphile runs under Bun: PostGraphile 5.1.5 needs Node ≥ 22.15 and this machine has an older Node');
+}
+
+async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
+  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : 'read');
+  const cachedNeeded = wanted.filter((s) => s !== 'read-uncached');
+  let svc: (Target & { rootToken: string }) | undefined;
+  let seeded: Seeded | undefined;
+  const unavailable: Partial<Record<Scenario, string>> = {};
+  try {
+    svc = await startService(db!.url, { pinnedPort, profile: o.profile && o.profile !== 'read-uncached' && (SCENARIOS as readonly string[]).includes(o.profile) ? o.profile : undefined });
+    seeded = await seedProject(svc.url, svc.rootToken, db!.url);
+    notes.push(...seeded.notes);
+    await seedArticles(svc.url, seeded);
+    const text = await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
+    readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
+    writeFileSync(readBytes.file, text);
+  } catch (err) {
+    const reason = (err as Error).message;
+    if (!svc || !seeded) throw err;
+    for (const s of wanted) unavailable[s] = reason;
+  }
+  const s = seeded!;
+  const pub = { 'x-api-key': s.publicKey };
+  try {
+    for (const name of cachedNeeded) {
+      if (unavailable[name]) continue;
+      try {
+        if (name === 'read-cached') {
+          await measure(o, name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [pub]));
+        } else if (name === 'auth-mixed') {
+          const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
+          await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
+          await measure(o, name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
+        } else if (name === 'read-filtered') {
+          const t0 = Date.now();
+          await seedListings(svc.url, s, 240_000);
+          notes.push(`read-filtered: seeded 10,000 listings through GraphQL create + publish in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+          await preflight(svc.endpoint, body(FILTERED_DOC), pub);
+          await measure(o, name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
+        } else if (name === 'write') {
+          await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
+          await measure(o, name, 'write', false, svc, planFor(o, svc.endpoint, undefined, [{ 'x-api-key': s.secretKey }], 'write'));
+        }
+      } catch (err) {
+        unavailable[name] = (err as Error).message;
+      }
+    }
+  } finally {
+    await svc.stop();
+    if (svc.profile) profiles.push(svc.profile);
+  }
+  if (wanted.includes('read-uncached') && !unavailable['read-uncached']) {
+    // A second service process on the same database with the response cache off.
+    let un: Target | undefined;
+    try {
+      un = await startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' }, profile: o.profile === 'read-uncached' ? o.profile : undefined });
+      await preflight(un.endpoint, body(READ_DOC), pub);
+      await measure(o, 'read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
+    } catch (err) {
+      unavailable['read-uncached'] = (err as Error).message;
+    } finally {
+      await un?.stop();
+      if (un?.profile) profiles.push(un.profile);
+    }
+  }
+  for (const name of wanted) if (unavailable[name]) naRow(name, shapeOf(name), false, unavailable[name]!);
+}
+
+async function main(): Promise<number> {
+  let o: Options;
+  try {
+    o = parse(process.argv.slice(2));
+  } catch (err) {
+    console.error(`bench: ${(err as Error).message}`);
+    return 2;
+  }
+  const pinned = process.env.BENCH_PORT ? Number(process.env.BENCH_PORT) : undefined;
+  if (pinned !== undefined && (!Number.isInteger(pinned) || pinned <= 0 || pinned > 65535)) {
+    console.error(`bench: BENCH_PORT must be a port number, got "${process.env.BENCH_PORT}"`);
+    return 2;
+  }
+  const scenarios = o.names.filter((n): n is Scenario => (SCENARIOS as readonly string[]).includes(n));
+  const refs = REFERENCES.filter((r) => o.names.includes(r));
+  const needDb = scenarios.length > 0 || refs.includes('postgraphile') || refs.includes('yoga-node');
+  try {
+    if (needDb) {
+      db = await openDatabase();
+      if (refs.includes('postgraphile') || refs.includes('yoga-node')) await seedReferenceTables(db.url);
+    }
+    const readBytes: { file?: string } = {};
+    if (scenarios.length) await runService(o, scenarios, pinned, readBytes);
+    for (const r of refs) await runReference(o, r, readBytes);
+  } catch (err) {
+    console.error(`bench: ${(err as Error).message.split('\n')[0]}`);
+    await cleanup();
+    return 1;
+  }
+  const order = (r: Row) => {
+    const base = r.name.split('/')[0]!;
+    const i = (ALL as readonly string[]).indexOf(base);
+    return (r.reference ? 0 : 100) + i * 2 + (r.name.includes('/') ? 1 : 0);
+  };
+  rows.sort((a, b) => order(a) - order(b));
+  const wrk = wrkPath();
+  const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
+  const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);
+  const table = tableLines(rows);
+  console.log(table.join('\n'));
+  for (const n of notes) console.error(`note: ${n}`);
+  for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
+  const md = resultsMarkdown(rows, machine, notes);
+  const file = process.env.BENCH_RESULTS || (o.explicit ? join(OUT_DIR, 'results-partial.md') : join(import.meta.dir, 'RESULTS.md'));
+  mkdirSync(join(file, '..'), { recursive: true });
+  writeFileSync(file, md);
+  console.error(`bench: results written to ${file}`);
+  await cleanup();
+  return 0;
+}
+
+process.on('SIGINT', () => onSignal('SIGINT'));
+process.on('SIGTERM', () => onSignal('SIGTERM'));
+process.on('exit', killAllNow);
+const deadline = setTimeout(() => {
+  console.error(`bench: gave up after ${process.env.BENCH_TIMEOUT || 1800} s`);
+  void cleanup().finally(() => process.exit(1));
+}, Number(process.env.BENCH_TIMEOUT || 1800) * 1000);
+deadline.unref();
+const code = await main();
+process.exit(code);
