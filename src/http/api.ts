@@ -3,6 +3,7 @@ import type { Service } from '../service.ts';
 import { errorBoundary } from './errors.ts';
 import { controlRoutes } from './control.ts';
 import { keyRoutes } from './keys.ts';
+import { configRoutes } from './config.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -13,7 +14,8 @@ export function buildApi(svc: Service) {
     .use(errorBoundary)
     .get('/health', () => ({ status: 'ok' }))
     .use(controlRoutes(svc))
-    .use(keyRoutes(svc));
+    .use(keyRoutes(svc))
+    .use(configRoutes(svc));
 }
 
 export type Api = ReturnType<typeof buildApi>;

@@ -1,0 +1,52 @@
+import { Elysia } from 'elysia';
+import type { Service } from '../service.ts';
+import { authenticateControl, type ControlCaller } from '../control/credentials.ts';
+import { memberMay, projectOfCaller } from '../control/tenancy.ts';
+import { BadUserInput, PermissionDenied } from '../errors.ts';
+import { pushConfig } from '../config-file/apply.ts';
+import { listDomains, pullConfig } from '../config-file/read.ts';
+import { verifyDomain } from '../config-file/domains.ts';
+import { pushSecrets } from '../config-file/secrets.ts';
+import { assignRole, createRole, disableRole, listAssignments, listRoles, revokeRole, updateRole } from '../config-file/customer-roles.ts';
+
+/** Configuration as code on the control plane (docs/config.md). */
+export function configRoutes(svc: Service) {
+  const caller = (headers: Record<string, string | undefined>) => authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
+  const body = (b: unknown): Record<string, unknown> => {
+    if (b === undefined || b === null || b === '') return {};
+    if (typeof b !== 'object' || Array.isArray(b)) throw new BadUserInput('The request body must be a JSON object');
+    return b as Record<string, unknown>;
+  };
+  /** Resolves the project and checks the caller's permission on it. */
+  const project = async (c: ControlCaller, id: string, perm: 'config:read' | 'config:push') => {
+    const p = await projectOfCaller(svc.sql, c, id);
+    if (!memberMay(c, perm, p.id)) throw new PermissionDenied(perm === 'config:read' ? 'This role may not read this project' : 'This role may not change this project');
+    return p.id;
+  };
+  return new Elysia({ prefix: '/v1/control/projects/:id' })
+    .post('/config', async ({ headers, params, body: b }) => {
+      const input = body(b);
+      return pushConfig(svc, await caller(headers), params.id, input.config, { force: input.force === true });
+    })
+    .get('/config', async ({ headers, params }) => pullConfig(svc.sql, await caller(headers), params.id))
+    .get('/domains', async ({ headers, params }) => ({ domains: await listDomains(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))
+    .post('/domains/verify', async ({ headers, params, body: b }) => verifyDomain(svc.sql, await caller(headers), params.id, body(b).domain))
+    .post('/secrets', async ({ headers, params, body: b }) => pushSecrets(svc, await caller(headers), params.id, body(b)))
+    .get('/customer-roles', async ({ headers, params }) => ({ roles: await listRoles(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))
+    .post('/customer-roles', async ({ headers, params, body: b, set }) => {
+      const role = await createRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), body(b));
+      set.status = 201;
+      return role;
+    })
+    .patch('/customer-roles/:key', async ({ headers, params, body: b }) =>
+      updateRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), params.key, body(b)))
+    .post('/customer-roles/:key/disable', async ({ headers, params }) =>
+      disableRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), params.key))
+    .post('/customer-roles/:key/assignments', async ({ headers, params, body: b }) =>
+      assignRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), params.key, body(b).customerId))
+    .delete('/customer-roles/:key/assignments/:customerId', async ({ headers, params }) =>
+      revokeRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), params.key, params.customerId))
+    .get('/customer-role-assignments', async ({ headers, params, query }) => ({
+      assignments: await listAssignments(svc.sql, await project(await caller(headers), params.id, 'config:read'), { key: query.role, customerId: query.customer }),
+    }));
+}
