@@ -16,7 +16,7 @@ import { INSUFFICIENT } from './scopes.ts';
  * its list → PERMISSION_DENIED `Insufficient permissions`.
  *
  * Keys are cached in memory by hash. Every key change publishes `key.changed` on the bus, which
- * drops the entry in every process within a NOTIFY round trip; a one-second TTL (served stale
+ * drops the entry in every process within a NOTIFY round trip; a half-second TTL (served stale
  * while one background reload runs) bounds staleness if a notification is ever lost.
  */
 export const AUTH_REQUIRED = 'Authentication required';
@@ -100,7 +100,7 @@ export class KeyResolver {
 
   constructor(sql: Sql, bus: EventBus, opts: ResolverOptions = {}) {
     this.#sql = sql;
-    this.#ttl = opts.ttlMs ?? 1000;
+    this.#ttl = opts.ttlMs ?? 500;
     this.#hardTtl = opts.hardTtlMs ?? 5000;
     this.#max = opts.maxEntries ?? 100_000;
     this.#unsubscribe = bus.subscribe((e) => {

@@ -39,7 +39,7 @@ describe('API keys table', () => {
     const k = await createKey(server, s.ownerKey, ...sec('records:read', 'records:write', 'drafts:read'));
     expect(k.key).toMatch(/^sk_[0-9a-f]{48}$/);
     expect((await whoami(server, { 'x-api-key': k.key })).body.scopes).toEqual(['drafts:read', 'records:read', 'records:write']);
-    for (const h of [{ origin: 'https://shop.example' }, { 'sec-fetch-site': 'same-origin' }, { 'sec-fetch-site': 'none' }]) {
+    for (const h of [{ origin: 'https://shop.example' }, { 'sec-fetch-site': 'same-origin' }, { 'sec-fetch-site': 'none' }] as Record<string, string>[]) {
       const r = await whoami(server, { 'x-api-key': k.key, ...h });
       expect(r.status).toBe(403);
       expect(r.body).toEqual(DENIED);
@@ -124,7 +124,7 @@ describe('API keys rules', () => {
       method: 'PATCH', headers: { authorization: `Bearer ${s.ownerKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ projects: [foreign] }),
     });
     expect(patch.status).toBe(400);
-    expect((await patch.json()).message).toContain('fixed at creation');
+    expect(((await patch.json()) as { message: string }).message).toContain('fixed at creation');
   });
 
   test('rule 4: tenant keys take the same scopes as their project-bound siblings; pk_t_ only the public subset', async () => {
@@ -147,7 +147,7 @@ describe('API keys rules', () => {
     for (const origin of ['https://shop.example', 'https://eu.brand.example']) {
       expect((await whoami(server, { 'x-api-key': k.key, origin })).status).toBe(200);
     }
-    for (const h of [{ origin: 'https://evil.example' }, { origin: 'http://shop.example' }, { origin: 'https://brand.example' }, {}]) {
+    for (const h of [{ origin: 'https://evil.example' }, { origin: 'http://shop.example' }, { origin: 'https://brand.example' }, {}] as Record<string, string>[]) {
       const r = await whoami(server, { 'x-api-key': k.key, ...h });
       expect(r.status).toBe(403);
       expect(r.body).toEqual(DENIED);
