@@ -68,3 +68,5 @@ Bun.serve({
   },
 });
 console.log('ready');
+// Exit through process.exit so that --cpu-prof writes its profile.
+for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => process.exit(0));
