@@ -44,10 +44,10 @@ export async function controlCreateKey(sql: Sql, bus: EventBus, caller: ControlC
 
 export async function controlListKeys(sql: Sql, caller: ControlCaller, project: unknown): Promise<{ keys: KeySummary[] }> {
   const member = requireMember(caller);
-  const projectId = typeof project === 'string' && project !== '' ? project : null;
-  if (!memberMay(member, 'keys:write', projectId)) throw new PermissionDenied(DENIED);
   // A project-scoped admin only ever sees the keys serving their project.
-  return { keys: await listApiKeys(sql, member.tenantId, projectId ?? member.projectId) };
+  const projectId = typeof project === 'string' && project !== '' ? project : member.projectId;
+  if (!memberMay(member, 'keys:write', projectId)) throw new PermissionDenied(DENIED);
+  return { keys: await listApiKeys(sql, member.tenantId, projectId) };
 }
 
 async function manageable(sql: Sql, caller: ControlCaller, keyId: string): Promise<{ tenantId: string; key: KeySummary }> {

@@ -259,7 +259,12 @@ describe('svc api-keys', () => {
     const ed = await cli(server, s.ownerKey, 'members', 'add', '--email', 'ed@k.test', '--role', 'editor', '--project', s.projectId, '--json');
     expect((await tryCreateKey(server, ed.json.controlKey, ...pub())).err).toContain('403');
     const ad = await cli(server, s.ownerKey, 'members', 'add', '--email', 'ad@k.test', '--role', 'admin', '--project', s.projectId, '--json');
-    expect((await tryCreateKey(server, ad.json.controlKey, ...pub())).code).toBe(0);
+    const own = await tryCreateKey(server, ad.json.controlKey, ...pub());
+    expect(own.code).toBe(0);
+    const listed = await cli(server, ad.json.controlKey, 'api-keys', 'list', '--json');
+    expect(listed.code).toBe(0);
+    expect(listed.json.keys.map((k: { id: string }) => k.id)).toContain(own.json.id);
+    expect(listed.json.keys.every((k: { projectId: string | null; projectIds: string[] }) => k.projectId === s.projectId || k.projectIds.includes(s.projectId))).toBe(true);
     const t = await tryCreateKey(server, ad.json.controlKey, '--type', 'secret', '--tenant', '--projects', s.projectId, '--scopes', 'records:read');
     expect(t.err).toContain('403');
   });

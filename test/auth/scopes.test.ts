@@ -2,6 +2,7 @@ import { describe, expect, test } from 'bun:test';
 import { hasScope, missingScope, parseScopes, requireScope, ScopeDenied, scopeError } from '../../src/auth/scopes.ts';
 import { PermissionDenied } from '../../src/errors.ts';
 import type { KeyKind } from '../../src/auth/principal.ts';
+import { fingerprintOf } from '../../src/auth/resolve.ts';
 
 /** The scope rules are pure: no storage is involved, so these run without a server. */
 const key = (kind: KeyKind, ...scopes: string[]) => ({ kind, scopes: new Set(scopes) });
@@ -156,5 +157,25 @@ describe('Public-key grants (API keys rule 5)', () => {
   }
   test('secret keys may hold every scope except provision outside sk_t_', () => {
     expect(parseScopes('sk', ['*', 'drafts:read', 'secrets:*', 'auth:login_with_svc'])).toHaveLength(4);
+  });
+});
+
+describe('Model-restricted keys', () => {
+  const fp = (kind: KeyKind, scopes: string[], models: string[] | null) =>
+    fingerprintOf({ kind, scopes: new Set(scopes), allowedModels: models });
+
+  test('rule 3: responses are cached separately per restriction (one fingerprint per restriction)', () => {
+    const base = fp('pk', ['records:read'], ['blogPost']);
+    expect(fp('pk_t', ['records:read'], ['blogPost'])).toBe(base);
+    expect(fp('pk', ['records:read'], ['blogPost', 'author'])).not.toBe(base);
+    expect(fp('pk', ['records:read'], null)).not.toBe(base);
+    expect(fp('sk', ['records:read'], ['blogPost'])).not.toBe(base);
+    expect(fp('pk', ['records:read', 'search:read'], ['blogPost'])).not.toBe(base);
+    expect(fp('pk', ['search:read', 'records:read'], ['author', 'blogPost'])).toBe(fp('pk', ['records:read', 'search:read'], ['blogPost', 'author']));
+  });
+
+  test('rule 4: semantic-search scopes are not model-bounded', () => {
+    expect(scopeError('search:semantic:read:blogPost')).toBe('unknown scope "search:semantic:read:blogPost"');
+    expect(hasScope(key('pk', 'search:semantic:read'), 'search:semantic:read')).toBe(true);
   });
 });
