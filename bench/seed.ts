@@ -12,9 +12,10 @@ import { articleRow, listingRow, READ_RECORDS, FILTERED_RECORDS } from './data.t
 
 /**
  * Seeds the service under test through its public surfaces: tenant and project with the CLI
- * (in-process `runCli`), models and keys with `svc push` of a config folder (falling back, while
- * `svc push` has not landed, to `replaceModels` + `insertApiKey` over a direct connection),
- * records with GraphQL create + publish mutations.
+ * (in-process `runCli`); models with `svc push` of a config folder written to a temp dir
+ * (falling back, while `svc push` has not landed, to `replaceModels` + `announceSchema` over a
+ * direct connection); keys with `svc api-keys create` (else `insertApiKey`), each with a rate
+ * limit far above any bench run; records with GraphQL create + publish mutations.
  */
 export interface Seeded {
   tenantId: string;
@@ -25,6 +26,8 @@ export interface Seeded {
   configDir: string;
   notes: string[];
 }
+
+const BENCH_RATE_LIMIT = 2_000_000_000;
 
 const text = (key: string, queryable = false) => ({ key, type: 'text' as const, label: key, ...(queryable ? { queryable } : {}) });
 const num = (key: string, queryable = false) => ({ key, type: 'number' as const, label: key, ...(queryable ? { queryable } : {}) });
@@ -71,39 +74,49 @@ export async function seedProject(apiUrl: string, rootToken: string, databaseUrl
     name: 'bench',
     project: { id: projectId, tenantId },
     models: MODELS,
-    apiKeys: [
-      { name: 'bench-secret', keyType: 'secret', envVar: 'BENCH_SECRET_KEY', scopes: ['*'] },
-      { name: 'bench-public', keyType: 'public', envVar: 'BENCH_PUBLIC_KEY', scopes: ['records:read'] },
-    ],
   };
   writeFileSync(join(configDir, 'svc.config.json'), JSON.stringify(config, null, 2));
-  let secretKey: string | undefined;
-  let publicKey: string | undefined;
+  let pushed = false;
   if (has('push')) {
     try {
       await cli(apiUrl, ownerKey, ['push', '--dir', configDir]);
-      const env = readEnvFile(join(configDir, '.env'));
-      secretKey = env.BENCH_SECRET_KEY;
-      publicKey = env.BENCH_PUBLIC_KEY;
+      pushed = true;
     } catch (err) {
-      notes.push(`svc push failed (${(err as Error).message.split('\n')[0]}); models and keys written directly`);
+      notes.push(`svc push failed (${(err as Error).message.split('\n')[0]}); models stored with replaceModels`);
     }
   } else {
-    notes.push('svc push not available yet: models stored with replaceModels, keys with insertApiKey');
+    notes.push('svc push not available yet: models stored with replaceModels over a direct connection');
   }
-  if (!secretKey || !publicKey) {
-    // Fallback while `svc push` (src/config-file) has not landed: the same rows the push would write.
+  // Keys with a rate limit far above any bench run (the default is 10,000 requests per hour).
+  const key = async (type: 'secret' | 'public', scopes: string): Promise<string | undefined> => {
+    if (!has('api-keys', 'create')) return undefined;
+    try {
+      const r = await cli(apiUrl, ownerKey, ['api-keys', 'create', '--project', projectId, '--name', `bench-${type}`, '--type', type, '--scopes', scopes, '--rate-limit', String(BENCH_RATE_LIMIT)]);
+      return r.key as string;
+    } catch (err) {
+      notes.push(`svc api-keys create failed (${(err as Error).message.split('\n')[0]}); key written with insertApiKey`);
+      return undefined;
+    }
+  };
+  let secretKey = await key('secret', '*');
+  let publicKey = await key('public', 'records:read');
+  if (!pushed || !secretKey || !publicKey) {
+    // Fallback while `svc push` / `svc api-keys create` are not available: the rows they would write.
     const sql = connect(databaseUrl, { max: 2 });
     try {
-      const version = await sql.begin((tx) => replaceModels(tx as never, projectId, MODELS));
-      if (version !== null) {
-        const bus = new EventBus();
-        await bus.attach(sql);
-        await announceSchema(bus, projectId, version);
-        await bus.detach();
+      if (!pushed) {
+        const version = await sql.begin((tx) => replaceModels(tx as never, projectId, MODELS));
+        if (version !== null) {
+          const bus = new EventBus();
+          await bus.attach(sql);
+          await announceSchema(bus, projectId, version);
+          await bus.detach();
+        }
       }
-      secretKey ??= (await insertApiKey(sql, { tenantId, projectId, kind: 'sk', name: 'bench-secret', scopes: ['*'] })).key;
-      publicKey ??= (await insertApiKey(sql, { tenantId, projectId, kind: 'pk', name: 'bench-public', scopes: ['records:read'] })).key;
+      const insert = async (kind: 'sk' | 'pk', scopes: string[]) =>
+        (await insertApiKey(sql, { tenantId, projectId, kind, name: `bench-${kind}`, scopes, rateLimit: BENCH_RATE_LIMIT })).key;
+      secretKey ??= await insert('sk', ['*']);
+      publicKey ??= await insert('pk', ['records:read']);
     } finally {
       await sql.end({ timeout: 2 });
     }
@@ -118,7 +131,7 @@ export async function rotationKeys(apiUrl: string, databaseUrl: string, s: Seede
     try {
       for (let i = 0; i < count; i += 16) {
         const batch = Array.from({ length: Math.min(16, count - i) }, (_, j) =>
-          cli(apiUrl, s.ownerKey, ['api-keys', 'create', '--dir', s.configDir, '--name', `rot-${i + j}`, '--type', 'public', '--scopes', 'records:read']),
+          cli(apiUrl, s.ownerKey, ['api-keys', 'create', '--project', s.projectId, '--name', `rot-${i + j}`, '--type', 'public', '--scopes', 'records:read', '--rate-limit', String(BENCH_RATE_LIMIT)]),
         );
         for (const r of await Promise.all(batch)) keys.push(r.key as string);
       }
@@ -131,7 +144,7 @@ export async function rotationKeys(apiUrl: string, databaseUrl: string, s: Seede
   const sql = connect(databaseUrl, { max: 4 });
   try {
     for (let i = 0; i < count; i++) {
-      keys.push((await insertApiKey(sql, { tenantId: s.tenantId, projectId: s.projectId, kind: 'pk', name: `rot-${i}`, scopes: ['records:read'] })).key);
+      keys.push((await insertApiKey(sql, { tenantId: s.tenantId, projectId: s.projectId, kind: 'pk', name: `rot-${i}`, scopes: ['records:read'], rateLimit: BENCH_RATE_LIMIT })).key);
     }
   } finally {
     await sql.end({ timeout: 2 });
