@@ -4,6 +4,7 @@ import { errorBoundary } from './errors.ts';
 import { controlRoutes } from './control.ts';
 import { keyRoutes } from './keys.ts';
 import { configRoutes } from './config.ts';
+import { graphqlRoutes } from './graphql.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -15,7 +16,8 @@ export function buildApi(svc: Service) {
     .get('/health', () => ({ status: 'ok' }))
     .use(controlRoutes(svc))
     .use(keyRoutes(svc))
-    .use(configRoutes(svc));
+    .use(configRoutes(svc))
+    .use(graphqlRoutes(svc));
 }
 
 export type Api = ReturnType<typeof buildApi>;

@@ -1,0 +1,161 @@
+import type { Sql } from '../store/db.ts';
+import type { ModelDef } from '../models/types.ts';
+import { run } from './db.ts';
+import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
+import type { ContentRow, ReadScope } from './types.ts';
+
+/** Read queries over records; each is exactly one round trip to PostgreSQL. */
+const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.updated_at, r.published_at, c.data`;
+
+/**
+ * Records by id in one query (batched reference/select/`record` resolution). One row per id,
+ * in the requested locale or else the default locale.
+ */
+export async function readByIds(sql: Sql, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
+  const out = new Map<string, ContentRow>();
+  if (ids.length === 0) return out;
+  const p = new Params();
+  const models = modelKeys ? ` and c.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
+  const project = p.add(scope.projectId);
+  const idList = p.add([...ids], 'text[]');
+  const stage = p.add(scope.stage);
+  const loc = p.add(scope.locale);
+  const text = `select distinct on (c.record_id) ${COLS}
+    from record_content c join records r on r.id = c.record_id
+    where c.project_id = ${project} and c.record_id = any(${idList})
+      and c.stage = ${stage} and c.locale in (${loc}, ${p.add(scope.defaultLocale)})${models}
+    order by c.record_id, (c.locale = ${loc}) desc`;
+  for (const row of await run<ContentRow>(sql, text, p.values)) out.set(row.id, row);
+  return out;
+}
+
+export interface OneSelector {
+  id?: string | null;
+  naturalKey?: string | null;
+  /** Lookup fields (model `lookups`) and their values. */
+  lookup?: Record<string, unknown>;
+}
+
+export async function readOne(sql: Sql, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
+  const p = new Params();
+  const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.model_key = ${p.add(model.key)}`, `c.stage = ${p.add(scope.stage)}`];
+  const loc = p.add(scope.locale);
+  conds.push(`c.locale in (${loc}, ${p.add(scope.defaultLocale)})`);
+  if (sel.id) conds.push(`c.record_id = ${p.add(sel.id)}`);
+  if (sel.naturalKey) conds.push(`r.natural_key = ${p.add(sel.naturalKey)}`);
+  for (const [k, v] of Object.entries(sel.lookup ?? {})) {
+    if (v === undefined || v === null) continue;
+    conds.push(`c.data @> ${p.add(JSON.stringify({ [k]: v }))}::jsonb and (c.data->>${literalKey(k)}) is not null`);
+  }
+  const text = `select ${COLS} from record_content c join records r on r.id = c.record_id
+    where ${conds.join(' and ')} order by (c.locale = ${loc}) desc, c.record_id limit 1`;
+  const [row] = await run<ContentRow>(sql, text, p.values);
+  return row ?? null;
+}
+
+export interface ListArgs {
+  first: number;
+  after?: string | null;
+  where?: Record<string, unknown> | null;
+  orderBy?: { field: string; direction?: string }[] | null;
+  withTotal: boolean;
+}
+
+export interface ListRow extends ContentRow {
+  _total?: string;
+  [sortKey: string]: unknown;
+}
+
+export interface ListResult {
+  rows: ListRow[];
+  hasNextPage: boolean;
+  totalCount: number | null;
+  sortKeyCount: number;
+}
+
+/** One page of a model's records: filter, keyset cursor and (when asked) the total, in one statement. */
+export async function listRecords(sql: Sql, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
+  const p = new Params();
+  const keys = sortKeys(model, args.orderBy);
+  const base = [
+    `c.project_id = ${p.add(scope.projectId)}`,
+    `c.model_key = ${p.add(model.key)}`,
+    `c.stage = ${p.add(scope.stage)}`,
+    localeSql(p, scope),
+    whereSql(p, model, args.where),
+  ].join(' and ');
+  const after = args.after ? afterSql(p, keys, decodeCursor(args.after)) : 'true';
+  const limit = p.add(String(args.first + 1), 'text');
+  const select = `select ${COLS}${sortSelect(keys)} from record_content c join records r on r.id = c.record_id`;
+  const text = args.withTotal
+    ? `with matched as (select c.record_id from record_content c where ${base})
+       ${select}, (select count(*) from matched) as _total
+       where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`
+    : `${select} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
+  const rows = await run<ListRow>(sql, text, p.values);
+  const hasNextPage = rows.length > args.first;
+  if (hasNextPage) rows.pop();
+  let totalCount: number | null = null;
+  if (args.withTotal) {
+    if (rows.length) totalCount = Number(rows[0]!._total);
+    else {
+      // An empty page still owes the total; only then a second, cheap count runs.
+      const q = new Params();
+      const cnt = `select count(*)::int as n from record_content c where ${[
+        `c.project_id = ${q.add(scope.projectId)}`,
+        `c.model_key = ${q.add(model.key)}`,
+        `c.stage = ${q.add(scope.stage)}`,
+        localeSql(q, scope),
+        whereSql(q, model, args.where),
+      ].join(' and ')}`;
+      totalCount = (await run<{ n: number }>(sql, cnt, q.values))[0]!.n;
+    }
+  }
+  return { rows, hasNextPage, totalCount, sortKeyCount: keys.length };
+}
+
+export interface SearchRow extends ContentRow {
+  _rank: number;
+  _total: string;
+}
+
+/**
+ * Full-text search over the stored tsvector ('simple' configuration: language-neutral), ranked,
+ * newest id breaking ties. `offset` is the page position carried by search cursors.
+ */
+export async function searchContent(sql: Sql, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
+  const p = new Params();
+  const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.stage = ${p.add(scope.stage)}`, localeSql(p, scope)];
+  if (modelKeys) conds.push(`c.model_key = any(${p.add([...modelKeys], 'text[]')})`);
+  const q = p.add(query);
+  conds.push(`c.search @@ websearch_to_tsquery('simple', ${q})`);
+  const text = `select ${COLS}, ts_rank(c.search, websearch_to_tsquery('simple', ${q})) as _rank, count(*) over () as _total
+    from record_content c join records r on r.id = c.record_id
+    where ${conds.join(' and ')}
+    order by _rank desc, c.record_id asc limit (${p.add(String(first + 1))})::int offset (${p.add(String(offset))})::int`;
+  const rows = await run<SearchRow>(sql, text, p.values);
+  const hasNextPage = rows.length > first;
+  if (hasNextPage) rows.pop();
+  return { rows, hasNextPage, totalCount: rows.length ? Number(rows[0]!._total) : 0 };
+}
+
+export interface VersionRow {
+  id: string;
+  record_id: string;
+  action: string;
+  locale: string | null;
+  data: Record<string, unknown> | null;
+  user_id: string | null;
+  created_at: Date;
+}
+
+export async function listVersions(sql: Sql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<VersionRow[] | null> {
+  const p = new Params();
+  const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
+  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.created_at, r.id as rid
+    from records r left join record_versions v on v.record_id = r.id
+    where r.project_id = ${p.add(projectId)} and r.id = ${p.add(recordId)}${models} order by v.id`;
+  const rows = await run<VersionRow & { rid: string }>(sql, text, p.values);
+  if (rows.length === 0) return null;
+  return rows.filter((r) => r.id !== null);
+}

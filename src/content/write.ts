@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import type { Sql } from '../store/db.ts';
+import type { ModelDef } from '../models/types.ts';
+import { Conflict, NotFound, BadUserInput } from '../errors.ts';
+import { run } from './db.ts';
+import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
+import type { RecordAction } from './types.ts';
+
+/**
+ * Record writes. Each function runs inside the caller's transaction and queues its change
+ * event on the WriteContext; `commitWrites` publishes them only after the commit, so a
+ * rolled-back write (a failed batch) announces nothing.
+ */
+export interface PendingEvent {
+  action: RecordAction;
+  recordId: string;
+  modelKey: string;
+}
+
+export interface WriteContext {
+  projectId: string;
+  defaultLocale: string;
+  userId: string | null;
+  models: ModelLookup;
+  events: PendingEvent[];
+}
+
+/** Record ids sort by creation time (ms timestamp first), so default order is creation order. */
+export function newRecordId(): string {
+  return `rec_${Date.now().toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
+}
+
+const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
+
+async function putContent(tx: Sql, ctx: WriteContext, model: ModelDef, id: string, stage: 'draft' | 'published', locale: string, data: Record<string, unknown>): Promise<void> {
+  await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
+      values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, to_tsvector('simple', $7::text), now())
+      on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()`,
+    [id, ctx.projectId, model.key, stage, locale, JSON.stringify(data), searchText(model, data)]);
+}
+
+async function history(tx: Sql, ctx: WriteContext, id: string, action: string, locale: string | null, data: unknown): Promise<void> {
+  await run(tx, `insert into record_versions (record_id, project_id, action, locale, data, user_id)
+      values ($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text)`,
+    [id, ctx.projectId, action, locale, data === null ? null : JSON.stringify(data), ctx.userId]);
+}
+
+async function lockRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+  const rows = await run(tx, `select id from records where project_id = $1::text and id = $2::text and model_key = $3::text for update`, [ctx.projectId, id, model.key]);
+  if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
+}
+
+export interface CreateInput {
+  naturalKey?: string | null;
+  locale?: string | null;
+  data: unknown;
+}
+
+export async function createRecord(tx: Sql, ctx: WriteContext, model: ModelDef, input: CreateInput): Promise<string> {
+  const locale = input.locale || ctx.defaultLocale;
+  const data = validateData(model, input.data ?? {}, ctx.models, { partial: false });
+  if (!isVersioned(model)) checkRequired(model, data);
+  if (input.naturalKey !== undefined && input.naturalKey !== null && (typeof input.naturalKey !== 'string' || input.naturalKey.length === 0 || input.naturalKey.length > 500)) {
+    throw new BadUserInput('naturalKey must be a non-empty string of at most 500 characters', { field: 'naturalKey' });
+  }
+  const id = newRecordId();
+  const versioned = isVersioned(model);
+  // ON CONFLICT DO NOTHING keeps the transaction usable, so a duplicate is a clean CONFLICT.
+  const inserted = await run(tx, `insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
+      values ($1::text, $2::text, $3::text, $4::text, $5::boolean, case when $5::boolean then null else now() end, $6::text, $6::text)
+      on conflict do nothing returning id`,
+    [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId]);
+  if (inserted.length === 0) throw new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
+  await putContent(tx, ctx, model, id, 'draft', locale, data);
+  if (!versioned) await putContent(tx, ctx, model, id, 'published', locale, data);
+  await history(tx, ctx, id, 'created', locale, data);
+  ctx.events.push({ action: 'created', recordId: id, modelKey: model.key });
+  return id;
+}
+
+export async function updateRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown): Promise<void> {
+  const locale = localeArg || ctx.defaultLocale;
+  const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
+  await lockRecord(tx, ctx, model, id);
+  const [current] = await run<{ data: Record<string, unknown> }>(tx,
+    `select data from record_content where record_id = $1::text and stage = 'draft' and locale = $2::text`, [id, locale]);
+  const merged = { ...(current?.data ?? {}), ...patch };
+  const versioned = isVersioned(model);
+  if (!versioned) checkRequired(model, merged);
+  await putContent(tx, ctx, model, id, 'draft', locale, merged);
+  if (!versioned) await putContent(tx, ctx, model, id, 'published', locale, merged);
+  await run(tx, `update records set updated_at = now(), updated_by = $2::text, has_draft = $3::boolean,
+      published_at = case when $3::boolean then published_at else now() end where id = $1::text`, [id, ctx.userId, versioned]);
+  await history(tx, ctx, id, 'updated', locale, patch);
+  ctx.events.push({ action: 'updated', recordId: id, modelKey: model.key });
+}
+
+/** Copies every locale of the working version to published; required fields are checked per locale. */
+export async function publishRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+  await lockRecord(tx, ctx, model, id);
+  const drafts = await run<{ locale: string; data: Record<string, unknown> }>(tx,
+    `select locale, data from record_content where record_id = $1::text and stage = 'draft'`, [id]);
+  for (const d of drafts) checkRequired(model, d.data);
+  await run(tx, `delete from record_content where record_id = $1::text and stage = 'published'`, [id]);
+  await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
+      select record_id, project_id, model_key, 'published', locale, data, search, now()
+      from record_content where record_id = $1::text and stage = 'draft'`, [id]);
+  await run(tx, `update records set published_at = now(), has_draft = false, updated_by = $2::text where id = $1::text`, [id, ctx.userId]);
+  await history(tx, ctx, id, 'published', null, null);
+  ctx.events.push({ action: 'published', recordId: id, modelKey: model.key });
+}
+
+export async function unpublishRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+  await lockRecord(tx, ctx, model, id);
+  await run(tx, `delete from record_content where record_id = $1::text and stage = 'published'`, [id]);
+  await run(tx, `update records set published_at = null, has_draft = true, updated_by = $2::text where id = $1::text`, [id, ctx.userId]);
+  await history(tx, ctx, id, 'unpublished', null, null);
+  ctx.events.push({ action: 'unpublished', recordId: id, modelKey: model.key });
+}
+
+export async function deleteRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+  const rows = await run(tx, `delete from records where project_id = $1::text and id = $2::text and model_key = $3::text returning id`, [ctx.projectId, id, model.key]);
+  if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
+  ctx.events.push({ action: 'deleted', recordId: id, modelKey: model.key });
+}
+
+/** The model of a record, for generic operations addressed by `_id` only. */
+export async function modelKeyOf(tx: Sql, projectId: string, id: string): Promise<string | null> {
+  const [row] = await run<{ model_key: string }>(tx, `select model_key from records where project_id = $1::text and id = $2::text`, [projectId, id]);
+  return row?.model_key ?? null;
+}

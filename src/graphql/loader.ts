@@ -1,0 +1,68 @@
+import type { Sql } from '../store/db.ts';
+import type { ModelDef } from '../models/types.ts';
+import { readByIds } from '../content/read.ts';
+import { toNode, type ReadScope, type RecordNode, type Stage } from '../content/types.ts';
+
+/**
+ * Per-request batching of record-by-id reads (references, selects, `record`): every id asked
+ * for in the same tick with the same stage and locale is fetched in ONE query, so resolving a
+ * reference field over a page of records costs one round trip, not one per record.
+ */
+interface Batch {
+  stage: Stage;
+  locale: string;
+  ids: Map<string, { resolve: (n: RecordNode | null) => void; reject: (e: unknown) => void }[]>;
+}
+
+export class RecordLoader {
+  readonly #batches = new Map<string, Batch>();
+  readonly #cache = new Map<string, Promise<RecordNode | null>>();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly projectId: string,
+    private readonly defaultLocale: string,
+    /** Visible models: records of any other model resolve to null. */
+    private readonly models: ReadonlyMap<string, ModelDef>,
+    private readonly restrictTo: readonly string[] | null,
+  ) {}
+
+  load(id: string, stage: Stage, locale: string): Promise<RecordNode | null> {
+    const ck = `${stage}\0${locale}\0${id}`;
+    const cached = this.#cache.get(ck);
+    if (cached) return cached;
+    const bk = `${stage}\0${locale}`;
+    let batch = this.#batches.get(bk);
+    if (!batch) {
+      batch = { stage, locale, ids: new Map() };
+      this.#batches.set(bk, batch);
+      const b = batch;
+      queueMicrotask(() => {
+        this.#batches.delete(bk);
+        void this.#dispatch(b);
+      });
+    }
+    const p = new Promise<RecordNode | null>((resolve, reject) => {
+      const waiters = batch.ids.get(id) ?? [];
+      waiters.push({ resolve, reject });
+      batch.ids.set(id, waiters);
+    });
+    this.#cache.set(ck, p);
+    return p;
+  }
+
+  async #dispatch(b: Batch): Promise<void> {
+    const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale };
+    try {
+      const rows = await readByIds(this.sql, scope, [...b.ids.keys()], this.restrictTo);
+      for (const [id, waiters] of b.ids) {
+        const row = rows.get(id);
+        const model = row ? this.models.get(row.model_key) : undefined;
+        const node = row && model ? toNode(row, model, scope) : null;
+        for (const w of waiters) w.resolve(node);
+      }
+    } catch (err) {
+      for (const waiters of b.ids.values()) for (const w of waiters) w.reject(err);
+    }
+  }
+}

@@ -1,0 +1,151 @@
+import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
+import type { ModelDef } from '../models/types.ts';
+import type { Sql } from '../store/db.ts';
+import { hasScope, missingScope } from '../auth/scopes.ts';
+import { BadUserInput } from '../errors.ts';
+import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
+import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
+import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
+import type { WriteContext } from '../content/write.ts';
+import type { GqlContext } from './context.ts';
+import { LIMITS } from './limits.ts';
+
+/** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
+const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
+
+export function requireScope(ctx: GqlContext, scope: string): void {
+  if (!hasScope(ctx.principal, scope)) throw missingScope(scope);
+}
+
+/** Per-model scopes: the bare scope or its `:<model>` variant satisfies the requirement. */
+export function requireModelScope(ctx: GqlContext, base: string, model: ModelDef): void {
+  if (!hasScope(ctx.principal, `${base}:${model.key}`)) throw missingScope(base);
+}
+
+export function readScope(ctx: GqlContext, args: { locale?: string | null; preview?: boolean | null }): ReadScope {
+  let stage: ReadScope['stage'] = 'published';
+  if (args.preview === true) {
+    // Never fall back to published content: without drafts:read a preview read is an error.
+    if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
+    ctx.noStore = true;
+    stage = 'draft';
+  }
+  const locale = args.locale ?? ctx.snapshot.defaultLocale;
+  if (!LOCALE_RE.test(locale)) throw new BadUserInput(`Invalid locale "${locale}"`, { field: 'locale' });
+  return { projectId: ctx.snapshot.id, stage, locale, defaultLocale: ctx.snapshot.defaultLocale };
+}
+
+export function pageSize(first: number | null | undefined): number {
+  if (first === null || first === undefined) return LIMITS.defaultPageSize;
+  if (!Number.isInteger(first) || first < 0 || first > LIMITS.maxPageSize) {
+    throw new BadUserInput(`first must be between 0 and ${LIMITS.maxPageSize}`, { field: 'first' });
+  }
+  return first;
+}
+
+/** Whether the selection asks for totalCount (fragments count as "maybe": we then compute it). */
+export function wantsTotal(info: GraphQLResolveInfo): boolean {
+  const check = (set: SelectionSetNode | undefined): boolean =>
+    !!set && set.selections.some((s) => (s.kind === Kind.FIELD ? s.name.value === 'totalCount' : true));
+  return info.fieldNodes.some((n) => check(n.selectionSet));
+}
+
+function node(ctx: GqlContext, row: ContentRow, scope: ReadScope): RecordNode | null {
+  const model = ctx.models.get(row.model_key);
+  return model ? toNode(row, model, scope) : null;
+}
+
+export interface Connection {
+  edges: { cursor: string; node: RecordNode }[];
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  totalCount: number;
+}
+
+export async function listConnection(ctx: GqlContext, model: ModelDef, args: Record<string, any>, info: GraphQLResolveInfo): Promise<Connection> {
+  requireModelScope(ctx, 'records:read', model);
+  const scope = readScope(ctx, args);
+  const first = pageSize(args.first);
+  const r = await listRecords(ctx.svc.sql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
+  const edges = r.rows.map((row: ListRow) => {
+    const values: unknown[] = [];
+    for (let i = 0; i < r.sortKeyCount; i++) values.push(row[`_k${i}`] ?? null);
+    values.push(row.id);
+    return { cursor: encodeCursor(values), node: toNode(row, model, scope) };
+  });
+  return { edges, pageInfo: { hasNextPage: r.hasNextPage, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: r.totalCount ?? edges.length };
+}
+
+export async function searchConnection(ctx: GqlContext, models: readonly ModelDef[], args: Record<string, any>): Promise<Connection> {
+  requireScope(ctx, 'search:read');
+  const query = String(args.query ?? '').trim();
+  if (query.length === 0 || query.length > 500) throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
+  const scope = readScope(ctx, args);
+  const first = pageSize(args.first);
+  let offset = 0;
+  if (args.after) {
+    const c = decodeCursor(args.after);
+    if (c[0] !== 's' || typeof c[1] !== 'number') throw new BadUserInput('Invalid cursor');
+    offset = c[1];
+  }
+  const r = await searchContent(ctx.svc.sql, scope, models.map((m) => m.key), query, first, offset);
+  const edges = r.rows.flatMap((row, i) => {
+    const n = node(ctx, row, scope);
+    return n ? [{ cursor: encodeCursor(['s', offset + i + 1]), node: n }] : [];
+  });
+  return { edges, pageInfo: { hasNextPage: r.hasNextPage, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: r.totalCount };
+}
+
+export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<string, any>, lookupKeys: readonly string[]): Promise<RecordNode | null> {
+  requireModelScope(ctx, 'records:read', model);
+  const scope = readScope(ctx, args);
+  const lookup: Record<string, unknown> = {};
+  for (const k of lookupKeys) if (args[k] !== undefined && args[k] !== null) lookup[k] = args[k];
+  if (!args._id && !args.naturalKey && Object.keys(lookup).length === 0) {
+    throw new BadUserInput(`${model.key} needs _id, naturalKey or a lookup argument`);
+  }
+  const row = await readOne(ctx.svc.sql, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
+  return row ? toNode(row, model, scope) : null;
+}
+
+export async function genericRecord(ctx: GqlContext, args: Record<string, any>): Promise<RecordNode | null> {
+  requireScope(ctx, 'records:read');
+  const scope = readScope(ctx, args);
+  const rows = await readByIds(ctx.svc.sql, scope, [String(args._id)], [...ctx.models.keys()]);
+  const row = rows.get(String(args._id));
+  return row ? node(ctx, row, scope) : null;
+}
+
+export async function versions(ctx: GqlContext, args: Record<string, any>) {
+  requireScope(ctx, 'records:read');
+  if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
+  ctx.noStore = true;
+  const rows = await listVersions(ctx.svc.sql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
+  if (!rows) return null;
+  return rows.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: v.data, userId: v.user_id, createdAt: v.created_at }));
+}
+
+/** Runs writes in one transaction; change events go out only after the commit. */
+export async function inTransaction<T>(ctx: GqlContext, work: (tx: Sql, w: WriteContext) => Promise<T>): Promise<T> {
+  ctx.noStore = true;
+  const all = new Map(ctx.snapshot.models.map((m) => [m.key, m]));
+  const w: WriteContext = {
+    projectId: ctx.snapshot.id,
+    defaultLocale: ctx.snapshot.defaultLocale,
+    userId: ctx.principal.keyId,
+    models: (k) => all.get(k),
+    events: [],
+  };
+  const result = await ctx.svc.sql.begin((tx) => work(tx as unknown as Sql, w));
+  for (const e of w.events) {
+    await ctx.svc.bus.publish({ type: 'record.changed', projectId: ctx.snapshot.id, action: e.action, recordId: e.recordId, modelKey: e.modelKey, userId: w.userId });
+  }
+  return result as T;
+}
+
+/** The working version of a record as mutations return it. */
+export async function draftNode(ctx: GqlContext, id: string, locale: string | null | undefined): Promise<RecordNode | null> {
+  const scope: ReadScope = { projectId: ctx.snapshot.id, stage: 'draft', locale: locale ?? ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
+  const rows = await readByIds(ctx.svc.sql, scope, [id], null);
+  const row = rows.get(id);
+  return row ? node(ctx, row, scope) : null;
+}

@@ -1,0 +1,116 @@
+import {
+  GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType,
+  GraphQLSchema, GraphQLString, type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
+} from 'graphql';
+import type { KeyPrincipal } from '../auth/principal.ts';
+import { isPublicKey } from '../auth/principal.ts';
+import { hasScope } from '../auth/scopes.ts';
+import type { ProjectSnapshot } from '../actors/project.ts';
+import type { ModelDef } from '../models/types.ts';
+import type { GqlContext } from './context.ts';
+import { pluralField, typeName, GRAPHQL_NAME } from './context.ts';
+import { TypeFactory } from './model-types.ts';
+import { JSONScalar, DateTimeScalar } from './scalars.ts';
+import { genericRecord, listConnection, searchConnection, singleRead, versions } from './resolvers.ts';
+import { modelMutations, batchMutation } from './mutations.ts';
+
+/**
+ * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
+ * cannot use is absent, not merely denied: public keys get no mutations, model-restricted keys
+ * see only their models and no generic record fields, `_hasDraft` needs drafts:read.
+ */
+export interface SchemaView {
+  schema: GraphQLSchema;
+  /** Models the key may see, by key. */
+  models: ReadonlyMap<string, ModelDef>;
+}
+
+const nn = <T extends GraphQLNullableType>(t: T) => new GraphQLNonNull(t);
+
+export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal): Map<string, ModelDef> {
+  const allow = principal.allowedModels ? new Set(principal.allowedModels) : null;
+  return new Map(snapshot.models.filter((m) => GRAPHQL_NAME.test(m.key) && (!allow || allow.has(m.key))).map((m) => [m.key, m]));
+}
+
+export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal): SchemaView {
+  const models = visibleModels(snapshot, principal);
+  const all = new Map(snapshot.models.map((m) => [m.key, m]));
+  const canWrite = !isPublicKey(principal.kind);
+  const types = new TypeFactory(models, all, !isPublicKey(principal.kind) && hasScope(principal, 'drafts:read'));
+  const generic = principal.allowedModels === null;
+
+  const query: GraphQLFieldConfigMap<unknown, GqlContext> = {
+    _schemaVersion: { type: nn(GraphQLInt), description: "The project's schema version.", resolve: (_r, _a, ctx) => ctx.snapshot.schemaVersion },
+  };
+  const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
+  const readArgs = { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } };
+
+  for (const model of models.values()) {
+    const T = types.recordType(model);
+    const conn = types.connection(typeName(model.key), T);
+    const lookups = types.lookupArgs(model);
+    const single: GraphQLFieldConfigArgumentMap = { _id: { type: GraphQLID }, naturalKey: { type: GraphQLString } };
+    for (const [k, t] of lookups) single[k] = { type: t };
+    Object.assign(single, readArgs);
+    const lookupKeys = [...lookups.keys()];
+    query[model.key] = { type: T, args: single, resolve: (_r, args, ctx) => singleRead(ctx, model, args, lookupKeys) };
+
+    const listArgs: GraphQLFieldConfigArgumentMap = { first: { type: GraphQLInt }, after: { type: GraphQLString } };
+    const where = types.whereType(model);
+    if (where) listArgs.where = { type: where };
+    const orderBy = types.orderByType(model);
+    if (orderBy) listArgs.orderBy = { type: new GraphQLList(nn(orderBy)) };
+    Object.assign(listArgs, readArgs);
+    query[pluralField(model.key)] = { type: nn(conn), args: listArgs, resolve: (_r, args, ctx, info) => listConnection(ctx, model, args, info) };
+    query[`search${typeName(model.key)}s`] = {
+      type: nn(conn),
+      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString } },
+      resolve: (_r, args, ctx) => searchConnection(ctx, [model], args),
+    };
+    if (canWrite) Object.assign(mutation, modelMutations(types, model));
+  }
+
+  if (generic) {
+    const recordVersion = new GraphQLObjectType({
+      name: 'RecordVersion',
+      fields: {
+        version: { type: nn(GraphQLInt) },
+        action: { type: nn(GraphQLString) },
+        locale: { type: GraphQLString },
+        content: { type: JSONScalar },
+        userId: { type: GraphQLString },
+        createdAt: { type: nn(DateTimeScalar) },
+      },
+    });
+    query.record = { type: types.recordInterface, args: { _id: { type: nn(GraphQLID) }, ...readArgs }, resolve: (_r, args, ctx) => genericRecord(ctx, args) };
+    query.records = {
+      type: nn(types.recordConnection),
+      args: { modelKey: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, ...readArgs },
+      resolve: (_r, args, ctx, info) => {
+        const model = ctx.models.get(args.modelKey);
+        if (!model) return { edges: [], pageInfo: { hasNextPage: false, endCursor: null }, totalCount: 0 };
+        return listConnection(ctx, model, args, info);
+      },
+    };
+    query.recordVersions = { type: new GraphQLList(nn(recordVersion)), args: { _id: { type: nn(GraphQLID) } }, resolve: (_r, args, ctx) => versions(ctx, args) };
+    query.searchRecords = {
+      type: nn(types.recordConnection),
+      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString } },
+      resolve: (_r, args, ctx) => {
+        const keys: string[] | null = args.modelKeys ?? null;
+        const ms = keys ? keys.flatMap((k) => (ctx.models.has(k) ? [ctx.models.get(k)!] : [])) : [...ctx.models.values()];
+        return searchConnection(ctx, ms, args);
+      },
+    };
+    if (canWrite) Object.assign(mutation, batchMutation(types));
+  }
+
+  const schema = new GraphQLSchema({
+    query: new GraphQLObjectType({ name: 'Query', fields: query }),
+    mutation: Object.keys(mutation).length ? new GraphQLObjectType({ name: 'Mutation', fields: mutation }) : undefined,
+    // Every record type must be reachable for `Record` resolution, even when only linked.
+    types: [...models.values()].map((m) => types.recordType(m)),
+  });
+  return { schema, models };
+}
+

@@ -1,0 +1,110 @@
+import { Elysia } from 'elysia';
+import type { Service } from '../service.ts';
+import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
+import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
+import { BadUserInput, PayloadTooLarge, SvcError, toSvcError } from '../errors.ts';
+import { executeGraphql, installResponseInvalidation, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
+import { LIMITS } from '../graphql/limits.ts';
+import { maskError } from '../graphql/errors.ts';
+import { GRAPHIQL_HTML } from '../graphql/graphiql.ts';
+
+/**
+ * GraphQL over HTTP (spec "GraphQL over HTTP", CONTRACT §6): POST and GET /graphql, GET /schema
+ * and GET /graphiql. Thin: authenticate, count the rate limit, decode the request, hand it to
+ * src/graphql/execute.ts, and turn its answer into headers.
+ */
+const VARY = 'x-api-key, X-Project-Id';
+
+function json(status: number, body: string, headers: Record<string, string>): Response {
+  return new Response(body, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+}
+
+/** Failures before execution still answer in GraphQL's shape, with the error's HTTP status. */
+function failure(err: unknown, production: boolean, extra: Record<string, string> = {}): Response {
+  const e = err instanceof SvcError ? err : toSvcError(err);
+  const wire = err instanceof SvcError ? maskError(e, production) : maskError(err as Error, production);
+  const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra };
+  if (e.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
+  const status = err instanceof SvcError ? e.status : 500;
+  return json(status, JSON.stringify({ errors: [wire] }), headers);
+}
+
+function parseVariables(raw: unknown): Record<string, unknown> | null {
+  if (raw === undefined || raw === null || raw === '') return null;
+  let v = raw;
+  if (typeof raw === 'string') {
+    try {
+      v = JSON.parse(raw);
+    } catch {
+      throw new BadUserInput('"variables" must be a JSON object');
+    }
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new BadUserInput('"variables" must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+async function readPost(request: Request): Promise<GraphqlRequest> {
+  const length = Number(request.headers.get('content-length') ?? 0);
+  if (length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
+  const text = await request.text();
+  if (text.length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new BadUserInput('The request body is not valid JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object with "query"');
+  const b = body as Record<string, unknown>;
+  if (typeof b.query !== 'string') throw new BadUserInput('The request body needs a "query" string');
+  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
+  return { query: b.query, variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null };
+}
+
+function readGet(request: Request): GraphqlRequest {
+  const url = new URL(request.url);
+  const query = url.searchParams.get('query');
+  if (!query) throw new BadUserInput('GET /graphql needs a "query" URL parameter');
+  return { query, variables: parseVariables(url.searchParams.get('variables')), operationName: url.searchParams.get('operationName') };
+}
+
+export function graphqlRoutes(svc: Service) {
+  installResponseInvalidation(svc);
+  const production = svc.settings.production;
+
+  const handle = async (request: Request, method: 'GET' | 'POST'): Promise<Response> => {
+    let rate: Record<string, string> = {};
+    try {
+      const principal = await authenticateRequest(svc, request.headers);
+      const decision = await takeRateLimit(svc, principal, 1);
+      rate = rateLimitHeaders(decision);
+      if (!decision.allowed) return failure(rateLimitError(decision), production, { ...rate, 'retry-after': String(decision.retryAfter) });
+      const req = method === 'POST' ? await readPost(request) : readGet(request);
+      // A customer token makes the read per customer: never shared, never in the response cache.
+      const customer = request.headers.has('authorization');
+      const r = await executeGraphql(svc, principal, req, { method, customer });
+      const headers: Record<string, string> = { ...rate, 'cache-control': r.cacheControl };
+      if (r.cacheControl.startsWith('public')) headers.vary = VARY;
+      return json(r.status, r.body, headers);
+    } catch (err) {
+      return failure(err, production, rate);
+    }
+  };
+
+  const app = new Elysia({ name: 'svc.graphql' })
+    .post('/graphql', ({ request }) => handle(request, 'POST'), { parse: 'none' })
+    .get('/graphql', ({ request }) => handle(request, 'GET'))
+    .get('/schema', async ({ request }) => {
+      try {
+        const principal = await authenticateRequest(svc, request.headers);
+        const sdl = await schemaSdl(svc, principal);
+        return new Response(sdl, { headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'private, no-cache', vary: VARY } });
+      } catch (err) {
+        return failure(err, production);
+      }
+    });
+  if (!production) {
+    app.get('/graphiql', () => new Response(GRAPHIQL_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } }));
+  }
+  return app;
+}

@@ -1,0 +1,50 @@
+import { insertApiKey } from '../../src/auth/keys.ts';
+import type { KeyKind } from '../../src/auth/principal.ts';
+import { announceSchema, replaceModels } from '../../src/models/store.ts';
+import type { ModelDef } from '../../src/models/types.ts';
+import { bootstrapProject, type TestServer } from '../support/server.ts';
+
+/** A project with models and keys, and a `gql` caller over real HTTP. */
+export interface GqlProject {
+  projectId: string;
+  tenantId: string;
+  key(kind: KeyKind, scopes: string[], allowedModels?: string[] | null): Promise<string>;
+  gql(key: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  setModels(models: ModelDef[]): Promise<void>;
+}
+
+export const ALL_SECRET = ['records:read', 'records:write', 'records:publish', 'records:delete', 'drafts:read', 'search:read'];
+
+export async function gqlProject(server: TestServer, models: ModelDef[], name = 'site'): Promise<GqlProject> {
+  const { tenantId, projectId } = await bootstrapProject(server, name);
+  const p: GqlProject = {
+    projectId,
+    tenantId,
+    async key(kind, scopes, allowedModels = null) {
+      const k = await insertApiKey(server.svc.sql, { tenantId, projectId, kind, name: `k${Math.random()}`, scopes, allowedModels });
+      return k.key;
+    },
+    async gql(key, query, variables, headers = {}) {
+      const res = await fetch(`${server.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
+      const text = await res.text();
+      let body: any;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+      return { status: res.status, body, headers: res.headers };
+    },
+    async setModels(ms) {
+      const version = await server.svc.sql.begin((tx) => replaceModels(tx as never, projectId, ms));
+      if (version !== null) await announceSchema(server.svc.bus, projectId, version);
+      await (await server.svc.projects.get(projectId)).reload();
+    },
+  };
+  await p.setModels(models);
+  return p;
+}
