@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
 import { startChild } from './procs.ts';
@@ -10,6 +10,11 @@ import type { LoadPlan, LoadResult } from './load.ts';
  */
 const scratch = mkdtempSync(join(tmpdir(), 'svc-bench-load-'));
 let seq = 0;
+
+/** Removes the plan files (called once at the end of a run). */
+export function removeScratch(): void {
+  rmSync(scratch, { recursive: true, force: true });
+}
 
 export function wrkPath(): string | undefined {
   if (process.env.BENCH_LOADGEN === 'bun') return undefined;
@@ -25,7 +30,7 @@ function luaString(s: string): string {
 }
 
 function wrkScript(plan: LoadPlan): string {
-  const sets = plan.headerSets.map((h) => `{${Object.entries(h).map(([k, v]) => `[${luaString(k)}]=${luaString(v)}`).join(',')}}`);
+  const sets = plan.headerSets.map((h) => `{${Object.entries(h).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`).join(',')}}`);
   return `
 wrk.method = "POST"
 wrk.body = ${luaString(plan.body ?? '')}

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
 import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
-import { runLoad, loadgenName, wrkPath } from './drive.ts';
+import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
 import { killAllNow, rssWindow, stopAll } from './procs.ts';
 import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
@@ -56,6 +56,7 @@ let db: BenchDatabase | undefined;
 let exiting = false;
 async function cleanup(): Promise<void> {
   await stopAll();
+  removeScratch();
   await db?.close();
   db = undefined;
 }

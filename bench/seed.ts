@@ -27,7 +27,7 @@ export interface Seeded {
   notes: string[];
 }
 
-const BENCH_RATE_LIMIT = 2_000_000_000;
+const BENCH_RATE_LIMIT = 1_000_000_000;
 
 const text = (key: string, queryable = false) => ({ key, type: 'text' as const, label: key, ...(queryable ? { queryable } : {}) });
 const num = (key: string, queryable = false) => ({ key, type: 'number' as const, label: key, ...(queryable ? { queryable } : {}) });
