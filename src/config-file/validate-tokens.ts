@@ -45,6 +45,10 @@ function walk(c: Checker, node: Obj, path: string, names: string[], inherited: u
     tokens.set(names.join('.'), { value, path });
     return;
   }
+  if (names.length > 0 && Object.keys(node).every((k) => k.startsWith('$'))) {
+    c.add(`${path}.$value`, 'a token needs $value (a group needs at least one token or group inside)');
+    return;
+  }
   for (const [k, child] of Object.entries(node)) {
     if (k.startsWith('$')) {
       if (!GROUP_PROPS.has(k)) c.add(join(path, k), `${k} is not a group property; a token needs $value`);
