@@ -46,8 +46,18 @@ interface PartyRow {
   definition: Obj;
 }
 
+/** JSON with sorted keys: jsonb does not keep key order, so plain stringify would differ. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    const entries = Object.entries(v as Obj).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
 function sameDefinition(a: Obj, b: Obj): boolean {
-  const strip = (o: Obj) => JSON.stringify({ ...o, allowedOrigins: undefined, customDomains: undefined });
+  const strip = (o: Obj) => canonical({ ...o, allowedOrigins: undefined, customDomains: undefined });
   return strip(a) === strip(b);
 }
 
