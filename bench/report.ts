@@ -1,4 +1,5 @@
 import { cpus, totalmem } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import type { LoadResult } from './load.ts';
 
 /** One row of the table: a scenario of the service or a reference, measured or `n/a (reason)`. */
@@ -51,6 +52,15 @@ export interface Machine {
   run: string;
 }
 
+/** The `node` the Node references run on (Bun's own process.versions.node is its compat level). */
+function nodeOnPath(): string {
+  try {
+    return execFileSync('node', ['--version']).toString().trim().replace(/^v/, '');
+  } catch {
+    return 'not installed';
+  }
+}
+
 export function describeMachine(postgres: string, loadgen: string, run: string): Machine {
   const cs = cpus();
   return {
@@ -58,7 +68,7 @@ export function describeMachine(postgres: string, loadgen: string, run: string):
     cores: `${cs.length} × ${cs[0]?.model.trim() ?? 'unknown CPU'}`,
     memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
     bun: Bun.version,
-    node: process.versions.node,
+    node: nodeOnPath(),
     postgres,
     loadgen,
     run,
