@@ -86,12 +86,12 @@ export async function listRecords(sql: Sql, scope: ReadScope, model: ModelDef, a
   ].join(' and ');
   const after = args.after ? afterSql(p, keys, decodeCursor(args.after)) : 'true';
   const limit = p.add(String(args.first + 1), 'text');
-  const select = `select ${COLS}${sortSelect(keys)} from record_content c join records r on r.id = c.record_id`;
+  const from = `from record_content c join records r on r.id = c.record_id`;
   const text = args.withTotal
     ? `with matched as (select c.record_id from record_content c where ${base})
-       ${select}, (select count(*) from matched) as _total
+       select ${COLS}${sortSelect(keys)}, (select count(*) from matched) as _total ${from}
        where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`
-    : `${select} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
+    : `select ${COLS}${sortSelect(keys)} ${from} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
   const rows = await run<ListRow>(sql, text, p.values);
   const hasNextPage = rows.length > args.first;
   if (hasNextPage) rows.pop();

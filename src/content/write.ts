@@ -25,9 +25,21 @@ export interface WriteContext {
   events: PendingEvent[];
 }
 
-/** Record ids sort by creation time (ms timestamp first), so default order is creation order. */
+let lastMs = 0;
+let seq = 0;
+
+/**
+ * Record ids sort by creation time: a ms timestamp, then a per-process sequence (so ids made
+ * within one ms keep their order), then randomness. Default list order is id order, which the
+ * primary-key-like index serves, so it is creation order.
+ */
 export function newRecordId(): string {
-  return `rec_${Date.now().toString(16).padStart(12, '0')}${randomBytes(8).toString('hex')}`;
+  const now = Date.now();
+  if (now > lastMs) {
+    lastMs = now;
+    seq = 0;
+  } else seq++;
+  return `rec_${lastMs.toString(16).padStart(12, '0')}${seq.toString(16).padStart(6, '0')}${randomBytes(6).toString('hex')}`;
 }
 
 const isVersioned = (m: ModelDef): boolean => m.versioned !== false;

@@ -1,4 +1,6 @@
-import { getOperationAST, GraphQLError, parse, printSchema, validate, type DocumentNode } from 'graphql';
+import { getOperationAST, GraphQLError, parse, printSchema, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { jitDocument } from './variables.ts';
+import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Service } from '../service.ts';
 import type { KeyPrincipal } from '../auth/principal.ts';
@@ -33,7 +35,14 @@ export interface GraphqlResponse {
 }
 
 type Prepared =
-  | { ok: true; compiled: CompiledQuery; operation: 'query' | 'mutation' | 'subscription' }
+  | {
+      ok: true;
+      compiled: CompiledQuery;
+      operation: 'query' | 'mutation' | 'subscription';
+      op: OperationDefinitionNode;
+      /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
+      coerceWithGraphqlJs: boolean;
+    }
   | { ok: false; status: number; errors: WireError[] };
 
 interface SchemaEntry {
@@ -106,11 +115,12 @@ function prepare(view: SchemaView, req: GraphqlRequest, production: boolean): Pr
   }
   const limit = checkLimits(doc, op);
   if (limit) return { ok: false, status: 400, errors: [maskError(limit, production)] };
-  const compiled = compileQuery(view.schema, doc, req.operationName ?? undefined, { customJSONSerializer: false });
+  const forJit = jitDocument(view.schema, doc, op);
+  const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
   if (!isCompiledQuery(compiled)) {
     return { ok: false, status: 400, errors: (compiled.errors ?? []).map((e) => maskError(e, production)) };
   }
-  return { ok: true, compiled, operation: op.operation };
+  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten };
 }
 
 function errorResponse(status: number, errors: WireError[]): GraphqlResponse {
@@ -157,14 +167,27 @@ export async function executeGraphql(svc: Service, principal: KeyPrincipal, req:
   };
   const gen = rc?.gen;
   let result;
+  let variables = req.variables ?? {};
+  if (prepared.coerceWithGraphqlJs) {
+    const coerced = getVariableValues(entry.view.schema, prepared.op.variableDefinitions ?? [], variables, { maxErrors: 20 });
+    if (coerced.errors) return errorResponse(200, coerced.errors.map((e) => maskError(e, production)));
+    variables = coerced.coerced;
+  }
   try {
-    result = await prepared.compiled.query(undefined, ctx, req.variables ?? {});
+    result = await prepared.compiled.query(undefined, ctx, variables);
   } catch (err) {
     const e = toSvcError(err);
     return errorResponse(200, [maskError(e, production)]);
   }
   if (result.errors?.length) {
-    const errors = result.errors.map((e) => maskError(e, production));
+    let raw: readonly GraphQLError[] = result.errors;
+    if (result.data === undefined && raw[0]?.message.startsWith('Variable "$')) {
+      // graphql-jit names only the innermost input field; graphql-js gives the full path
+      // ("at \"d.hero.url\""), so the rare error path re-coerces for a clearer message.
+      const coerced = getVariableValues(entry.view.schema, prepared.op.variableDefinitions ?? [], req.variables ?? {}, { maxErrors: 20 });
+      if (coerced.errors?.length) raw = coerced.errors;
+    }
+    const errors = raw.map((e) => maskError(e, production));
     const body = JSON.stringify(result.data === undefined ? { errors } : { errors, data: result.data });
     return { status: 200, body, cacheControl: 'no-store' };
   }
