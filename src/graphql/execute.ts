@@ -1,4 +1,4 @@
-import { getOperationAST, GraphQLError, parse, printSchema, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
@@ -112,6 +112,17 @@ function prepare(view: SchemaView, req: GraphqlRequest, production: boolean): Pr
   if (!op) {
     const message = req.operationName ? `Unknown operation named "${req.operationName}"` : 'Must provide operation name if query contains multiple operations';
     return { ok: false, status: 400, errors: [{ message, extensions: { code: 'BAD_USER_INPUT' } }] };
+  }
+  const root = op.operation === 'mutation' ? view.schema.getMutationType() : op.operation === 'subscription' ? view.schema.getSubscriptionType() : view.schema.getQueryType();
+  if (!root) {
+    // graphql-js 16 does not reject an operation type the schema lacks (public keys have no
+    // Mutation type); answer as for any field absent from the key's schema.
+    const type = op.operation === 'mutation' ? 'Mutation' : 'Subscription';
+    const errors = op.selectionSet.selections.map((s) => ({
+      message: `Cannot query field "${s.kind === Kind.FIELD ? s.name.value : '...'}" on type "${type}".`,
+      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+    }));
+    return { ok: false, status: 400, errors };
   }
   const limit = checkLimits(doc, op);
   if (limit) return { ok: false, status: 400, errors: [maskError(limit, production)] };
