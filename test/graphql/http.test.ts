@@ -144,21 +144,21 @@ describe('per-key pruning', () => {
 describe('HTTP surface', () => {
   test('missing key is UNAUTHENTICATED', async () => {
     const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ _schemaVersion }"}' });
-    const body = await r.json();
+    const body: any = await r.json();
     expect(body.errors[0]).toEqual({ message: 'Authentication required', extensions: { code: 'UNAUTHENTICATED' } });
   });
 
   test('malformed JSON is HTTP 400 with a JSON error', async () => {
     const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk }, body: '{"query":' });
     expect(r.status).toBe(400);
-    expect((await r.json()).errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(((await r.json()) as any).errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 
   test('GET runs queries and refuses mutations with 405', async () => {
     const q = encodeURIComponent('{ posts(first: 1) { totalCount } }');
     const ok = await fetch(`${server.apiUrl}/graphql?query=${q}`, { headers: { 'x-api-key': pk } });
     expect(ok.status).toBe(200);
-    expect((await ok.json()).data.posts.totalCount).toBeGreaterThan(0);
+    expect(((await ok.json()) as any).data.posts.totalCount).toBeGreaterThan(0);
     const m = encodeURIComponent('mutation { deletePost(_id: "x") }');
     const no = await fetch(`${server.apiUrl}/graphql?query=${m}`, { headers: { 'x-api-key': sk } });
     expect(no.status).toBe(405);
