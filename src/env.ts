@@ -15,6 +15,8 @@ export interface Settings {
   role: Role;
   rootToken: string | undefined;
   production: boolean;
+  /** `SVC_RESPONSE_CACHE=off` serves every read from PostgreSQL (benchmarks, debugging). */
+  responseCache: boolean;
 }
 
 const ROLES: readonly Role[] = ['all', 'api', 'gateway', 'worker'];
@@ -46,5 +48,6 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     role,
     rootToken: env.SVC_ROOT_TOKEN || undefined,
     production: env.SVC_ENV === 'production',
+    responseCache: env.SVC_RESPONSE_CACHE !== 'off',
   };
 }

@@ -152,7 +152,7 @@ export async function executeGraphql(svc: Service, principal: KeyPrincipal, req:
   const production = svc.settings.production;
   const docKey = `${req.operationName ?? ''}\0${req.query}`;
 
-  const rc = opts.customer ? undefined : responseCache(actor);
+  const rc = opts.customer || !svc.settings.responseCache ? undefined : responseCache(actor);
   const responseKey = rc ? `${principal.fingerprint}\0${docKey}\0${req.variables ? JSON.stringify(req.variables) : ''}` : '';
   if (rc) {
     const hit = rc.entries.get(responseKey);
