@@ -1,5 +1,5 @@
 import type { Settings } from './env.ts';
-import { connect, ping, type Sql } from './store/db.ts';
+import { connect, connectReader, ping, type Reader, type Sql } from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus } from './actors/bus.ts';
@@ -15,6 +15,8 @@ import { hashSecret } from './ids.ts';
 export interface Service {
   settings: Settings;
   sql: Sql;
+  /** Bun's native client, for single-statement content reads only (see store/db.ts). */
+  reader: Reader;
   bus: EventBus;
   projects: ActorRegistry<ProjectActor>;
   rootTokenHash: string;
@@ -41,6 +43,7 @@ export async function openService(settings: Settings): Promise<Service> {
     await embedded?.stop();
     throw err;
   }
+  const reader = connectReader(url);
   const bus = new EventBus();
   await bus.attach(sql);
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
@@ -52,6 +55,7 @@ export async function openService(settings: Settings): Promise<Service> {
   return {
     settings,
     sql,
+    reader,
     bus,
     projects,
     rootTokenHash: hashSecret(root.token),
@@ -60,6 +64,7 @@ export async function openService(settings: Settings): Promise<Service> {
     async close() {
       await projects.stopAll();
       await bus.detach();
+      await reader.close({ timeout: 5 });
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

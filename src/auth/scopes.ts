@@ -129,9 +129,28 @@ export function hasScope(holder: ScopeHolder, required: string): boolean {
     if (required === 'provision' && kind !== 'sk_t') return false;
     if (isPublicKey(kind) && isSecretOnlyScope(required)) return false;
   }
-  if (scopes instanceof Set && scopes.has(required)) return true;
+  if (scopes instanceof Set) return coveredBySet(scopes as ReadonlySet<string>, required);
   for (const s of scopes) if (scopeCovers(s, required)) return true;
   return false;
+}
+
+/**
+ * A principal's scope set is immutable and lives as long as its cached key, so the answer per
+ * required scope is remembered with it: resolvers ask the same few questions on every request.
+ */
+const coverage = new WeakMap<ReadonlySet<string>, Map<string, boolean>>();
+
+function coveredBySet(scopes: ReadonlySet<string>, required: string): boolean {
+  let known = coverage.get(scopes);
+  if (!known) coverage.set(scopes, (known = new Map()));
+  let answer = known.get(required);
+  if (answer === undefined) {
+    answer = scopes.has(required);
+    if (!answer) for (const s of scopes) if (scopeCovers(s, required)) answer = true;
+    // Required scopes carry model and operation keys; bound the memo against odd inputs.
+    if (known.size < 256) known.set(required, answer);
+  }
+  return answer;
 }
 
 /** Whether a requirement is a secret-only capability (a write, a draft read, a vault scope…). */

@@ -61,18 +61,35 @@ export interface Connection {
   totalCount: number;
 }
 
+/** An edge whose cursor is encoded only if the document selects it (most reads do not). */
+class Edge {
+  constructor(
+    private readonly row: ListRow,
+    private readonly sortKeyCount: number,
+    readonly node: RecordNode,
+  ) {}
+
+  get cursor(): string {
+    const values: unknown[] = [];
+    for (let i = 0; i < this.sortKeyCount; i++) values.push(this.row[`_k${i}`] ?? null);
+    values.push(this.row.id);
+    return encodeCursor(values);
+  }
+}
+
 export async function listConnection(ctx: GqlContext, model: ModelDef, args: Record<string, any>, info: GraphQLResolveInfo): Promise<Connection> {
   requireModelScope(ctx, 'records:read', model);
   const scope = readScope(ctx, args);
   const first = pageSize(args.first);
-  const r = await listRecords(ctx.svc.sql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
-  const edges = r.rows.map((row: ListRow) => {
-    const values: unknown[] = [];
-    for (let i = 0; i < r.sortKeyCount; i++) values.push(row[`_k${i}`] ?? null);
-    values.push(row.id);
-    return { cursor: encodeCursor(values), node: toNode(row, model, scope) };
-  });
-  return { edges, pageInfo: { hasNextPage: r.hasNextPage, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: r.totalCount ?? edges.length };
+  const r = await listRecords(ctx.svc.reader, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
+  const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
+  const pageInfo = {
+    hasNextPage: r.hasNextPage,
+    get endCursor(): string | null {
+      return edges.at(-1)?.cursor ?? null;
+    },
+  };
+  return { edges, pageInfo, totalCount: r.totalCount ?? edges.length };
 }
 
 export async function searchConnection(ctx: GqlContext, models: readonly ModelDef[], args: Record<string, any>): Promise<Connection> {
@@ -87,7 +104,7 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
     if (c[0] !== 's' || typeof c[1] !== 'number') throw new BadUserInput('Invalid cursor');
     offset = c[1];
   }
-  const r = await searchContent(ctx.svc.sql, scope, models.map((m) => m.key), query, first, offset);
+  const r = await searchContent(ctx.svc.reader, scope, models.map((m) => m.key), query, first, offset);
   const edges = r.rows.flatMap((row, i) => {
     const n = node(ctx, row, scope);
     return n ? [{ cursor: encodeCursor(['s', offset + i + 1]), node: n }] : [];
@@ -103,14 +120,14 @@ export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<
   if (!args._id && !args.naturalKey && Object.keys(lookup).length === 0) {
     throw new BadUserInput(`${model.key} needs _id, naturalKey or a lookup argument`);
   }
-  const row = await readOne(ctx.svc.sql, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
+  const row = await readOne(ctx.svc.reader, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
   return row ? toNode(row, model, scope) : null;
 }
 
 export async function genericRecord(ctx: GqlContext, args: Record<string, any>): Promise<RecordNode | null> {
   requireScope(ctx, 'records:read');
   const scope = readScope(ctx, args);
-  const rows = await readByIds(ctx.svc.sql, scope, [String(args._id)], [...ctx.models.keys()]);
+  const rows = await readByIds(ctx.svc.reader, scope, [String(args._id)], [...ctx.models.keys()]);
   const row = rows.get(String(args._id));
   return row ? node(ctx, row, scope) : null;
 }
@@ -119,7 +136,7 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   requireScope(ctx, 'records:read');
   if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
   ctx.noStore = true;
-  const rows = await listVersions(ctx.svc.sql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
+  const rows = await listVersions(ctx.svc.reader, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
   if (!rows) return null;
   return rows.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: v.data, userId: v.user_id, createdAt: v.created_at }));
 }
@@ -145,7 +162,7 @@ export async function inTransaction<T>(ctx: GqlContext, work: (tx: Sql, w: Write
 /** The working version of a record as mutations return it. */
 export async function draftNode(ctx: GqlContext, id: string, locale: string | null | undefined): Promise<RecordNode | null> {
   const scope: ReadScope = { projectId: ctx.snapshot.id, stage: 'draft', locale: locale ?? ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
-  const rows = await readByIds(ctx.svc.sql, scope, [id], null);
+  const rows = await readByIds(ctx.svc.reader, scope, [id], null);
   const row = rows.get(id);
   return row ? node(ctx, row, scope) : null;
 }
