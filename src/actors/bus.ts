@@ -27,12 +27,14 @@ const CHANNEL = 'svc_bus';
 export class EventBus {
   readonly origin = randomUUID();
   readonly #listeners = new Set<Listener>();
+  readonly #reconnectListeners = new Set<() => void>();
   #sql: Sql | undefined;
   #unlisten: (() => Promise<void>) | undefined;
 
   /** Bridges to PostgreSQL; without it the bus is process-local. */
   async attach(sql: Sql): Promise<void> {
     this.#sql = sql;
+    let listened = false;
     const sub = await sql.listen(CHANNEL, (payload) => {
       let msg: { origin: string; event: BusEvent };
       try {
@@ -41,8 +43,29 @@ export class EventBus {
         return;
       }
       if (msg.origin !== this.origin) this.#deliver(msg.event);
+    }, () => {
+      // postgres.js calls this after the first LISTEN and after every reconnect of the listener
+      // connection; notifications sent while it was down are lost, so caches must start over.
+      if (listened) this.#reconnected();
+      listened = true;
     });
     this.#unlisten = () => sub.unlisten();
+  }
+
+  /** Called whenever the LISTEN connection comes back after a drop (events may have been missed). */
+  onReconnect(listener: () => void): () => void {
+    this.#reconnectListeners.add(listener);
+    return () => this.#reconnectListeners.delete(listener);
+  }
+
+  #reconnected(): void {
+    for (const l of this.#reconnectListeners) {
+      try {
+        l();
+      } catch (err) {
+        console.error('bus reconnect listener failed:', err instanceof Error ? err.message : err);
+      }
+    }
   }
 
   subscribe(listener: Listener): () => void {

@@ -26,7 +26,10 @@ export interface RateDecision {
 }
 
 interface KeyWindow {
+  keyId: string;
   window: number;
+  /** True for the entry of an older window kept only until its counts are flushed. */
+  retired: boolean;
   /** The count PostgreSQL last reported for this key and window, every process included. */
   global: number;
   /** Admitted here and not yet sent. */
@@ -70,19 +73,31 @@ export class RateLimiter {
    * Counts `n` requests (each operation of a batched request is one) against the key's limit.
    * Refused requests are not counted. Never throws; see `rateLimitError`.
    */
-  async take(principal: { keyId: string }, n = 1, limit: number = DEFAULT_RATE_LIMIT): Promise<RateDecision> {
+  take(principal: { keyId: string }, n = 1, limit: number = DEFAULT_RATE_LIMIT): RateDecision | Promise<RateDecision> {
     const nowMs = this.#now();
     const window = this.#windowOf(nowMs);
     let st = this.#states.get(principal.keyId);
     if (!st || st.window !== window) {
-      const fresh: KeyWindow = { window, global: 0, pending: 0, inflight: 0, loading: undefined, refreshedAt: nowMs };
+      const fresh: KeyWindow = { keyId: principal.keyId, window, retired: false, global: 0, pending: 0, inflight: 0, loading: undefined, refreshedAt: nowMs };
       // Counts of an older window still waiting to be flushed move to their own entry.
-      if (st && (st.pending > 0 || st.inflight > 0)) this.#states.set(`${principal.keyId}\0${st.window}`, st);
+      if (st && (st.pending > 0 || st.inflight > 0)) {
+        st.retired = true;
+        this.#states.set(`${principal.keyId}\0${st.window}`, st);
+      }
       fresh.loading = this.#load(principal.keyId, fresh);
       this.#states.set(principal.keyId, fresh);
       st = fresh;
     }
-    if (st.loading) await st.loading;
+    // Only the first requests of a key in a window wait, and only for that key's one read.
+    if (st.loading) {
+      const waiting = st;
+      return st.loading.then(() => this.#decide(waiting, window, nowMs, n, limit));
+    }
+    return this.#decide(st, window, nowMs, n, limit);
+  }
+
+  /** The hot path: a comparison and an increment. */
+  #decide(st: KeyWindow, window: number, nowMs: number, n: number, limit: number): RateDecision {
     const used = st.global + st.pending + st.inflight;
     const allowed = n > 0 && used + n <= limit;
     if (allowed) st.pending += n;
@@ -132,43 +147,47 @@ export class RateLimiter {
     if (this.#stopped) return;
     const nowMs = this.#now();
     const current = this.#windowOf(nowMs);
-    const batch: { mapKey: string; keyId: string; st: KeyWindow }[] = [];
-    const idle: { keyId: string; st: KeyWindow }[] = [];
+    const batch: KeyWindow[] = [];
+    const idle: KeyWindow[] = [];
     for (const [mapKey, st] of this.#states) {
-      const keyId = mapKey.split('\0')[0]!;
       if (st.pending > 0) {
         st.inflight = st.pending;
         st.pending = 0;
-        batch.push({ mapKey, keyId, st });
-      } else if (st.window !== current || mapKey.includes('\0')) {
+        batch.push(st);
+      } else if (st.window !== current || st.retired) {
         if (st.inflight === 0) this.#states.delete(mapKey);
       } else if (!st.loading && nowMs - st.refreshedAt >= this.#refreshMs) {
-        idle.push({ keyId, st });
+        idle.push(st);
       }
     }
     try {
       if (batch.length > 0) {
         const rows = await this.#sql<{ key_id: string; window_start: string; count: string }[]>`
           insert into api_key_usage (key_id, window_start, count)
-          select * from unnest(${batch.map((b) => b.keyId)}::text[], ${batch.map((b) => b.st.window)}::bigint[],
-                               ${batch.map((b) => b.st.inflight)}::bigint[])
+          select * from unnest(${batch.map((b) => b.keyId)}::text[], ${batch.map((b) => b.window)}::bigint[],
+                               ${batch.map((b) => b.inflight)}::bigint[])
           on conflict (key_id, window_start) do update set count = api_key_usage.count + excluded.count
           returning key_id, window_start, count`;
+        // One Map, not a find per key: a flush of n keys stays O(n).
+        const counts = new Map<string, number>();
+        for (const r of rows) counts.set(`${r.key_id}\0${r.window_start}`, Number(r.count));
         for (const b of batch) {
-          const row = rows.find((r) => r.key_id === b.keyId && Number(r.window_start) === b.st.window);
-          if (row) b.st.global = Math.max(b.st.global, Number(row.count));
-          b.st.inflight = 0;
-          b.st.refreshedAt = nowMs;
+          const count = counts.get(`${b.keyId}\0${b.window}`);
+          if (count !== undefined) b.global = Math.max(b.global, count);
+          b.inflight = 0;
+          b.refreshedAt = nowMs;
         }
       }
       if (idle.length > 0) {
         const rows = await this.#sql<{ key_id: string; count: string }[]>`
           select key_id, count from api_key_usage
           where window_start = ${current} and key_id = any(${idle.map((i) => i.keyId)}::text[])`;
+        const counts = new Map<string, number>();
+        for (const r of rows) counts.set(r.key_id, Number(r.count));
         for (const i of idle) {
-          const row = rows.find((r) => r.key_id === i.keyId);
-          if (row) i.st.global = Math.max(i.st.global, Number(row.count));
-          i.st.refreshedAt = nowMs;
+          const count = counts.get(i.keyId);
+          if (count !== undefined) i.global = Math.max(i.global, count);
+          i.refreshedAt = nowMs;
         }
       }
       if (nowMs - this.#lastCleanup > 10 * 60_000) {
@@ -178,8 +197,8 @@ export class RateLimiter {
     } catch (err) {
       // Put unacknowledged counts back so the next tick sends them again.
       for (const b of batch) {
-        b.st.pending += b.st.inflight;
-        b.st.inflight = 0;
+        b.pending += b.inflight;
+        b.inflight = 0;
       }
       this.#report(err);
     }

@@ -16,8 +16,11 @@ import { INSUFFICIENT } from './scopes.ts';
  * its list → PERMISSION_DENIED `Insufficient permissions`.
  *
  * Keys are cached in memory by hash. Every key change publishes `key.changed` on the bus, which
- * drops the entry in every process within a NOTIFY round trip; a half-second TTL (served stale
- * while one background reload runs) bounds staleness if a notification is ever lost.
+ * drops the entry in every process within a NOTIFY round trip; that is what makes a disable
+ * visible everywhere within a second. Notifications are only lost while the LISTEN connection
+ * is down, and its reconnect flushes the whole cache. Beyond that, a known key is revalidated
+ * in the background once a minute (never blocking the request); expiry needs no reload, it is
+ * checked against the cached `expires_at` on every request.
  */
 export const AUTH_REQUIRED = 'Authentication required';
 export const TENANT_HEADER_REQUIRED = 'X-Project-Id is required for a tenant API key';
@@ -80,32 +83,43 @@ interface CachedKey {
 }
 
 export interface ResolverOptions {
-  /** After this age an entry is reloaded in the background while still served. */
+  /**
+   * After this age a known key is revalidated in the background while still served (never
+   * blocking). Only a safety net: changes arrive as `key.changed` and reconnects flush.
+   */
   ttlMs?: number;
-  /** After this age an entry is not served until reloaded. */
-  hardTtlMs?: number;
+  /** After this age an unknown-key (negative) entry is reloaded before answering. */
+  negativeTtlMs?: number;
   maxEntries?: number;
 }
+
+export const KEY_TTL_MS = 60_000;
+export const NEGATIVE_TTL_MS = 1_000;
 
 export class KeyResolver {
   readonly #sql: Sql;
   readonly #byHash = new Map<string, CachedKey>();
   readonly #hashById = new Map<string, string>();
+  /** Raw `x-api-key` values of stored keys → their hash (process memory only, never stored). */
+  readonly #hashByValue = new Map<string, string>();
   readonly #ttl: number;
-  readonly #hardTtl: number;
+  readonly #negativeTtl: number;
   readonly #max: number;
   /** Bumped on every invalidation: a load that started before it must not be cached. */
   #epoch = 0;
   readonly #unsubscribe: () => void;
+  readonly #unsubscribeReconnect: () => void;
 
   constructor(sql: Sql, bus: EventBus, opts: ResolverOptions = {}) {
     this.#sql = sql;
-    this.#ttl = opts.ttlMs ?? 500;
-    this.#hardTtl = opts.hardTtlMs ?? 5000;
+    this.#ttl = opts.ttlMs ?? KEY_TTL_MS;
+    this.#negativeTtl = opts.negativeTtlMs ?? NEGATIVE_TTL_MS;
     this.#max = opts.maxEntries ?? 100_000;
     this.#unsubscribe = bus.subscribe((e) => {
       if (e.type === 'key.changed') this.invalidate(e.keyId, e.keyHash);
     });
+    // Notifications sent while the LISTEN connection was down are lost: start over.
+    this.#unsubscribeReconnect = bus.onReconnect(() => this.flush());
   }
 
   invalidate(keyId: string, keyHash: string | null): void {
@@ -115,10 +129,24 @@ export class KeyResolver {
     this.#hashById.delete(keyId);
   }
 
-  close(): void {
-    this.#unsubscribe();
+  /** Drops every cached key (the bus reconnected, so invalidations may have been missed). */
+  flush(): void {
+    this.#epoch++;
     this.#byHash.clear();
     this.#hashById.clear();
+  }
+
+  /** Number of cached entries (tests, diagnostics). */
+  get size(): number {
+    return this.#byHash.size;
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    this.#unsubscribeReconnect();
+    this.#byHash.clear();
+    this.#hashById.clear();
+    this.#hashByValue.clear();
   }
 
   /** The configured hourly limit of a key this process has resolved. */
@@ -127,23 +155,55 @@ export class KeyResolver {
     return (h && this.#byHash.get(h)?.row?.rate_limit) || DEFAULT_RATE_LIMIT;
   }
 
+  /**
+   * The cached entry for a key hash when it can be answered from memory (a known key, however
+   * old: past the TTL one background revalidation starts), else undefined.
+   */
+  peek(hash: string): CachedKey | undefined {
+    const hit = this.#byHash.get(hash);
+    if (!hit) return undefined;
+    const age = Date.now() - hit.loadedAt;
+    if (hit.row) {
+      if (age >= this.#ttl && !hit.reloading) {
+        // On success the map holds a fresh entry; either way this one may try again later.
+        hit.reloading = this.#load(hash).then(
+          () => {
+            hit.reloading = undefined;
+          },
+          () => {
+            hit.reloading = undefined;
+          },
+        );
+      }
+      return hit;
+    }
+    return age < this.#negativeTtl ? hit : undefined;
+  }
+
   /** The stored key for a well-formed value, from memory when possible; null when unknown. */
   async lookup(value: string): Promise<CachedKey> {
     const hash = hashSecret(value);
-    const now = Date.now();
-    const hit = this.#byHash.get(hash);
-    if (hit) {
-      const age = now - hit.loadedAt;
-      if (age < this.#ttl) return hit;
-      if (age < this.#hardTtl && hit.row) {
-        hit.reloading ??= this.#load(hash).then(
-          () => undefined,
-          () => undefined,
-        );
-        return hit;
-      }
-    }
-    return this.#load(hash);
+    return this.peek(hash) ?? this.#load(hash);
+  }
+
+  /** The entry for a raw header value remembered by rememberValue, when servable from memory. */
+  peekValue(value: string): CachedKey | undefined {
+    const hash = this.#hashByValue.get(value);
+    return hash === undefined ? undefined : this.peek(hash);
+  }
+
+  /**
+   * Remembers value → hash for a value that resolved to a stored key, so the next request skips
+   * the format check and the SHA-256. The hash of a value never changes: nothing to invalidate.
+   */
+  rememberValue(value: string, hash: string): void {
+    if (this.#hashByValue.size >= this.#max) this.#hashByValue.clear();
+    this.#hashByValue.set(value, hash);
+  }
+
+  /** Same as lookup for a value already hashed (the request path hashes once). */
+  lookupHash(hash: string): CachedKey | Promise<CachedKey> {
+    return this.peek(hash) ?? this.#load(hash);
   }
 
   async #load(hash: string): Promise<CachedKey> {
@@ -233,23 +293,33 @@ export function authState(svc: Pick<Service, 'sql' | 'bus'>): AuthState {
  */
 export async function authenticateRequest(svc: Pick<Service, 'sql' | 'bus'>, headers: HeaderSource): Promise<KeyPrincipal> {
   const value = headerOf(headers, 'x-api-key');
-  if (!value || value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
-  const trimmed = value.trim();
-  if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
+  if (!value) throw new Unauthenticated(AUTH_REQUIRED);
   const { resolver } = authState(svc);
-  const entry = await resolver.lookup(trimmed);
+  // Hot path: a header value seen before maps straight to its cached entry (two Map reads, no
+  // regex, no SHA-256). Only values that resolved to a stored key are remembered.
+  let entry = resolver.peekValue(value);
+  if (!entry) {
+    if (value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
+    const trimmed = value.trim();
+    if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
+    const hash = hashSecret(trimmed);
+    entry = resolver.peek(hash) ?? (await resolver.lookupHash(hash));
+    if (entry.row) resolver.rememberValue(value, hash);
+  }
   const row = entry.row;
   if (!row || !isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
-  const origin = headerOf(headers, 'origin');
   if (!isPublicKey(row.kind)) {
     // Secret keys are server-side only: anything a browser stamps on its requests refuses them.
-    if (origin !== null || headerOf(headers, 'sec-fetch-site') !== null) throw new PermissionDenied(INSUFFICIENT);
+    if (headerOf(headers, 'origin') !== null || headerOf(headers, 'sec-fetch-site') !== null) throw new PermissionDenied(INSUFFICIENT);
   } else if (row.allowed_origins && row.allowed_origins.length > 0) {
     // A domain-restricted key needs a matching Origin; without one there is nothing to match.
+    const origin = headerOf(headers, 'origin');
     if (origin === null || origin.length > MAX_HEADER || !originAllowed(origin, row.allowed_origins)) {
       throw new PermissionDenied(INSUFFICIENT);
     }
   }
+  // Project-bound keys ignore X-Project-Id entirely: only tenant keys read it.
+  if (!isTenantKey(row.kind)) return resolver.principalOf(entry, null);
   const project = headerOf(headers, 'x-project-id');
   return resolver.principalOf(entry, project === null ? null : project.trim());
 }
@@ -257,9 +327,10 @@ export async function authenticateRequest(svc: Pick<Service, 'sql' | 'bus'>, hea
 /**
  * Counts `n` requests for the principal's key against its hourly limit (each operation of a
  * batched GraphQL request is one). Never throws: check `allowed`, send `rateLimitHeaders(d)`
- * on every response and `rateLimitError(d)` when refused.
+ * on every response and `rateLimitError(d)` when refused. Returns the decision itself (no
+ * promise) unless this is the key's first request of the window here: `await` works on both.
  */
-export function takeRateLimit(svc: Pick<Service, 'sql' | 'bus'>, principal: Pick<KeyPrincipal, 'keyId'>, n = 1): Promise<RateDecision> {
+export function takeRateLimit(svc: Pick<Service, 'sql' | 'bus'>, principal: Pick<KeyPrincipal, 'keyId'>, n = 1): RateDecision | Promise<RateDecision> {
   const { resolver, limiter } = authState(svc);
   return limiter.take(principal, n, resolver.rateLimitOf(principal.keyId));
 }
