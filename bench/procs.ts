@@ -145,3 +145,34 @@ export function rssWindow(pid: number): { end(): number | undefined } {
     },
   };
 }
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ: 100 on every Linux we run on). */
+const CLK_TCK = 100;
+
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU time (user + system, every thread) one process spends over a window, and the average
+ * number of cores it kept busy; undefined where /proc is not available.
+ */
+export function cpuWindow(pid: number): { end(): { cpuSeconds: number; cores: number } | undefined } {
+  const c0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  return {
+    end() {
+      const c1 = cpuSeconds(pid);
+      const wall = (performance.now() - t0) / 1000;
+      if (c0 === undefined || c1 === undefined || wall <= 0) return undefined;
+      return { cpuSeconds: c1 - c0, cores: (c1 - c0) / wall };
+    },
+  };
+}

@@ -10,13 +10,14 @@ import { join } from 'node:path';
 import { openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
 import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
 import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
-import { killAllNow, rssWindow, stopAll } from './procs.ts';
+import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.ts';
+import type { AuthCost } from './auth-cost.ts';
 import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
 import type { LoadPlan } from './load.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-cost'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -69,6 +70,9 @@ function onSignal(sig: string): void {
 
 const rows: Row[] = [];
 const notes: string[] = [];
+/** Server CPU per request (ns) of the service rows, from /proc over the whole load run. */
+const cpuPerRequest = new Map<string, { ns: number; cores: number }>();
+let authCost: AuthCost | { na: string } | undefined;
 const profiles: string[] = [];
 
 function planFor(o: Options, endpoint: string, body: string | undefined, headerSets: Record<string, string>[], mode: LoadPlan['mode'] = 'request'): LoadPlan {
@@ -96,8 +100,12 @@ async function preflight(endpoint: string, body: string, headers: Record<string,
 async function measure(o: Options, name: string, shape: Row['shape'], reference: boolean, target: Target, plan: LoadPlan): Promise<void> {
   process.stderr.write(`bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
   const rss = rssWindow(target.child.pid);
+  const cpu = cpuWindow(target.child.pid);
   const result = await runLoad(plan);
   const rssMb = rss.end();
+  // Warm-up included on both sides: CPU over the whole run ÷ wall time = cores kept busy.
+  const used = cpu.end();
+  if (used && !reference && result.rps > 0) cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
   if (result.errors > 0) notes.push(`${name}: ${result.errors} failed requests${result.firstError ? ` (first: ${result.firstError.slice(0, 120)})` : ''}`);
   if (result.requests === 0) {
     rows.push({ name, shape, reference, na: `no successful request${result.firstError ? `: ${result.firstError.slice(0, 80)}` : ''}` });
@@ -180,6 +188,8 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
           await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
           await measure(o, name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
+        } else if (name === 'auth-cost') {
+          authCost = await runAuthCost(s);
         } else if (name === 'read-filtered') {
           const t0 = Date.now();
           await seedListings(svc.url, s, 240_000);
@@ -212,7 +222,59 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
       if (un?.profile) profiles.push(un.profile);
     }
   }
-  for (const name of wanted) if (unavailable[name]) naRow(name, shapeOf(name), false, unavailable[name]!);
+  for (const name of wanted) {
+    if (!unavailable[name]) continue;
+    if (name === 'auth-cost') authCost = { na: unavailable[name]!.split('\n')[0]!.slice(0, 160) };
+    else naRow(name, shapeOf(name), false, unavailable[name]!);
+  }
+}
+
+/** bench/auth-cost.ts in its own child process, on the bench database, beside the service. */
+async function runAuthCost(s: Seeded): Promise<AuthCost> {
+  process.stderr.write('bench: auth-cost (in-process microbenchmark, own child process) … ');
+  const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'auth-cost.json');
+  writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, tenantId: s.tenantId, projectId: s.projectId, publicKey: s.publicKey }));
+  const child = startChild(process.execPath, [join(import.meta.dir, 'auth-cost.ts'), input], { label: 'auth-cost', cwd: join(import.meta.dir, '..') });
+  let out = '';
+  child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), 120_000);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = /AUTHJSON (\{.*\})/.exec(out);
+  if (!m) throw new Error(`auth-cost printed no result: ${child.tail()}`);
+  const r = JSON.parse(m[1]!) as AuthCost;
+  process.stderr.write(`${(r.auth1000 / 1000).toFixed(2)} µs/request (1,000 keys)\n`);
+  return r;
+}
+
+/** The auth-cost section: ns per request and its share of a cached read's cost. */
+function authCostLines(): string[] {
+  if (!authCost) return [];
+  if ('na' in authCost) return ['## Auth cost', '', `n/a (${authCost.na})`, ''];
+  const a = authCost;
+  const http = cpuPerRequest.get('read-cached');
+  const mixed = cpuPerRequest.get('auth-mixed');
+  const pct = (x: number, of: number) => `${((100 * x) / of).toFixed(1)} %`;
+  const us = (ns: number) => (ns / 1000).toFixed(2);
+  const lines = [
+    '## Auth cost',
+    '',
+    'In-process (bench/auth-cost.ts, warmed keys, median of 7 rounds): `authenticateRequest` + `takeRateLimit`',
+    'per request, against the cost of a cached read measured in the same run. Issue 5 target: under 5 %.',
+    '',
+    '| measure | µs/request | % of cached read (server CPU per HTTP request) | % of in-process executeGraphql (cache hit) |',
+    '|---|---:|---:|---:|',
+  ];
+  const row = (label: string, ns: number) => lines.push(`| ${label} | ${us(ns)} | ${http ? pct(ns, http.ns) : 'n/a (read-cached not in this run)'} | ${pct(ns, a.read)} |`);
+  row('auth, 1 key', a.auth1);
+  row('auth, 1,000 keys in rotation', a.auth1000);
+  row('… of which authenticateRequest', a.authenticate1000);
+  row('… of which takeRateLimit', a.rate1000);
+  lines.push(`| cached read: executeGraphql (response cache hit) | ${us(a.read)} | ${http ? pct(a.read, http.ns) : ''} | |`);
+  if (http) lines.push(`| cached read: server CPU per HTTP request (read-cached, ${http.cores.toFixed(2)} cores busy) | ${us(http.ns)} | | |`);
+  if (mixed) lines.push(`| auth-mixed: server CPU per HTTP request (${mixed.cores.toFixed(2)} cores busy) | ${us(mixed.ns)} | ${http ? pct(mixed.ns, http.ns) : ''} | |`);
+  lines.push('', `key queries made by the key cache while timing: ${a.keyQueries}`, '');
+  return lines;
 }
 
 async function main(): Promise<number> {
@@ -253,11 +315,11 @@ async function main(): Promise<number> {
   const wrk = wrkPath();
   const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
   const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);
-  const table = tableLines(rows);
+  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines()];
   console.log(table.join('\n'));
   for (const n of notes) console.error(`note: ${n}`);
   for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
-  const md = resultsMarkdown(rows, machine, notes);
+  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n');
   const file = process.env.BENCH_RESULTS || (o.explicit ? join(OUT_DIR, 'results-partial.md') : join(import.meta.dir, 'RESULTS.md'));
   mkdirSync(join(file, '..'), { recursive: true });
   writeFileSync(file, md);

@@ -107,6 +107,7 @@ export class KeyResolver {
   readonly #max: number;
   /** Bumped on every invalidation: a load that started before it must not be cached. */
   #epoch = 0;
+  #loads = 0;
   readonly #unsubscribe: () => void;
   readonly #unsubscribeReconnect: () => void;
 
@@ -134,6 +135,11 @@ export class KeyResolver {
     this.#epoch++;
     this.#byHash.clear();
     this.#hashById.clear();
+  }
+
+  /** Key queries this resolver has made (diagnostics, bench/auth-cost.ts). */
+  get loads(): number {
+    return this.#loads;
   }
 
   /** Number of cached entries (tests, diagnostics). */
@@ -208,6 +214,7 @@ export class KeyResolver {
 
   async #load(hash: string): Promise<CachedKey> {
     const epoch = this.#epoch;
+    this.#loads++;
     const [row] = await this.#sql<StoredKey[]>`
       select id, tenant_id, project_id, kind, name, key_hint, scopes, allowed_models, allowed_file_types, project_ids,
              allowed_origins, rate_limit, expires_at, disabled_at, deleted_at
