@@ -7,6 +7,7 @@ import { ActorRegistry } from './actors/registry.ts';
 import { ProjectActor } from './actors/project.ts';
 import { loadRootToken } from './root-token.ts';
 import { hashSecret } from './ids.ts';
+import { IndexReconciler } from './content/indexes.ts';
 
 /**
  * Everything a process shares between its listeners: the database, the event bus and the
@@ -19,6 +20,8 @@ export interface Service {
   reader: Reader;
   bus: EventBus;
   projects: ActorRegistry<ProjectActor>;
+  /** Per-field record indexes, reconciled after every schema change (src/content/indexes.ts). */
+  indexes: IndexReconciler;
   rootTokenHash: string;
   /** Set when this process owns an embedded PostgreSQL. */
   embedded: EmbeddedServer | undefined;
@@ -47,9 +50,12 @@ export async function openService(settings: Settings): Promise<Service> {
   const bus = new EventBus();
   await bus.attach(sql);
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
+  const indexes = new IndexReconciler(sql);
   bus.subscribe((e) => {
-    if (e.type === 'schema.changed') projects.peek(e.projectId)?.onChanged(e.version);
-    else if (e.type === 'project.changed') projects.peek(e.projectId)?.onChanged();
+    if (e.type === 'schema.changed') {
+      projects.peek(e.projectId)?.onChanged(e.version);
+      void indexes.schedule(e.projectId);
+    } else if (e.type === 'project.changed') projects.peek(e.projectId)?.onChanged();
   });
   const root = loadRootToken(settings.dataDir, settings.rootToken);
   return {
@@ -58,11 +64,13 @@ export async function openService(settings: Settings): Promise<Service> {
     reader,
     bus,
     projects,
+    indexes,
     rootTokenHash: hashSecret(root.token),
     embedded,
     rootTokenNotice: root.created ? `${root.token} (saved to ${root.file})` : undefined,
     async close() {
       await projects.stopAll();
+      await indexes.close();
       await bus.detach();
       await reader.close({ timeout: 5 });
       await sql.end({ timeout: 5 });

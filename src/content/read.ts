@@ -1,7 +1,7 @@
 import type { Reader, Sql } from '../store/db.ts';
 import type { ModelDef } from '../models/types.ts';
 import { run } from './db.ts';
-import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
+import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceValue, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
 import type { ContentRow, ReadScope } from './types.ts';
 
 /** Read queries over records; each is exactly one round trip to PostgreSQL. */
@@ -77,9 +77,12 @@ export interface ListResult {
 export async function listRecords(sql: Sql | Reader, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
   const p = new Params();
   const keys = sortKeys(model, args.orderBy);
+  // Filtered/sorted lists inline project and model so the per-field partial indexes match
+  // (sql-builder `sliceValue`); plain lists keep one statement text for every project.
+  const slice = (q: Params, v: string) => (args.where || keys.length ? sliceValue(q, v) : q.add(v));
   const base = [
-    `c.project_id = ${p.add(scope.projectId)}`,
-    `c.model_key = ${p.add(model.key)}`,
+    `c.project_id = ${slice(p, scope.projectId)}`,
+    `c.model_key = ${slice(p, model.key)}`,
     `c.stage = ${p.add(scope.stage)}`,
     localeSql(p, scope),
     whereSql(p, model, args.where),
@@ -102,8 +105,8 @@ export async function listRecords(sql: Sql | Reader, scope: ReadScope, model: Mo
       // An empty page still owes the total; only then a second, cheap count runs.
       const q = new Params();
       const cnt = `select count(*)::int as n from record_content c where ${[
-        `c.project_id = ${q.add(scope.projectId)}`,
-        `c.model_key = ${q.add(model.key)}`,
+        `c.project_id = ${slice(q, scope.projectId)}`,
+        `c.model_key = ${slice(q, model.key)}`,
         `c.stage = ${q.add(scope.stage)}`,
         localeSql(q, scope),
         whereSql(q, model, args.where),

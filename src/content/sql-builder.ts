@@ -31,14 +31,48 @@ function kindOf(f: FieldDef): Kind {
   return 'text';
 }
 
-/** The SQL expression of a field's value, typed so comparisons and sorts are numeric/boolean-aware. */
-export function fieldExpr(f: FieldDef): string {
+/**
+ * The SQL expression of a field's value, typed so comparisons and sorts are numeric/boolean-aware
+ * (dates stay ISO-8601 UTC text: text order is time order, and a text->timestamptz cast is not
+ * immutable, so it could not be indexed). The ONE source of this expression: filters and sorts
+ * use it with `table` 'c', and the per-field expression indexes (src/content/indexes.ts) with
+ * `table` null, so the planner sees identical expressions and the two cannot drift.
+ */
+export function fieldValueSql(f: FieldDef, table: string | null): string {
   const k = literalKey(f.key);
+  const data = table ? `${table}.data` : 'data';
   const kind = kindOf(f);
-  if (kind === 'numeric') return `(c.data->>${k})::numeric`;
-  if (kind === 'boolean') return `(c.data->>${k})::boolean`;
-  if (kind === 'array') return `(c.data->${k})`;
-  return `(c.data->>${k})`;
+  if (kind === 'numeric') return `(${data}->>${k})::numeric`;
+  if (kind === 'boolean') return `(${data}->>${k})::boolean`;
+  if (kind === 'array') return `(${data}->${k})`;
+  return `(${data}->>${k})`;
+}
+
+export function fieldExpr(f: FieldDef): string {
+  return fieldValueSql(f, 'c');
+}
+
+/** List-like fields (lists, multiple enums/selects) are served by the GIN index, not a btree. */
+export function isListField(f: FieldDef): boolean {
+  return kindOf(f) === 'array';
+}
+
+const SAFE_LITERAL = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+/** A string as an SQL literal when it is plainly safe to inline (ids, model keys), else null. */
+export function safeLiteral(v: string): string | null {
+  return SAFE_LITERAL.test(v) ? `'${v}'` : null;
+}
+
+/**
+ * `project_id`/`model_key` of filtered or sorted list queries, inlined as literals: the
+ * per-field indexes are partial on `project_id = '…' and model_key = '…'`, and PostgreSQL
+ * proves a partial index's predicate only from constants, never from the `$n` of a generic
+ * prepared plan. Anything not plainly safe stays a parameter (the query is then correct, just
+ * not index-served).
+ */
+export function sliceValue(p: Params, v: string): string {
+  return safeLiteral(v) ?? p.add(v);
 }
 
 function scalarParam(p: Params, f: FieldDef, v: unknown): string {
@@ -147,9 +181,13 @@ export function sortKeys(model: ModelDef, orderBy: { field: string; direction?: 
   return keys;
 }
 
-/** ORDER BY: nulls last in both directions, record id as the unique tie-breaker. */
+/**
+ * ORDER BY: nulls last in both directions, record id as the unique tie-breaker. Written as
+ * `nulls last` (not a leading `is null` key) so an ascending sort is exactly the order of the
+ * field's index `(stage, locale, <expr>, record_id)` and needs no sort step.
+ */
 export function orderSql(keys: SortKey[]): string {
-  return [...keys.map((k) => `(${k.expr}) is null, ${k.expr} ${k.desc ? 'desc' : 'asc'}`), 'c.record_id asc'].join(', ');
+  return [...keys.map((k) => `${k.expr} ${k.desc ? 'desc' : 'asc'} nulls last`), 'c.record_id asc'].join(', ');
 }
 
 /** Selects each sort key as text so the cursor carries exact values (numeric, ISO dates). */

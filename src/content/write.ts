@@ -5,6 +5,7 @@ import { Conflict, NotFound, BadUserInput } from '../errors.ts';
 import { run } from './db.ts';
 import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
 import type { RecordAction } from './types.ts';
+import { desiredIndexes } from './indexes.ts';
 
 /**
  * Record writes. Each function runs inside the caller's transaction and queues its change
@@ -48,7 +49,29 @@ async function putContent(tx: Sql, ctx: WriteContext, model: ModelDef, id: strin
   await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
       values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, to_tsvector('simple', $7::text), now())
       on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()`,
-    [id, ctx.projectId, model.key, stage, locale, JSON.stringify(data), searchText(model, data)]);
+    [id, ctx.projectId, model.key, stage, locale, JSON.stringify(data), searchText(model, data)]).catch((err) => {
+    throw tooLongToIndex(err, ctx.projectId, model, data) ?? err;
+  });
+}
+
+/**
+ * A value too large for its field's btree index (src/content/indexes.ts) is the client's input.
+ * PostgreSQL names the index only in some of these errors; otherwise the longest string among
+ * the indexed fields written is the culprit.
+ */
+function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: Record<string, unknown>): BadUserInput | undefined {
+  const e = err as { code?: string; message?: string };
+  if (e?.code !== '54000') return undefined;
+  const indexed = desiredIndexes(projectId, [model]);
+  let field = indexed.find((i) => e.message?.includes(i.name))?.fieldKey;
+  if (!field) {
+    const longest = indexed
+      .map((i) => ({ key: i.fieldKey, len: typeof data[i.fieldKey] === 'string' ? (data[i.fieldKey] as string).length : 0 }))
+      .sort((a, b) => b.len - a.len)[0];
+    if (!longest || longest.len === 0) return undefined;
+    field = longest.key;
+  }
+  return new BadUserInput(`Value of queryable field "${field}" is too long to index`, { field });
 }
 
 async function history(tx: Sql, ctx: WriteContext, id: string, action: string, locale: string | null, data: unknown): Promise<void> {
