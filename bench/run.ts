@@ -105,7 +105,10 @@ async function measure(o: Options, name: string, shape: Row['shape'], reference:
   const rssMb = rss.end();
   // Warm-up included on both sides: CPU over the whole run ÷ wall time = cores kept busy.
   const used = cpu.end();
-  if (used && !reference && result.rps > 0) cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
+  if (used && !reference && result.rps > 0) {
+    cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
+    notes.push(`${name}: server CPU ${((used.cores * 1e6) / result.rps).toFixed(1)} µs per request (${used.cores.toFixed(2)} cores busy)`);
+  }
   if (result.errors > 0) notes.push(`${name}: ${result.errors} failed requests${result.firstError ? ` (first: ${result.firstError.slice(0, 120)})` : ''}`);
   if (result.requests === 0) {
     rows.push({ name, shape, reference, na: `no successful request${result.firstError ? `: ${result.firstError.slice(0, 80)}` : ''}` });
