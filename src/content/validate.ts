@@ -146,6 +146,8 @@ export function searchText(model: ModelDef, data: Record<string, unknown>): stri
     else if (isObject(v)) for (const x of Object.values(v)) walk(x, depth + 1);
   };
   for (const f of model.fields) {
+    // One search vector serves every reader: fields with read restrictions stay out of it.
+    if (f.access?.read) continue;
     if (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')) walk(data[f.key], 0);
   }
   return parts.join(' ').slice(0, 200_000);

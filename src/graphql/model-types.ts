@@ -3,10 +3,11 @@ import {
   GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfig, type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType, type GraphQLOutputType,
 } from 'graphql';
-import type { FieldDef, FieldType, ModelDef } from '../models/types.ts';
+import type { FieldDef, FieldType, ModelDef, Principal } from '../models/types.ts';
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
+import { canRead, hiddenFields, maskContent } from './field-access.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):
@@ -80,6 +81,8 @@ export class TypeFactory {
     readonly visible: ReadonlyMap<string, ModelDef>,
     readonly all: ReadonlyMap<string, ModelDef>,
     readonly drafts: boolean,
+    /** Who reads through this schema: fields whose `access.read` excludes them resolve to null. Null: no restriction. */
+    readonly readers: ReadonlySet<Principal> | null = null,
   ) {
     this.recordInterface = new GraphQLInterfaceType({
       name: 'Record',
@@ -137,6 +140,9 @@ export class TypeFactory {
           const cfg = this.outField(name, f);
           if (cfg) fields[f.key] = cfg;
         }
+        // `content` carries the stored values too: unreadable ones are left out of it.
+        const hidden = this.readers ? hiddenFields(model, this.readers) : [];
+        if (hidden.length) fields.content = { ...fields.content!, resolve: (n: RecordNode) => maskContent(n.content, hidden) };
         return fields;
       },
     }));
@@ -184,8 +190,20 @@ export class TypeFactory {
     }));
   }
 
-  /** The output field of one model field: scalars read the node's property; links resolve through the loader. */
+  /** True when this schema's readers may read the field (`access.read`). */
+  readable(f: FieldDef): boolean {
+    return !this.readers || canRead(f, this.readers);
+  }
+
+  /** The output field of one model field; an unreadable field keeps its type and resolves to null. */
   outField(owner: string, f: FieldDef): GraphQLFieldConfig<any, GqlContext> | undefined {
+    const cfg = this.#outField(owner, f);
+    if (!cfg || this.readable(f)) return cfg;
+    return { type: cfg.type, description: 'Not readable with this key (field access rules).', resolve: () => null };
+  }
+
+  /** Scalars read the node's property; links resolve through the loader. */
+  #outField(owner: string, f: FieldDef): GraphQLFieldConfig<any, GqlContext> | undefined {
     const key = f.key;
     const multiple = f.config?.multiple === true;
     switch (f.type) {
@@ -284,7 +302,8 @@ export class TypeFactory {
 
   /** `<Type>Where`, or undefined when the model has no queryable field. */
   whereType(model: ModelDef): GraphQLInputObjectType | undefined {
-    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key));
+    // Filtering on a field the reader cannot read would reveal its values: not offered.
+    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && this.readable(f));
     if (q.length === 0) return undefined;
     const owner = typeName(model.key);
     const name = `${owner}Where`;
@@ -322,7 +341,7 @@ export class TypeFactory {
   }
 
   orderByType(model: ModelDef): GraphQLInputObjectType | undefined {
-    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && f.type !== 'list' && !f.config?.multiple);
+    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && f.type !== 'list' && !f.config?.multiple && this.readable(f));
     if (q.length === 0) return undefined;
     const owner = typeName(model.key);
     return this.#once(`${owner}OrderBy`, () => {
@@ -340,7 +359,7 @@ export class TypeFactory {
     for (const l of model.lookups ?? []) {
       for (const k of l.keyBy) {
         const f = model.fields.find((x) => x.key === k);
-        if (!f || SYSTEM_FIELDS.has(k) || ['locale', 'preview'].includes(k) || !GRAPHQL_NAME.test(k)) continue;
+        if (!f || SYSTEM_FIELDS.has(k) || ['locale', 'preview'].includes(k) || !GRAPHQL_NAME.test(k) || !this.readable(f)) continue;
         args.set(k, f.type === 'enum' ? this.enumType(typeName(model.key), f) : scalarFor(f.type));
       }
     }

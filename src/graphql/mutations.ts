@@ -11,6 +11,7 @@ import type { TypeFactory } from './model-types.ts';
 import { JSONScalar } from './scalars.ts';
 import { draftNode, inTransaction, requireModelScope } from './resolvers.ts';
 import { LIMITS } from './limits.ts';
+import { checkFieldWrites } from './field-access.ts';
 
 /** Write fields of CONTRACT §4; present only in schemas of secret keys. */
 const nn = <T extends GraphQLNullableType>(t: T) => new GraphQLNonNull(t);
@@ -31,6 +32,7 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { naturalKey: { type: GraphQLString }, locale: { type: GraphQLString }, data: { type: input } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
+        checkFieldWrites(ctx, model, args.data, { recordId: null });
         const id = await inTransaction(ctx, (tx, w) => createRecord(tx, w, model, args));
         return mustNode(ctx, id, args.locale);
       },
@@ -40,6 +42,7 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { _id: { type: nn(GraphQLID) }, locale: { type: GraphQLString }, data: { type: input } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
+        checkFieldWrites(ctx, model, args.data, { recordId: args._id });
         await inTransaction(ctx, (tx, w) => updateRecord(tx, w, model, args._id, args.locale, args.data));
         return mustNode(ctx, args._id, args.locale);
       },
@@ -128,6 +131,8 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
             const model = modelKey ? ctx.models.get(modelKey) : undefined;
             if (!model) throw new BadUserInput(`operations.${i}.modelKey names no model`, { field: `operations.${i}.modelKey` });
             requireModelScope(ctx, SCOPE_OF[op.action]!, model);
+            // Inside the transaction: a denied field rolls back the operations before it too.
+            if (op.action === 'create' || op.action === 'update') checkFieldWrites(ctx, model, op.data, { recordId: id });
             if (op.action === 'create') id = await createRecord(tx, w, model, { naturalKey: op.naturalKey, locale: op.locale, data: op.data ?? {} });
             else if (op.action === 'update') await updateRecord(tx, w, model, id!, op.locale, op.data ?? {});
             else if (op.action === 'publish') await publishRecord(tx, w, model, id!);

@@ -6,9 +6,10 @@ import { BadUserInput } from '../errors.ts';
 import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
 import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
-import type { WriteContext } from '../content/write.ts';
+import { modelKeyOf, type WriteContext } from '../content/write.ts';
 import type { GqlContext } from './context.ts';
 import { LIMITS } from './limits.ts';
+import { hiddenFields, maskContent, readerPrincipals } from './field-access.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
@@ -138,7 +139,14 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   ctx.noStore = true;
   const rows = await listVersions(ctx.svc.reader, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
   if (!rows) return null;
-  return rows.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: v.data, userId: v.user_id, createdAt: v.created_at }));
+  // Fields the reader may not read (`access.read`) are left out of the history too.
+  let hidden: string[] = [];
+  const who = readerPrincipals(ctx.principal);
+  if ([...ctx.models.values()].some((m) => hiddenFields(m, who).length > 0)) {
+    const model = ctx.models.get((await modelKeyOf(ctx.svc.sql, ctx.snapshot.id, String(args._id))) ?? '');
+    hidden = model ? hiddenFields(model, who) : [];
+  }
+  return rows.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
 }
 
 /** Runs writes in one transaction; change events go out only after the commit. */

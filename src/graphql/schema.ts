@@ -13,6 +13,7 @@ import { TypeFactory } from './model-types.ts';
 import { JSONScalar, DateTimeScalar } from './scalars.ts';
 import { genericRecord, listConnection, searchConnection, singleRead, versions } from './resolvers.ts';
 import { modelMutations, batchMutation } from './mutations.ts';
+import { readerPrincipals } from './field-access.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -36,7 +37,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal):
   const models = visibleModels(snapshot, principal);
   const all = new Map(snapshot.models.map((m) => [m.key, m]));
   const canWrite = !isPublicKey(principal.kind);
-  const types = new TypeFactory(models, all, !isPublicKey(principal.kind) && hasScope(principal, 'drafts:read'));
+  const types = new TypeFactory(models, all, !isPublicKey(principal.kind) && hasScope(principal, 'drafts:read'), readerPrincipals(principal));
   const generic = principal.allowedModels === null;
 
   const query: GraphQLFieldConfigMap<unknown, GqlContext> = {

@@ -1,0 +1,83 @@
+import type { KeyPrincipal } from '../auth/principal.ts';
+import { isPublicKey } from '../auth/principal.ts';
+import { PermissionDenied } from '../errors.ts';
+import type { FieldDef, ModelDef, Principal } from '../models/types.ts';
+import type { GqlContext } from './context.ts';
+
+/**
+ * Field `access` rules (spec "Field definition"). `access.write` / `access.read` are allow-lists
+ * of principals: `public`, `self`, `scoped`, `service`, `admin`. A request maps to principals:
+ *
+ * | caller                                              | principals |
+ * |-----------------------------------------------------|------------|
+ * | secret API key (`sk_`, `sk_t_`), no customer token  | `service`  |
+ * | public key (`pk_`, `pk_t_`), no customer token      | `public`   |
+ * | customer token, the record is the customer's own    | `self`     |  (customer-auth issue)
+ * | customer token with per-model scoped permissions    | `scoped`   |  (customer-auth issue)
+ * | control-plane/admin writes                          | `admin`    |  (no content write path yet)
+ *
+ * The CLI's `svc records save` acts with a secret key, so it is `service`. Customer tokens do
+ * not exist yet: the customer-auth issue extends `writerPrincipals`/`readerPrincipals` (the
+ * `target` argument exists so `self` can compare the record's owner with the customer).
+ */
+const SERVICE: ReadonlySet<Principal> = new Set(['service']);
+const PUBLIC: ReadonlySet<Principal> = new Set(['public']);
+
+/** The principals of an API key alone (no customer token). */
+export function keyPrincipals(key: Pick<KeyPrincipal, 'kind'>): ReadonlySet<Principal> {
+  return isPublicKey(key.kind) ? PUBLIC : SERVICE;
+}
+
+/** The record a write goes to: null `recordId` for a create. */
+export interface WriteTarget {
+  recordId: string | null;
+}
+
+export function writerPrincipals(ctx: Pick<GqlContext, 'principal'>, _target?: WriteTarget): ReadonlySet<Principal> {
+  return keyPrincipals(ctx.principal);
+}
+
+/** Who reads. Schemas are built per key fingerprint (which includes the key kind), so reads are pruned at build time. */
+export function readerPrincipals(key: Pick<KeyPrincipal, 'kind'>): ReadonlySet<Principal> {
+  return keyPrincipals(key);
+}
+
+function allows(list: readonly Principal[] | undefined, who: ReadonlySet<Principal>): boolean {
+  return list === undefined || list.some((p) => who.has(p));
+}
+
+export function canRead(f: FieldDef, who: ReadonlySet<Principal>): boolean {
+  return allows(f.access?.read, who);
+}
+
+export function canWrite(f: FieldDef, who: ReadonlySet<Principal>): boolean {
+  return allows(f.access?.write, who);
+}
+
+/**
+ * Fails the whole write (nothing is changed: call it before or inside the write transaction)
+ * when `data` sets a field whose `access.write` excludes every principal of the caller.
+ * Setting a field to null is setting it. Defaults the server applies are not the caller's.
+ */
+export function checkFieldWrites(ctx: Pick<GqlContext, 'principal'>, model: ModelDef, data: unknown, target: WriteTarget): void {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
+  let who: ReadonlySet<Principal> | undefined;
+  for (const f of model.fields) {
+    if (!f.access?.write || (data as Record<string, unknown>)[f.key] === undefined) continue;
+    who ??= writerPrincipals(ctx, target);
+    if (!canWrite(f, who)) throw new PermissionDenied('Insufficient permissions', { field: f.key });
+  }
+}
+
+/** Top-level fields of `model` that `who` may not read (empty for almost every model). */
+export function hiddenFields(model: ModelDef, who: ReadonlySet<Principal>): string[] {
+  return model.fields.filter((f) => !canRead(f, who)).map((f) => f.key);
+}
+
+/** A copy of record content without the hidden keys (the `content` JSON and version history). */
+export function maskContent(content: unknown, hidden: readonly string[]): unknown {
+  if (hidden.length === 0 || typeof content !== 'object' || content === null || Array.isArray(content)) return content;
+  const out = { ...(content as Record<string, unknown>) };
+  for (const k of hidden) delete out[k];
+  return out;
+}
