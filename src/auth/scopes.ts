@@ -155,8 +155,16 @@ function coveredBySet(scopes: ReadonlySet<string>, required: string): boolean {
 
 /** Whether a requirement is a secret-only capability (a write, a draft read, a vault scope…). */
 export function isSecretOnlyScope(required: string): boolean {
-  return SECRET_ONLY.some((s) => scopeCovers(required, s) || scopeCovers(s, required));
+  let answer = secretOnly.get(required);
+  if (answer === undefined) {
+    answer = SECRET_ONLY.some((s) => scopeCovers(required, s) || scopeCovers(s, required));
+    // Asked on every public-key request with a handful of distinct scopes: remember them.
+    if (secretOnly.size < 4096) secretOnly.set(required, answer);
+  }
+  return answer;
 }
+
+const secretOnly = new Map<string, boolean>();
 
 /**
  * Throws unless the holder has `required`. A public key reaching a secret-only requirement
