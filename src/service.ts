@@ -1,5 +1,5 @@
 import type { Settings } from './env.ts';
-import { connect, connectReader, ping, type Reader, type Sql } from './store/db.ts';
+import { connect, connectContentSql, ping, type ContentSql, type Sql } from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus } from './actors/bus.ts';
@@ -16,8 +16,8 @@ import { IndexReconciler } from './content/indexes.ts';
 export interface Service {
   settings: Settings;
   sql: Sql;
-  /** Bun's native client, for single-statement content reads only (see store/db.ts). */
-  reader: Reader;
+  /** Bun's native client: the content API's reads and record writes (see store/db.ts). */
+  contentSql: ContentSql;
   bus: EventBus;
   projects: ActorRegistry<ProjectActor>;
   /** Per-field record indexes, reconciled after every schema change (src/content/indexes.ts). */
@@ -46,9 +46,9 @@ export async function openService(settings: Settings): Promise<Service> {
     await embedded?.stop();
     throw err;
   }
-  const reader = connectReader(url);
+  const contentSql = connectContentSql(url);
   const bus = new EventBus();
-  await bus.attach(sql);
+  await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
   const indexes = new IndexReconciler(sql);
   bus.subscribe((e) => {
@@ -61,7 +61,7 @@ export async function openService(settings: Settings): Promise<Service> {
   return {
     settings,
     sql,
-    reader,
+    contentSql,
     bus,
     projects,
     indexes,
@@ -72,7 +72,7 @@ export async function openService(settings: Settings): Promise<Service> {
       await projects.stopAll();
       await indexes.close();
       await bus.detach();
-      await reader.close({ timeout: 5 });
+      await contentSql.close({ timeout: 5 });
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

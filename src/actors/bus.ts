@@ -28,12 +28,16 @@ export class EventBus {
   readonly origin = randomUUID();
   readonly #listeners = new Set<Listener>();
   readonly #reconnectListeners = new Set<() => void>();
-  #sql: Sql | undefined;
+  #notify: ((channel: string, payload: string) => Promise<unknown>) | undefined;
   #unlisten: (() => Promise<void>) | undefined;
 
-  /** Bridges to PostgreSQL; without it the bus is process-local. */
-  async attach(sql: Sql): Promise<void> {
-    this.#sql = sql;
+  /**
+   * Bridges to PostgreSQL; without it the bus is process-local. LISTEN runs on postgres.js;
+   * NOTIFY may go through another pool (`notify`): every record write sends one, and Bun's
+   * native client sends them at a fraction of postgres.js' CPU cost (docs/decisions.md).
+   */
+  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>): Promise<void> {
+    this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
     let listened = false;
     const sub = await sql.listen(CHANNEL, (payload) => {
       let msg: { origin: string; event: BusEvent };
@@ -76,15 +80,13 @@ export class EventBus {
   /** Delivers locally now and to other processes after the NOTIFY. */
   async publish(event: BusEvent): Promise<void> {
     this.#deliver(event);
-    if (this.#sql) {
-      await this.#sql`select pg_notify(${CHANNEL}, ${JSON.stringify({ origin: this.origin, event })})`;
-    }
+    if (this.#notify) await this.#notify(CHANNEL, JSON.stringify({ origin: this.origin, event }));
   }
 
   async detach(): Promise<void> {
     await this.#unlisten?.();
     this.#unlisten = undefined;
-    this.#sql = undefined;
+    this.#notify = undefined;
   }
 
   #deliver(event: BusEvent): void {

@@ -1,5 +1,5 @@
 import { SQL } from 'bun';
-import type { Reader, Sql } from '../store/db.ts';
+import type { ContentSql, Sql } from '../store/db.ts';
 
 /**
  * Every content query goes through `run`, so tests can count round trips per request
@@ -12,8 +12,20 @@ export function observeQueries(fn: Observer | undefined): void {
   observer = fn;
 }
 
-export function run<T>(sql: Sql | Reader, text: string, params: unknown[]): Promise<T[]> {
+export function run<T>(sql: Sql | ContentSql, text: string, params: unknown[]): Promise<T[]> {
   observer?.(text);
-  if (sql instanceof SQL) return sql.unsafe(text, params) as unknown as Promise<T[]>;
+  if (sql instanceof SQL) return (sql.unsafe(text, params) as unknown as Promise<T[]>).catch(withSqlState);
   return sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;
+}
+
+/**
+ * Bun's client puts the SQLSTATE in `errno` (its `code` is ERR_POSTGRES_SERVER_ERROR); callers
+ * branch on `code` as with postgres.js, so the state is copied there.
+ */
+function withSqlState(err: unknown): never {
+  const e = err as { errno?: unknown; code?: unknown };
+  if (err instanceof Error && typeof e.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno)) {
+    throw Object.assign(new Error(err.message), { code: e.errno, cause: err });
+  }
+  throw err;
 }

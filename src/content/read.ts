@@ -1,4 +1,4 @@
-import type { Reader, Sql } from '../store/db.ts';
+import type { ContentSql, Sql } from '../store/db.ts';
 import type { ModelDef } from '../models/types.ts';
 import { run } from './db.ts';
 import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceValue, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
@@ -11,7 +11,7 @@ const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.upd
  * Records by id in one query (batched reference/select/`record` resolution). One row per id,
  * in the requested locale or else the default locale.
  */
-export async function readByIds(sql: Sql | Reader, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
+export async function readByIds(sql: Sql | ContentSql, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
   const out = new Map<string, ContentRow>();
   if (ids.length === 0) return out;
   const p = new Params();
@@ -36,7 +36,7 @@ export interface OneSelector {
   lookup?: Record<string, unknown>;
 }
 
-export async function readOne(sql: Sql | Reader, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
+export async function readOne(sql: Sql | ContentSql, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
   const p = new Params();
   const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.model_key = ${p.add(model.key)}`, `c.stage = ${p.add(scope.stage)}`];
   const loc = p.add(scope.locale);
@@ -74,7 +74,7 @@ export interface ListResult {
 }
 
 /** One page of a model's records: filter, keyset cursor and (when asked) the total, in one statement. */
-export async function listRecords(sql: Sql | Reader, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
+export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
   const p = new Params();
   const keys = sortKeys(model, args.orderBy);
   // Filtered/sorted lists inline project and model so the per-field partial indexes match
@@ -126,7 +126,7 @@ export interface SearchRow extends ContentRow {
  * Full-text search over the stored tsvector ('simple' configuration: language-neutral), ranked,
  * newest id breaking ties. `offset` is the page position carried by search cursors.
  */
-export async function searchContent(sql: Sql | Reader, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
+export async function searchContent(sql: Sql | ContentSql, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
   const p = new Params();
   const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.stage = ${p.add(scope.stage)}`, localeSql(p, scope)];
   if (modelKeys) conds.push(`c.model_key = any(${p.add([...modelKeys], 'text[]')})`);
@@ -152,7 +152,7 @@ export interface VersionRow {
   created_at: Date;
 }
 
-export async function listVersions(sql: Sql | Reader, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<VersionRow[] | null> {
+export async function listVersions(sql: Sql | ContentSql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<VersionRow[] | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
   const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.created_at, r.id as rid

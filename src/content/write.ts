@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Sql } from '../store/db.ts';
+import type { ContentSql, Sql } from '../store/db.ts';
+
+/** Record writes run on either pool: the content API uses Bun's, the CLI/control plane postgres.js. */
+type Tx = Sql | ContentSql;
 import type { ModelDef } from '../models/types.ts';
 import { Conflict, NotFound, BadUserInput } from '../errors.ts';
 import { run } from './db.ts';
@@ -45,7 +48,7 @@ export function newRecordId(): string {
 
 const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
 
-async function putContent(tx: Sql, ctx: WriteContext, model: ModelDef, id: string, stage: 'draft' | 'published', locale: string, data: Record<string, unknown>): Promise<void> {
+async function putContent(tx: Tx, ctx: WriteContext, model: ModelDef, id: string, stage: 'draft' | 'published', locale: string, data: Record<string, unknown>): Promise<void> {
   await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
       values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, to_tsvector('simple', $7::text), now())
       on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()`,
@@ -74,13 +77,13 @@ function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: 
   return new BadUserInput(`Value of queryable field "${field}" is too long to index`, { field });
 }
 
-async function history(tx: Sql, ctx: WriteContext, id: string, action: string, locale: string | null, data: unknown): Promise<void> {
+async function history(tx: Tx, ctx: WriteContext, id: string, action: string, locale: string | null, data: unknown): Promise<void> {
   await run(tx, `insert into record_versions (record_id, project_id, action, locale, data, user_id)
       values ($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text)`,
     [id, ctx.projectId, action, locale, data === null ? null : JSON.stringify(data), ctx.userId]);
 }
 
-async function lockRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+async function lockRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
   const rows = await run(tx, `select id from records where project_id = $1::text and id = $2::text and model_key = $3::text for update`, [ctx.projectId, id, model.key]);
   if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
 }
@@ -91,7 +94,7 @@ export interface CreateInput {
   data: unknown;
 }
 
-export async function createRecord(tx: Sql, ctx: WriteContext, model: ModelDef, input: CreateInput): Promise<string> {
+export async function createRecord(tx: Tx, ctx: WriteContext, model: ModelDef, input: CreateInput): Promise<string> {
   const locale = input.locale || ctx.defaultLocale;
   const data = validateData(model, input.data ?? {}, ctx.models, { partial: false });
   if (!isVersioned(model)) checkRequired(model, data);
@@ -113,7 +116,7 @@ export async function createRecord(tx: Sql, ctx: WriteContext, model: ModelDef, 
   return id;
 }
 
-export async function updateRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown): Promise<void> {
+export async function updateRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown): Promise<void> {
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
   await lockRecord(tx, ctx, model, id);
@@ -131,7 +134,7 @@ export async function updateRecord(tx: Sql, ctx: WriteContext, model: ModelDef, 
 }
 
 /** Copies every locale of the working version to published; required fields are checked per locale. */
-export async function publishRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+export async function publishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
   await lockRecord(tx, ctx, model, id);
   const drafts = await run<{ locale: string; data: Record<string, unknown> }>(tx,
     `select locale, data from record_content where record_id = $1::text and stage = 'draft'`, [id]);
@@ -145,7 +148,7 @@ export async function publishRecord(tx: Sql, ctx: WriteContext, model: ModelDef,
   ctx.events.push({ action: 'published', recordId: id, modelKey: model.key });
 }
 
-export async function unpublishRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+export async function unpublishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
   await lockRecord(tx, ctx, model, id);
   await run(tx, `delete from record_content where record_id = $1::text and stage = 'published'`, [id]);
   await run(tx, `update records set published_at = null, has_draft = true, updated_by = $2::text where id = $1::text`, [id, ctx.userId]);
@@ -153,14 +156,14 @@ export async function unpublishRecord(tx: Sql, ctx: WriteContext, model: ModelDe
   ctx.events.push({ action: 'unpublished', recordId: id, modelKey: model.key });
 }
 
-export async function deleteRecord(tx: Sql, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
+export async function deleteRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
   const rows = await run(tx, `delete from records where project_id = $1::text and id = $2::text and model_key = $3::text returning id`, [ctx.projectId, id, model.key]);
   if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
   ctx.events.push({ action: 'deleted', recordId: id, modelKey: model.key });
 }
 
 /** The model of a record, for generic operations addressed by `_id` only. */
-export async function modelKeyOf(tx: Sql, projectId: string, id: string): Promise<string | null> {
+export async function modelKeyOf(tx: Tx, projectId: string, id: string): Promise<string | null> {
   const [row] = await run<{ model_key: string }>(tx, `select model_key from records where project_id = $1::text and id = $2::text`, [projectId, id]);
   return row?.model_key ?? null;
 }

@@ -1,4 +1,4 @@
-import type { Sql, Reader } from '../store/db.ts';
+import type { Sql, ContentSql } from '../store/db.ts';
 import type { ModelDef } from '../models/types.ts';
 import { readByIds } from '../content/read.ts';
 import { toNode, type ReadScope, type RecordNode, type Stage } from '../content/types.ts';
@@ -19,7 +19,7 @@ export class RecordLoader {
   readonly #cache = new Map<string, Promise<RecordNode | null>>();
 
   constructor(
-    private readonly sql: Sql | Reader,
+    private readonly sql: Sql | ContentSql,
     private readonly projectId: string,
     private readonly defaultLocale: string,
     /** Visible models: records of any other model resolve to null. */

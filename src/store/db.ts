@@ -30,13 +30,13 @@ export async function ping(sql: Sql, url: string): Promise<void> {
 }
 
 /**
- * The read pool: Bun's native PostgreSQL client, used only for single-statement content reads
- * (`src/content/read.ts`). Measured against postgres.js on the same query under Bun: +32% queries
- * per second, because postgres.js goes through Bun's node:net compatibility layer for every
- * write (docs/decisions.md). Writes, transactions and LISTEN stay on postgres.js.
+ * The content pool: Bun's native PostgreSQL client, serving the content API's reads and record
+ * writes (`src/content/read.ts`, `write.ts`). postgres.js goes through Bun's node:net layer for
+ * every socket write, which measured +32% slower on reads and 40% of the server's CPU on writes
+ * (docs/decisions.md). Migrations, the control plane and LISTEN/NOTIFY stay on postgres.js.
  */
-export type Reader = InstanceType<typeof SQL>;
+export type ContentSql = InstanceType<typeof SQL>;
 
-export function connectReader(url: string, opts: { max?: number } = {}): Reader {
+export function connectContentSql(url: string, opts: { max?: number } = {}): ContentSql {
   return new SQL({ url, max: opts.max ?? 10, idleTimeout: 60, connectionTimeout: 5 });
 }
