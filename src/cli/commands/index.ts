@@ -9,8 +9,23 @@ import { init } from './init.ts';
 import { recordsPublish, recordsSave } from './records.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
-/** Every CLI command; each capability adds its own here. */
-export const COMMANDS: Command[] = [tenantsCreate, projectsCreate, membersAdd];
-COMMANDS.push(apiKeysCreate, apiKeysList, apiKeysDisable, apiKeysEnable, apiKeysDelete);
-COMMANDS.push(push, pull, secretsPush, domainsVerify, domainsList, init, ...CUSTOMER_ROLE_COMMANDS);
-COMMANDS.push(recordsSave, recordsPublish);
+/** Every CLI command, in the order `svc --help` lists them. */
+export const COMMANDS: Command[] = [
+  tenantsCreate,
+  projectsCreate,
+  membersAdd,
+  init,
+  push,
+  pull,
+  secretsPush,
+  domainsVerify,
+  domainsList,
+  apiKeysCreate,
+  apiKeysList,
+  apiKeysDisable,
+  apiKeysEnable,
+  apiKeysDelete,
+  recordsSave,
+  recordsPublish,
+  ...CUSTOMER_ROLE_COMMANDS,
+];
