@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { availableParallelism } from 'node:os';
 
 /** Process roles of CONTRACT §2: which listeners and workers this process runs. */
 export type Role = 'all' | 'api' | 'gateway' | 'worker';
@@ -17,6 +18,19 @@ export interface Settings {
   production: boolean;
   /** `SVC_RESPONSE_CACHE=off` serves every read from PostgreSQL (benchmarks, debugging). */
   responseCache: boolean;
+  /**
+   * Connections of the content read pool (`SVC_READ_POOL`). Reads are single statements that
+   * Bun's client pipelines, so about one connection per core is fastest: on 2 cores, 2
+   * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
+   */
+  readPool: number;
+}
+
+function positive(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
+  return n;
 }
 
 const ROLES: readonly Role[] = ['all', 'api', 'gateway', 'worker'];
@@ -49,5 +63,6 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     rootToken: env.SVC_ROOT_TOKEN || undefined,
     production: env.SVC_ENV === 'production',
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
+    readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
   };
 }

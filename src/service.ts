@@ -16,8 +16,10 @@ import { IndexReconciler } from './content/indexes.ts';
 export interface Service {
   settings: Settings;
   sql: Sql;
-  /** Bun's native client: the content API's reads and record writes (see store/db.ts). */
+  /** Bun's native client for record-write transactions and NOTIFY (see store/db.ts). */
   contentSql: ContentSql;
+  /** Bun's native client for content reads: few connections, many pipelined statements. */
+  readSql: ContentSql;
   bus: EventBus;
   projects: ActorRegistry<ProjectActor>;
   /** Per-field record indexes, reconciled after every schema change (src/content/indexes.ts). */
@@ -47,6 +49,7 @@ export async function openService(settings: Settings): Promise<Service> {
     throw err;
   }
   const contentSql = connectContentSql(url);
+  const readSql = connectContentSql(url, { max: settings.readPool });
   const bus = new EventBus();
   await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
@@ -62,6 +65,7 @@ export async function openService(settings: Settings): Promise<Service> {
     settings,
     sql,
     contentSql,
+    readSql,
     bus,
     projects,
     indexes,
@@ -72,7 +76,7 @@ export async function openService(settings: Settings): Promise<Service> {
       await projects.stopAll();
       await indexes.close();
       await bus.detach();
-      await contentSql.close({ timeout: 5 });
+      await Promise.all([contentSql.close({ timeout: 5 }), readSql.close({ timeout: 5 })]);
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

@@ -173,7 +173,7 @@ export async function executeGraphql(svc: Service, principal: KeyPrincipal, req:
     principal,
     snapshot,
     models: entry.view.models,
-    loader: new RecordLoader(svc.contentSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null),
+    loader: new RecordLoader(svc.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null),
     noStore: false,
   };
   const gen = rc?.gen;

@@ -82,7 +82,7 @@ export async function listConnection(ctx: GqlContext, model: ModelDef, args: Rec
   requireModelScope(ctx, 'records:read', model);
   const scope = readScope(ctx, args);
   const first = pageSize(args.first);
-  const r = await listRecords(ctx.svc.contentSql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
+  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
@@ -105,7 +105,7 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
     if (c[0] !== 's' || typeof c[1] !== 'number') throw new BadUserInput('Invalid cursor');
     offset = c[1];
   }
-  const r = await searchContent(ctx.svc.contentSql, scope, models.map((m) => m.key), query, first, offset);
+  const r = await searchContent(ctx.svc.readSql, scope, models.map((m) => m.key), query, first, offset);
   const edges = r.rows.flatMap((row, i) => {
     const n = node(ctx, row, scope);
     return n ? [{ cursor: encodeCursor(['s', offset + i + 1]), node: n }] : [];
@@ -121,14 +121,14 @@ export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<
   if (!args._id && !args.naturalKey && Object.keys(lookup).length === 0) {
     throw new BadUserInput(`${model.key} needs _id, naturalKey or a lookup argument`);
   }
-  const row = await readOne(ctx.svc.contentSql, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
+  const row = await readOne(ctx.svc.readSql, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
   return row ? toNode(row, model, scope) : null;
 }
 
 export async function genericRecord(ctx: GqlContext, args: Record<string, any>): Promise<RecordNode | null> {
   requireScope(ctx, 'records:read');
   const scope = readScope(ctx, args);
-  const rows = await readByIds(ctx.svc.contentSql, scope, [String(args._id)], [...ctx.models.keys()]);
+  const rows = await readByIds(ctx.svc.readSql, scope, [String(args._id)], [...ctx.models.keys()]);
   const row = rows.get(String(args._id));
   return row ? node(ctx, row, scope) : null;
 }
@@ -137,7 +137,7 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   requireScope(ctx, 'records:read');
   if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
   ctx.noStore = true;
-  const rows = await listVersions(ctx.svc.contentSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
+  const rows = await listVersions(ctx.svc.readSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
   if (!rows) return null;
   // Fields the reader may not read (`access.read`) are left out of the history too.
   let hidden: string[] = [];
@@ -170,7 +170,7 @@ export async function inTransaction<T>(ctx: GqlContext, work: (tx: ContentSql, w
 /** The working version of a record as mutations return it. */
 export async function draftNode(ctx: GqlContext, id: string, locale: string | null | undefined): Promise<RecordNode | null> {
   const scope: ReadScope = { projectId: ctx.snapshot.id, stage: 'draft', locale: locale ?? ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
-  const rows = await readByIds(ctx.svc.contentSql, scope, [id], null);
+  const rows = await readByIds(ctx.svc.readSql, scope, [id], null);
   const row = rows.get(id);
   return row ? node(ctx, row, scope) : null;
 }
