@@ -120,8 +120,12 @@ export async function updateRecord(tx: Tx, ctx: WriteContext, model: ModelDef, i
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
   await lockRecord(tx, ctx, model, id);
-  const [current] = await run<{ data: Record<string, unknown> }>(tx,
-    `select data from record_content where record_id = $1::text and stage = 'draft' and locale = $2::text`, [id, locale]);
+  // A locale written for the first time starts as a copy of the default locale's working
+  // content, so a translation may change only the fields it translates.
+  const rows = await run<{ locale: string; data: Record<string, unknown> }>(tx,
+    `select locale, data from record_content where record_id = $1::text and stage = 'draft' and locale in ($2::text, $3::text)`,
+    [id, locale, ctx.defaultLocale]);
+  const current = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === ctx.defaultLocale);
   const merged = { ...(current?.data ?? {}), ...patch };
   const versioned = isVersioned(model);
   if (!versioned) checkRequired(model, merged);
