@@ -14,6 +14,8 @@ export const LIMITS = {
   maxPageSize: 100,
   maxBodyBytes: 1_000_000,
   maxBatchOperations: 100,
+  /** Operations in one HTTP batch (a JSON array body); each counts against the rate limit. */
+  maxHttpBatch: 20,
 } as const;
 
 const LIST_FIELDS = /^(records|searchRecords|search[A-Z]\w*s|\w+s)$/;

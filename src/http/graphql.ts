@@ -43,7 +43,16 @@ function parseVariables(raw: unknown): Record<string, unknown> | null {
   return v as Record<string, unknown>;
 }
 
-async function readPost(request: Request): Promise<GraphqlRequest> {
+function toRequest(body: unknown): GraphqlRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object with "query"');
+  const b = body as Record<string, unknown>;
+  if (typeof b.query !== 'string') throw new BadUserInput('The request body needs a "query" string');
+  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
+  return { query: b.query, variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null };
+}
+
+/** One operation, or a batch: a JSON array of operations answered by an array of results. */
+async function readPost(request: Request): Promise<GraphqlRequest | GraphqlRequest[]> {
   const length = Number(request.headers.get('content-length') ?? 0);
   if (length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
   const text = await request.text();
@@ -54,11 +63,9 @@ async function readPost(request: Request): Promise<GraphqlRequest> {
   } catch {
     throw new BadUserInput('The request body is not valid JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object with "query"');
-  const b = body as Record<string, unknown>;
-  if (typeof b.query !== 'string') throw new BadUserInput('The request body needs a "query" string');
-  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
-  return { query: b.query, variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null };
+  if (!Array.isArray(body)) return toRequest(body);
+  if (body.length === 0 || body.length > LIMITS.maxHttpBatch) throw new BadUserInput(`A batch holds 1 to ${LIMITS.maxHttpBatch} operations`);
+  return body.map(toRequest);
 }
 
 function readGet(request: Request): GraphqlRequest {
@@ -76,16 +83,23 @@ export function graphqlRoutes(svc: Service) {
     let rate: Record<string, string> = {};
     try {
       const principal = await authenticateRequest(svc, request.headers);
-      const decision = await takeRateLimit(svc, principal, 1);
+      const req = method === 'POST' ? await readPost(request) : readGet(request);
+      const batch = Array.isArray(req) ? req : null;
+      // Every operation of a batch counts against the key's limit.
+      const decision = await takeRateLimit(svc, principal, batch ? batch.length : 1);
       rate = rateLimitHeaders(decision);
       if (!decision.allowed) return failure(rateLimitError(decision), production, { ...rate, 'retry-after': String(decision.retryAfter) });
-      const req = method === 'POST' ? await readPost(request) : readGet(request);
       // A customer token makes the read per customer: never shared, never in the response cache.
       const customer = request.headers.has('authorization');
-      const r = await executeGraphql(svc, principal, req, { method, customer });
-      const headers: Record<string, string> = { ...rate, 'cache-control': r.cacheControl };
-      if (r.cacheControl.startsWith('public')) headers.vary = VARY;
-      return json(r.status, r.body, headers);
+      if (!batch) {
+        const r = await executeGraphql(svc, principal, req as GraphqlRequest, { method, customer });
+        return json(r.status, r.body, { ...rate, 'cache-control': r.cacheControl, ...(r.cacheControl.startsWith('public') ? { vary: VARY } : {}) });
+      }
+      const results = [];
+      for (const one of batch) results.push(await executeGraphql(svc, principal, one, { method, customer }).catch((err) => ({ status: 200, body: JSON.stringify({ errors: [maskError(toSvcError(err), production)] }), cacheControl: 'no-store' })));
+      // The batch is only as cacheable as its least cacheable answer.
+      const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
+      return json(200, `[${results.map((r) => r.body).join(',')}]`, { ...rate, 'cache-control': cacheControl, ...(cacheControl.startsWith('public') ? { vary: VARY } : {}) });
     } catch (err) {
       return failure(err, production, rate);
     }
