@@ -30,23 +30,38 @@ export class EventBus {
   readonly #reconnectListeners = new Set<() => void>();
   #notify: ((channel: string, payload: string) => Promise<unknown>) | undefined;
   #unlisten: (() => Promise<void>) | undefined;
+  #watchdog: ReturnType<typeof setInterval> | undefined;
+  #lastHeard = Date.now();
 
   /**
    * Bridges to PostgreSQL; without it the bus is process-local. LISTEN runs on postgres.js;
    * NOTIFY may go through another pool (`notify`): every record write sends one, and Bun's
    * native client sends them at a fraction of postgres.js' CPU cost (docs/decisions.md).
+   *
+   * A watchdog pings the channel every `watchdogMs`: postgres.js re-runs LISTEN once after its
+   * connection drops and gives up silently if the server is still away, so a listener that has
+   * heard nothing (not even its own pings) for a few rounds is re-created, and caches start over.
    */
-  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>): Promise<void> {
+  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number } = {}): Promise<void> {
     this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
+    await this.#listen(sql);
+    const every = opts.watchdogMs ?? 5_000;
+    this.#lastHeard = Date.now();
+    this.#watchdog = setInterval(() => void this.#checkListener(sql, every), every);
+    this.#watchdog.unref?.();
+  }
+
+  async #listen(sql: Sql): Promise<void> {
     let listened = false;
     const sub = await sql.listen(CHANNEL, (payload) => {
-      let msg: { origin: string; event: BusEvent };
+      this.#lastHeard = Date.now();
+      let msg: { origin: string; event?: BusEvent };
       try {
         msg = JSON.parse(payload);
       } catch {
         return;
       }
-      if (msg.origin !== this.origin) this.#deliver(msg.event);
+      if (msg.origin !== this.origin && msg.event) this.#deliver(msg.event);
     }, () => {
       // postgres.js calls this after the first LISTEN and after every reconnect of the listener
       // connection; notifications sent while it was down are lost, so caches must start over.
@@ -54,6 +69,21 @@ export class EventBus {
       listened = true;
     });
     this.#unlisten = () => sub.unlisten();
+  }
+
+  async #checkListener(sql: Sql, every: number): Promise<void> {
+    if (!this.#notify) return;
+    if (Date.now() - this.#lastHeard > every * 3) {
+      try {
+        await this.#unlisten?.().catch(() => {});
+        await this.#listen(sql);
+        this.#lastHeard = Date.now();
+        this.#reconnected();
+      } catch {
+        return; // the server is still away; the next round tries again
+      }
+    }
+    await this.#notify(CHANNEL, JSON.stringify({ origin: this.origin, ping: true })).catch(() => {});
   }
 
   /** Called whenever the LISTEN connection comes back after a drop (events may have been missed). */
@@ -84,6 +114,8 @@ export class EventBus {
   }
 
   async detach(): Promise<void> {
+    if (this.#watchdog) clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
     await this.#unlisten?.();
     this.#unlisten = undefined;
     this.#notify = undefined;

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import postgres from 'postgres';
+import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
+import { connect, type Sql } from '../../src/store/db.ts';
+import { migratedDatabase, serverUrl } from '../support/db.ts';
+
+let url: string;
+let sqlA: Sql;
+let sqlB: Sql;
+const WATCHDOG_MS = Number(process.env.SVC_TEST_BUS_WATCHDOG_MS ?? 200);
+
+beforeAll(async () => {
+  const db = await migratedDatabase('bus');
+  url = db.url;
+  await db.sql.end();
+  sqlA = connect(url, { max: 2 });
+  sqlB = connect(url, { max: 2 });
+});
+afterAll(async () => {
+  await sqlA.end();
+  await sqlB.end();
+});
+
+async function eventually(check: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await Bun.sleep(25);
+  }
+}
+
+const event = (projectId: string): BusEvent => ({ type: 'project.changed', projectId });
+
+describe('event bus', () => {
+  test('an event published in one process reaches the other, and is not echoed back', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    const atA: BusEvent[] = [];
+    const atB: BusEvent[] = [];
+    a.subscribe((e) => atA.push(e));
+    b.subscribe((e) => atB.push(e));
+    await a.publish(event('p1'));
+    await eventually(() => atB.length === 1, 2000);
+    expect(atB).toEqual([event('p1')]);
+    await Bun.sleep(100);
+    expect(atA).toEqual([event('p1')]); // delivered locally once, not again by the echo
+    await a.detach();
+    await b.detach();
+  });
+
+  test('a listener lost while the database refused connections is re-created, and caches are told to start over', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    const atB: BusEvent[] = [];
+    let restarts = 0;
+    b.subscribe((e) => atB.push(e));
+    b.onReconnect(() => restarts++);
+    await a.publish(event('warm'));
+    await eventually(() => atB.length === 1, 2000);
+
+    const name = new URL(url).pathname.slice(1);
+    const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`alter database "${name}" with allow_connections false`);
+      await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${name} and query ilike 'listen%'`;
+      await Bun.sleep(WATCHDOG_MS * 3);
+    } finally {
+      await admin.unsafe(`alter database "${name}" with allow_connections true`);
+      await admin.end();
+    }
+    await eventually(() => restarts > 0, WATCHDOG_MS * 20);
+    await a.publish(event('after'));
+    await eventually(() => atB.some((e) => e.type === 'project.changed' && e.projectId === 'after'), WATCHDOG_MS * 20);
+    await a.detach();
+    await b.detach();
+  }, 20_000);
+});
