@@ -60,6 +60,10 @@ export async function openService(settings: Settings): Promise<Service> {
       void indexes.schedule(e.projectId);
     } else if (e.type === 'project.changed') projects.peek(e.projectId)?.onChanged();
   });
+  // Schema changes made while the bus was not listening were missed: reload every live project.
+  bus.onReconnect(() => {
+    for (const id of projects.keys()) projects.peek(id)?.onChanged();
+  });
   const root = loadRootToken(settings.dataDir, settings.rootToken);
   return {
     settings,

@@ -89,13 +89,19 @@ const installed = new WeakSet<Service>();
 export function installResponseInvalidation(svc: Service): void {
   if (installed.has(svc)) return;
   installed.add(svc);
-  svc.bus.subscribe((e) => {
-    if (e.type !== 'record.changed' && e.type !== 'schema.changed' && e.type !== 'project.changed') return;
-    const rc = svc.projects.peek(e.projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
+  const drop = (projectId: string) => {
+    const rc = svc.projects.peek(projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
     if (rc) {
       rc.gen++;
       rc.entries.clear();
     }
+  };
+  svc.bus.subscribe((e) => {
+    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed') drop(e.projectId);
+  });
+  // Changes made while the listener was away were never heard: every cached response may be stale.
+  svc.bus.onReconnect(() => {
+    for (const projectId of svc.projects.keys()) drop(projectId);
   });
 }
 
