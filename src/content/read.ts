@@ -6,6 +6,7 @@ import type { ContentRow, ReadScope } from './types.ts';
 
 /** Read queries over records; each is exactly one round trip to PostgreSQL. */
 const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.updated_at, r.published_at, c.data`;
+const CONTENT_COLS = `c.record_id as id, c.model_key, c.data`;
 
 /**
  * Records by id in one query (batched reference/select/`record` resolution). One row per id,
@@ -59,6 +60,11 @@ export interface ListArgs {
   where?: Record<string, unknown> | null;
   orderBy?: { field: string; direction?: string }[] | null;
   withTotal: boolean;
+  /**
+   * False when the document selects no column of `records` (natural key, timestamps, draft
+   * flag): the page is then read from `record_content` alone, without the join.
+   */
+  withRecord?: boolean;
 }
 
 export interface ListRow extends ContentRow {
@@ -89,12 +95,14 @@ export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model
   ].join(' and ');
   const after = args.after ? afterSql(p, keys, decodeCursor(args.after)) : 'true';
   const limit = p.add(String(args.first + 1), 'text');
-  const from = `from record_content c join records r on r.id = c.record_id`;
+  const withRecord = args.withRecord !== false;
+  const cols = withRecord ? COLS : CONTENT_COLS;
+  const from = withRecord ? `from record_content c join records r on r.id = c.record_id` : `from record_content c`;
   const text = args.withTotal
     ? `with matched as (select c.record_id from record_content c where ${base})
-       select ${COLS}${sortSelect(keys)}, (select count(*) from matched) as _total ${from}
+       select ${cols}${sortSelect(keys)}, (select count(*) from matched) as _total ${from}
        where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`
-    : `select ${COLS}${sortSelect(keys)} ${from} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
+    : `select ${cols}${sortSelect(keys)} ${from} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
   const rows = await run<ListRow>(sql, text, p.values);
   const hasNextPage = rows.length > args.first;
   if (hasNextPage) rows.pop();

@@ -51,6 +51,28 @@ export function wantsTotal(info: GraphQLResolveInfo): boolean {
   return info.fieldNodes.some((n) => check(n.selectionSet));
 }
 
+/** System fields stored on `records`, not on `record_content`. */
+const RECORD_COLUMNS = new Set(['naturalKey', '_createdAt', '_updatedAt', '_publishedAt', '_hasDraft']);
+
+/**
+ * Whether a connection's nodes select a `records` column. Conservative: fragments or anything
+ * but plain fields on the way to `node` count as yes.
+ */
+export function needsRecordColumns(info: GraphQLResolveInfo): boolean {
+  for (const conn of info.fieldNodes) {
+    for (const s of conn.selectionSet?.selections ?? []) {
+      if (s.kind !== Kind.FIELD) return true;
+      if (s.name.value !== 'edges') continue;
+      for (const e of s.selectionSet?.selections ?? []) {
+        if (e.kind !== Kind.FIELD) return true;
+        if (e.name.value !== 'node') continue;
+        for (const n of e.selectionSet?.selections ?? []) if (n.kind !== Kind.FIELD || RECORD_COLUMNS.has(n.name.value)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 function node(ctx: GqlContext, row: ContentRow, scope: ReadScope): RecordNode | null {
   const model = ctx.models.get(row.model_key);
   return model ? toNode(row, model, scope) : null;
@@ -82,7 +104,7 @@ export async function listConnection(ctx: GqlContext, model: ModelDef, args: Rec
   requireModelScope(ctx, 'records:read', model);
   const scope = readScope(ctx, args);
   const first = pageSize(args.first);
-  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info) });
+  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord: needsRecordColumns(info) });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
