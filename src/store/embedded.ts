@@ -37,7 +37,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

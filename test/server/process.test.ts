@@ -3,6 +3,7 @@ import { mkdtempSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
+import { alive } from '../../src/store/embedded.ts';
 
 const ROOT = join(import.meta.dir, '..', '..');
 
@@ -37,14 +38,6 @@ function children(pid: number): number[] {
   return out ? out.split('\n').map(Number) : [];
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('process lifecycle', () => {
   test('the embedded default starts both listeners, and SIGTERM leaves no PostgreSQL child behind', async () => {
