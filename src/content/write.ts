@@ -103,15 +103,26 @@ export async function createRecord(tx: Tx, ctx: WriteContext, model: ModelDef, i
   }
   const id = newRecordId();
   const versioned = isVersioned(model);
-  // ON CONFLICT DO NOTHING keeps the transaction usable, so a duplicate is a clean CONFLICT.
-  const inserted = await run(tx, `insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
-      values ($1::text, $2::text, $3::text, $4::text, $5::boolean, case when $5::boolean then null else now() end, $6::text, $6::text)
-      on conflict do nothing returning id`,
-    [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId]);
+  // One statement: the record, its content (draft, and published for unversioned models) and the
+  // history entry. ON CONFLICT DO NOTHING leaves `r` empty on a duplicate natural key, so nothing
+  // else is written and the transaction stays usable for a clean CONFLICT.
+  const inserted = await run(tx, `with r as (
+        insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
+        values ($1::text, $2::text, $3::text, $4::text, $5::boolean, case when $5::boolean then null else now() end, $6::text, $6::text)
+        on conflict do nothing returning id
+      ), c as (
+        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
+        select r.id, $2::text, $3::text, s.stage, $7::text, $8::text::jsonb, to_tsvector('simple', $9::text), now()
+        from r cross join unnest($10::text[]) as s(stage)
+      ), v as (
+        insert into record_versions (record_id, project_id, action, locale, data, user_id)
+        select r.id, $2::text, 'created', $7::text, $8::text::jsonb, $6::text from r
+      )
+      select id from r`,
+    [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, JSON.stringify(data), searchText(model, data), versioned ? ['draft'] : ['draft', 'published']]).catch((err) => {
+    throw tooLongToIndex(err, ctx.projectId, model, data) ?? err;
+  });
   if (inserted.length === 0) throw new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
-  await putContent(tx, ctx, model, id, 'draft', locale, data);
-  if (!versioned) await putContent(tx, ctx, model, id, 'published', locale, data);
-  await history(tx, ctx, id, 'created', locale, data);
   ctx.events.push({ action: 'created', recordId: id, modelKey: model.key });
   return id;
 }
@@ -139,16 +150,30 @@ export async function updateRecord(tx: Tx, ctx: WriteContext, model: ModelDef, i
 
 /** Copies every locale of the working version to published; required fields are checked per locale. */
 export async function publishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
-  await lockRecord(tx, ctx, model, id);
-  const drafts = await run<{ locale: string; data: Record<string, unknown> }>(tx,
-    `select locale, data from record_content where record_id = $1::text and stage = 'draft'`, [id]);
-  for (const d of drafts) checkRequired(model, d.data);
-  await run(tx, `delete from record_content where record_id = $1::text and stage = 'published'`, [id]);
-  await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
-      select record_id, project_id, model_key, 'published', locale, data, search, now()
-      from record_content where record_id = $1::text and stage = 'draft'`, [id]);
-  await run(tx, `update records set published_at = now(), has_draft = false, updated_by = $2::text where id = $1::text`, [id, ctx.userId]);
-  await history(tx, ctx, id, 'published', null, null);
+  // Lock the record and read its working locales in one round trip.
+  const drafts = await run<{ locale: string | null; data: Record<string, unknown> | null }>(tx,
+    `select c.locale, c.data from records r
+       left join record_content c on c.record_id = r.id and c.stage = 'draft'
+     where r.project_id = $1::text and r.id = $2::text and r.model_key = $3::text for update of r`,
+    [ctx.projectId, id, model.key]);
+  if (drafts.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
+  for (const d of drafts) if (d.data) checkRequired(model, d.data);
+  // Published locales without a working version go; the others are overwritten from it. The two
+  // sets are disjoint, so the sub-statements cannot trip over each other.
+  await run(tx, `with gone as (
+        delete from record_content p where p.record_id = $1::text and p.stage = 'published'
+          and not exists (select 1 from record_content d where d.record_id = $1::text and d.stage = 'draft' and d.locale = p.locale)
+      ), copied as (
+        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
+        select record_id, project_id, model_key, 'published', locale, data, search, now()
+        from record_content where record_id = $1::text and stage = 'draft'
+        on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()
+      ), marked as (
+        update records set published_at = now(), has_draft = false, updated_by = $2::text where id = $1::text
+      )
+      insert into record_versions (record_id, project_id, action, locale, data, user_id)
+      values ($1::text, $3::text, 'published', null, null, $2::text)`,
+    [id, ctx.userId, ctx.projectId]);
   ctx.events.push({ action: 'published', recordId: id, modelKey: model.key });
 }
 
