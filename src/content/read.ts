@@ -160,13 +160,14 @@ export interface VersionRow {
   created_at: Date;
 }
 
-export async function listVersions(sql: Sql | ContentSql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<VersionRow[] | null> {
+/** A record's history, with its model (so callers need no second query); null if no such record. */
+export async function listVersions(sql: Sql | ContentSql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
-  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.created_at, r.id as rid
+  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.created_at, r.model_key
     from records r left join record_versions v on v.record_id = r.id
     where r.project_id = ${p.add(projectId)} and r.id = ${p.add(recordId)}${models} order by v.id`;
-  const rows = await run<VersionRow & { rid: string }>(sql, text, p.values);
+  const rows = await run<VersionRow & { model_key: string }>(sql, text, p.values);
   if (rows.length === 0) return null;
-  return rows.filter((r) => r.id !== null);
+  return { modelKey: rows[0]!.model_key, versions: rows.filter((r) => r.id !== null) };
 }

@@ -6,7 +6,7 @@ import { BadUserInput } from '../errors.ts';
 import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
 import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
-import { modelKeyOf, type WriteContext } from '../content/write.ts';
+import type { WriteContext } from '../content/write.ts';
 import type { GqlContext } from './context.ts';
 import { LIMITS } from './limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from './field-access.ts';
@@ -159,16 +159,12 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   requireScope(ctx, 'records:read');
   if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
   ctx.noStore = true;
-  const rows = await listVersions(ctx.svc.readSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
-  if (!rows) return null;
+  const history = await listVersions(ctx.svc.readSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
+  if (!history) return null;
   // Fields the reader may not read (`access.read`) are left out of the history too.
-  let hidden: string[] = [];
-  const who = readerPrincipals(ctx.principal);
-  if ([...ctx.models.values()].some((m) => hiddenFields(m, who).length > 0)) {
-    const model = ctx.models.get((await modelKeyOf(ctx.svc.sql, ctx.snapshot.id, String(args._id))) ?? '');
-    hidden = model ? hiddenFields(model, who) : [];
-  }
-  return rows.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
+  const model = ctx.models.get(history.modelKey);
+  const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
+  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
 }
 
 /** Runs writes in one transaction; change events go out only after the commit. */
