@@ -24,7 +24,7 @@ const f = (n: number, digits: number) => (Number.isFinite(n) ? n.toFixed(digits)
 
 export function tableLines(rows: Row[]): string[] {
   const byName = new Map(rows.map((r) => [r.name, r]));
-  const lines = [`| ${COLUMNS.join(' | ')} |`, `|${COLUMNS.map((c, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
+  const lines = [`| ${COLUMNS.join(' | ')} |`, `|${COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) {
     if (!r.result) {
       lines.push(`| ${r.name} | n/a (${(r.na ?? 'not run').replace(/\|/g, '/')}) | | | | | | |`);

@@ -97,7 +97,7 @@ async function preflight(endpoint: string, body: string, headers: Record<string,
   return text;
 }
 
-async function measure(o: Options, name: string, shape: Row['shape'], reference: boolean, target: Target, plan: LoadPlan): Promise<void> {
+async function measure(name: string, shape: Row['shape'], reference: boolean, target: Target, plan: LoadPlan): Promise<void> {
   process.stderr.write(`bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
   const rss = rssWindow(target.child.pid);
   const cpu = cpuWindow(target.child.pid);
@@ -146,7 +146,7 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
     for (const [rowName, shape, b] of shapes) {
       try {
         await preflight(target.endpoint, b, {});
-        await measure(o, rowName, shape, true, target, planFor(o, target.endpoint, b, [{}]));
+        await measure(rowName, shape, true, target, planFor(o, target.endpoint, b, [{}]));
       } catch (err) {
         naRow(rowName, shape, true, (err as Error).message);
       }
@@ -186,11 +186,11 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
       if (unavailable[name]) continue;
       try {
         if (name === 'read-cached') {
-          await measure(o, name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [pub]));
+          await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [pub]));
         } else if (name === 'auth-mixed') {
           const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
           await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
-          await measure(o, name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
+          await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
         } else if (name === 'auth-cost') {
           authCost = await runAuthCost(s);
         } else if (name === 'read-filtered') {
@@ -198,10 +198,10 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await seedListings(svc.url, s, 240_000);
           notes.push(`read-filtered: seeded 10,000 listings through GraphQL create + publish in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
           await preflight(svc.endpoint, body(FILTERED_DOC), pub);
-          await measure(o, name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
+          await measure(name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
         } else if (name === 'write') {
           await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
-          await measure(o, name, 'write', false, svc, planFor(o, svc.endpoint, undefined, [{ 'x-api-key': s.secretKey }], 'write'));
+          await measure(name, 'write', false, svc, planFor(o, svc.endpoint, undefined, [{ 'x-api-key': s.secretKey }], 'write'));
         }
       } catch (err) {
         unavailable[name] = (err as Error).message;
@@ -217,7 +217,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
     try {
       un = await startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' }, profile: o.profile === 'read-uncached' ? o.profile : undefined });
       await preflight(un.endpoint, body(READ_DOC), pub);
-      await measure(o, 'read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
+      await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
     } catch (err) {
       unavailable['read-uncached'] = (err as Error).message;
     } finally {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../src/cli/main.ts';
@@ -49,16 +49,6 @@ async function cli(apiUrl: string, token: string, argv: string[]): Promise<Recor
   const code = await runCli([...argv, '--json'], { out: (s) => (out += s), err: (s) => (err += s) }, { SVC_URL: apiUrl, SVC_TOKEN: token });
   if (code !== 0) throw new Error(`svc ${argv.slice(0, 2).join(' ')}: ${err.trim() || out.trim()}`);
   return JSON.parse(out) as Record<string, unknown>;
-}
-
-function readEnvFile(file: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  if (!existsSync(file)) return env;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const m = /^([A-Z0-9_]+)=(.*)$/.exec(line.trim());
-    if (m) env[m[1]!] = m[2]!.replace(/^"(.*)"$/, '$1');
-  }
-  return env;
 }
 
 export async function seedProject(apiUrl: string, rootToken: string, databaseUrl: string): Promise<Seeded> {

@@ -1,8 +1,9 @@
 import { Elysia } from 'elysia';
+import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
-import { authenticateControl, type ControlCaller } from '../control/credentials.ts';
+import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
-import { BadUserInput, PermissionDenied } from '../errors.ts';
+import { PermissionDenied } from '../errors.ts';
 import { pushConfig } from '../config-file/apply.ts';
 import { listDomains, pullConfig } from '../config-file/read.ts';
 import { verifyDomain } from '../config-file/domains.ts';
@@ -11,12 +12,8 @@ import { assignRole, createRole, disableRole, listAssignments, listRoles, revoke
 
 /** Configuration as code on the control plane (docs/config.md). */
 export function configRoutes(svc: Service) {
-  const caller = (headers: Record<string, string | undefined>) => authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
-  const body = (b: unknown): Record<string, unknown> => {
-    if (b === undefined || b === null || b === '') return {};
-    if (typeof b !== 'object' || Array.isArray(b)) throw new BadUserInput('The request body must be a JSON object');
-    return b as Record<string, unknown>;
-  };
+  const caller = (headers: Record<string, string | undefined>) => controlCaller(svc, headers);
+  const body = objectBody;
   /** Resolves the project and checks the caller's permission on it. */
   const project = async (c: ControlCaller, id: string, perm: 'config:read' | 'config:push') => {
     const p = await projectOfCaller(svc.sql, c, id);

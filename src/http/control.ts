@@ -1,18 +1,12 @@
 import { Elysia } from 'elysia';
+import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
-import { authenticateControl } from '../control/credentials.ts';
 import { addMember, createProject, createTenant } from '../control/tenancy.ts';
-import { BadUserInput } from '../errors.ts';
 
 /** Control-plane endpoints used by the CLI (docs/control-plane.md). */
 export function controlRoutes(svc: Service) {
-  const caller = (headers: Record<string, string | undefined>) =>
-    authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
-  const body = (b: unknown): Record<string, unknown> => {
-    if (b === undefined || b === null || b === '') return {};
-    if (typeof b !== 'object' || Array.isArray(b)) throw new BadUserInput('The request body must be a JSON object');
-    return b as Record<string, unknown>;
-  };
+  const caller = (headers: Record<string, string | undefined>) => controlCaller(svc, headers);
+  const body = objectBody;
   return new Elysia({ prefix: '/v1/control' })
     .get('/whoami', async ({ headers }) => caller(headers))
     .post('/tenants', async ({ headers, body: b, set }) => {

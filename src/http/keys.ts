@@ -1,8 +1,7 @@
 import { Elysia } from 'elysia';
+import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
-import { authenticateControl } from '../control/credentials.ts';
 import { controlCreateKey, controlDeleteKey, controlListKeys, controlUpdateKey } from '../control/api-keys.ts';
-import { BadUserInput } from '../errors.ts';
 import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
 import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
 import { restError } from './errors.ts';
@@ -13,12 +12,8 @@ import { restError } from './errors.ts';
  * and counts against its rate limit like any other request (docs/keys.md).
  */
 export function keyRoutes(svc: Service) {
-  const caller = (headers: Record<string, string | undefined>) => authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
-  const body = (b: unknown): Record<string, unknown> => {
-    if (b === undefined || b === null || b === '') return {};
-    if (typeof b !== 'object' || Array.isArray(b)) throw new BadUserInput('The request body must be a JSON object');
-    return b as Record<string, unknown>;
-  };
+  const caller = (headers: Record<string, string | undefined>) => controlCaller(svc, headers);
+  const body = objectBody;
   return new Elysia({ name: 'svc.keys' })
     .get('/v1/whoami', async ({ request }) => {
       const principal = await authenticateRequest(svc, request.headers);

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
-import { folder, minimal, read } from './support.ts';
+import { folder } from './support.ts';
 import { loadConfig } from '../../src/config-file/load.ts';
 
 let server: TestServer;
