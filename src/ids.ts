@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /** Random identifiers and secrets: a prefix plus lowercase hex. */
 export function newId(prefix: string, bytes = 12): string {
@@ -18,8 +18,3 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
-export function sameSecret(a: string, b: string): boolean {
-  const x = Buffer.from(hashSecret(a));
-  const y = Buffer.from(hashSecret(b));
-  return x.length === y.length && timingSafeEqual(x, y);
-}

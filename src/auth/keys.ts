@@ -67,11 +67,12 @@ export async function insertApiKey(sql: Sql, input: NewKeyInput): Promise<{ id: 
   return { id, key };
 }
 
-export async function findKeyByValue(sql: Sql, value: string): Promise<StoredKey | null> {
+/** The stored key with this value's hash (one unique-index probe), or null. */
+export async function findKeyByHash(sql: Sql, hash: string): Promise<StoredKey | null> {
   const [row] = await sql<StoredKey[]>`
     select id, tenant_id, project_id, kind, name, key_hint, scopes, allowed_models, allowed_file_types, project_ids,
            allowed_origins, rate_limit, expires_at, disabled_at, deleted_at
-    from api_keys where key_hash = ${hashSecret(value)}`;
+    from api_keys where key_hash = ${hash}`;
   return row ?? null;
 }
 
@@ -290,14 +291,6 @@ export async function updateApiKey(sql: Sql, bus: EventBus, tenantId: string, ke
   if (!row) throw new NotFound('API key not found');
   await publishChange(bus, row.id, rowHash(row));
   return summary(row);
-}
-
-export function disableApiKey(sql: Sql, bus: EventBus, tenantId: string, keyId: string): Promise<KeySummary> {
-  return updateApiKey(sql, bus, tenantId, keyId, { disabled: true });
-}
-
-export function enableApiKey(sql: Sql, bus: EventBus, tenantId: string, keyId: string): Promise<KeySummary> {
-  return updateApiKey(sql, bus, tenantId, keyId, { disabled: false });
 }
 
 /**

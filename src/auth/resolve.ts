@@ -4,7 +4,7 @@ import type { EventBus } from '../actors/bus.ts';
 import type { Service } from '../service.ts';
 import { BadUserInput, PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
-import { findKeyByValue, kindOfKey, type StoredKey } from './keys.ts';
+import { findKeyByHash, kindOfKey, type StoredKey } from './keys.ts';
 import { isPublicKey, isTenantKey, type KeyPrincipal } from './principal.ts';
 import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts';
 import { INSUFFICIENT } from './scopes.ts';
@@ -63,14 +63,6 @@ function projectFor(row: StoredKey, projectHeader: string | null | undefined): s
     throw new PermissionDenied(TENANT_PROJECT_NOT_ALLOWED);
   }
   return projectHeader;
-}
-
-/** Uncached resolution (one indexed query); tests and one-off tools. */
-export async function resolveKey(sql: Sql, apiKey: string | null | undefined, projectHeader: string | null | undefined): Promise<KeyPrincipal> {
-  if (!apiKey || apiKey.length > MAX_HEADER || !kindOfKey(apiKey)) throw new Unauthenticated(AUTH_REQUIRED);
-  const row = await findKeyByValue(sql, apiKey);
-  if (!row) throw new Unauthenticated(AUTH_REQUIRED);
-  return principalFromRow(row, projectHeader);
 }
 
 interface CachedKey {
@@ -215,11 +207,8 @@ export class KeyResolver {
   async #load(hash: string): Promise<CachedKey> {
     const epoch = this.#epoch;
     this.#loads++;
-    const [row] = await this.#sql<StoredKey[]>`
-      select id, tenant_id, project_id, kind, name, key_hint, scopes, allowed_models, allowed_file_types, project_ids,
-             allowed_origins, rate_limit, expires_at, disabled_at, deleted_at
-      from api_keys where key_hash = ${hash}`;
-    const entry: CachedKey = { row: row ?? null, loadedAt: Date.now(), reloading: undefined, principals: new Map() };
+    const row = await findKeyByHash(this.#sql, hash);
+    const entry: CachedKey = { row, loadedAt: Date.now(), reloading: undefined, principals: new Map() };
     if (epoch === this.#epoch) {
       if (this.#byHash.size >= this.#max) {
         const oldest = this.#byHash.keys().next().value;

@@ -57,6 +57,3 @@ function classify(message: string): string {
   return 'GRAPHQL_VALIDATION_FAILED';
 }
 
-export function internalError(): WireError {
-  return { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
-}
