@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { SvcError } from '../errors.ts';
+import { ScopeDenied } from '../auth/scopes.ts';
 
 /**
  * The GraphQL error boundary (spec "Errors", CONTRACT §5): every error leaves as
@@ -14,11 +15,6 @@ export interface WireError {
   extensions?: { code: string; [k: string]: unknown };
 }
 
-const SCOPE_PREFIX = 'missing required scope: ';
-
-function isScopeDenial(e: unknown): boolean {
-  return e instanceof Error && (e.name === 'ScopeDenied' || e.message.startsWith(SCOPE_PREFIX)) && !(e instanceof SvcError);
-}
 
 /** Strips "Did you mean …?" hints in production (CONTRACT §2: no field suggestions). */
 function hideSuggestions(message: string, production: boolean): string {
@@ -29,7 +25,7 @@ export function maskError(err: GraphQLError | Error, production: boolean): WireE
   const gql = err instanceof GraphQLError ? err : undefined;
   const original: Error | undefined = gql ? (gql.originalError ?? undefined) : err;
   const where = gql ? { ...(gql.path ? { path: gql.path } : {}) } : {};
-  if (original && isScopeDenial(original)) return { message: original.message, ...where };
+  if (original instanceof ScopeDenied) return { message: original.message, ...where };
   if (original instanceof SvcError) {
     const field = original.details?.field;
     return { message: original.message, ...where, extensions: { code: original.code, ...(typeof field === 'string' ? { field } : {}) } };
