@@ -30,8 +30,6 @@ export interface GraphqlResponse {
   status: number;
   body: string;
   cacheControl: string;
-  /** True when the response came from the response cache. */
-  cached?: boolean;
 }
 
 type Prepared =
@@ -162,7 +160,7 @@ export async function executeGraphql(svc: Service, principal: KeyPrincipal, req:
   const responseKey = rc ? `${principal.fingerprint}\0${docKey}\0${req.variables ? JSON.stringify(req.variables) : ''}` : '';
   if (rc) {
     const hit = rc.entries.get(responseKey);
-    if (hit) return { ...hit, cached: true };
+    if (hit) return hit;
   }
 
   let prepared = entry.docs.get(docKey);
