@@ -7,6 +7,7 @@ import { ActorRegistry } from './actors/registry.ts';
 import { ProjectActor } from './actors/project.ts';
 import { loadRootToken } from './root-token.ts';
 import { hashSecret } from './ids.ts';
+import { closeAuthState } from './auth/resolve.ts';
 import { IndexReconciler } from './content/indexes.ts';
 
 /**
@@ -65,7 +66,7 @@ export async function openService(settings: Settings): Promise<Service> {
     for (const id of projects.keys()) projects.peek(id)?.onChanged();
   });
   const root = loadRootToken(settings.dataDir, settings.rootToken);
-  return {
+  const service: Service = {
     settings,
     sql,
     contentSql,
@@ -79,10 +80,12 @@ export async function openService(settings: Settings): Promise<Service> {
     async close() {
       await projects.stopAll();
       await indexes.close();
+      await closeAuthState(service);
       await bus.detach();
       await Promise.all([contentSql.close({ timeout: 5 }), readSql.close({ timeout: 5 })]);
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },
   };
+  return service;
 }

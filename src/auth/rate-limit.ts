@@ -205,14 +205,6 @@ export class RateLimiter {
   }
 
   #report(err: unknown): void {
-    const code = (err as { code?: string }).code;
-    if (code === 'CONNECTION_ENDED' || code === 'CONNECTION_DESTROYED') {
-      // The service closed its pool: nothing left to flush to.
-      this.#stopped = true;
-      if (this.#timer) clearInterval(this.#timer);
-      this.#timer = undefined;
-      return;
-    }
     console.error('rate limiter: flush failed:', err instanceof Error ? err.message : String(err));
   }
 }

@@ -282,6 +282,15 @@ export function authState(svc: Pick<Service, 'sql' | 'bus'>): AuthState {
   return st;
 }
 
+/** Flushes the rate limiter's last counts and lets go of the bus; part of Service.close. */
+export async function closeAuthState(svc: Pick<Service, 'sql' | 'bus'>): Promise<void> {
+  const st = states.get(svc as Service);
+  if (!st) return;
+  states.delete(svc as Service);
+  st.resolver.close();
+  await st.limiter.stop();
+}
+
 /**
  * The one entry point for every surface (REST, GraphQL over HTTP, WebSocket connection params,
  * provisioning): pass the request headers (for WebSocket, a record with `x-api-key` set from
