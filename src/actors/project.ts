@@ -41,6 +41,8 @@ export class ProjectActor implements Actor {
   static async spawn(id: string, sql: Sql): Promise<ProjectActor> {
     const actor = new ProjectActor(id, sql);
     await actor.reload();
+    // An unknown id must not leave an empty actor in the registry (a failed spawn is not kept).
+    if (!actor.#snapshot) throw new NotFound('Project not found');
     return actor;
   }
 

@@ -65,8 +65,8 @@ describe('project actor', () => {
     expect(remote.derived.has('compiled')).toBe(false);
   });
 
-  test('an unknown project is NOT_FOUND', async () => {
-    const actor = await a.svc.projects.get('prj_missing');
-    expect(() => actor.snapshot).toThrow('Project not found');
+  test('an unknown project is NOT_FOUND and leaves no actor behind', async () => {
+    await expect(a.svc.projects.get('prj_missing')).rejects.toThrow('Project not found');
+    expect(a.svc.projects.peek('prj_missing')).toBeUndefined();
   });
 });
