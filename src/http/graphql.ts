@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
 import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
-import { BadUserInput, PayloadTooLarge, SvcError, toSvcError } from '../errors.ts';
+import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
 import { executeGraphql, installResponseInvalidation, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
 import { LIMITS } from '../graphql/limits.ts';
 import { maskError } from '../graphql/errors.ts';
@@ -21,12 +21,11 @@ function json(status: number, body: string, headers: Record<string, string>): Re
 
 /** Failures before execution still answer in GraphQL's shape, with the error's HTTP status. */
 function failure(err: unknown, production: boolean, extra: Record<string, string> = {}): Response {
-  const e = err instanceof SvcError ? err : toSvcError(err);
-  const wire = err instanceof SvcError ? maskError(e, production) : maskError(err as Error, production);
+  const e = toSvcError(err);
   const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra };
   if (e.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
-  const status = err instanceof SvcError ? e.status : 500;
-  return json(status, JSON.stringify({ errors: [wire] }), headers);
+  // maskError logs and masks anything that is not an SvcError.
+  return json(e.status, JSON.stringify({ errors: [maskError(err as Error, production)] }), headers);
 }
 
 function parseVariables(raw: unknown): Record<string, unknown> | null {
