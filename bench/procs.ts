@@ -72,18 +72,6 @@ export function killAllNow(): void {
   for (const p of children) p.kill('SIGKILL');
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      const p = typeof a === 'object' && a ? a.port : 0;
-      srv.close(() => resolve(p));
-    });
-  });
-}
-
 /** Resolves when nothing listens on 127.0.0.1:port; rejects with one line otherwise. */
 export async function assertPortFree(port: number, what: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {

