@@ -3,6 +3,7 @@ import postgres from 'postgres';
 import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase, serverUrl } from '../support/db.ts';
+import { eventually } from '../support/eventually.ts';
 
 let url: string;
 let sqlA: Sql;
@@ -20,14 +21,6 @@ afterAll(async () => {
   await sqlA.end();
   await sqlB.end();
 });
-
-async function eventually(check: () => boolean, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await Bun.sleep(25);
-  }
-}
 
 const event = (projectId: string): BusEvent => ({ type: 'project.changed', projectId });
 

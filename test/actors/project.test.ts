@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
 import { announceSchema, replaceModels } from '../../src/models/store.ts';
 import type { Sql } from '../../src/store/db.ts';
+import { eventually } from '../support/eventually.ts';
 
 let a: TestServer;
 let b: TestServer;
@@ -22,14 +23,6 @@ async function push(server: TestServer, projectId: string, models: (typeof post)
   const version = await server.svc.sql.begin((tx) => replaceModels(tx as unknown as Sql, projectId, models));
   if (version !== null) await announceSchema(server.svc.bus, projectId, version);
   return version;
-}
-
-async function eventually(check: () => boolean, ms = 2000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await Bun.sleep(20);
-  }
 }
 
 describe('project actor', () => {
