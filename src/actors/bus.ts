@@ -23,6 +23,8 @@ export type BusEvent =
 type Listener = (event: BusEvent) => void;
 
 const CHANNEL = 'svc_bus';
+/** NOTIFY payloads must stay under 8,000 bytes; leave room for the envelope. */
+const PAYLOAD_BUDGET = 7_500;
 
 export class EventBus {
   readonly origin = randomUUID();
@@ -55,13 +57,13 @@ export class EventBus {
     let listened = false;
     const sub = await sql.listen(CHANNEL, (payload) => {
       this.#lastHeard = Date.now();
-      let msg: { origin: string; event?: BusEvent };
+      let msg: { origin: string; events?: BusEvent[] };
       try {
         msg = JSON.parse(payload);
       } catch {
         return;
       }
-      if (msg.origin !== this.origin && msg.event) this.#deliver(msg.event);
+      if (msg.origin !== this.origin && Array.isArray(msg.events)) for (const e of msg.events) this.#deliver(e);
     }, () => {
       // postgres.js calls this after the first LISTEN and after every reconnect of the listener
       // connection; notifications sent while it was down are lost, so caches must start over.
@@ -108,9 +110,31 @@ export class EventBus {
   }
 
   /** Delivers locally now and to other processes after the NOTIFY. */
-  async publish(event: BusEvent): Promise<void> {
-    this.#deliver(event);
-    if (this.#notify) await this.#notify(CHANNEL, JSON.stringify({ origin: this.origin, event }));
+  publish(event: BusEvent): Promise<void> {
+    return this.publishAll([event]);
+  }
+
+  /**
+   * Several events in order (a committed batch of writes): delivered locally one by one, and
+   * sent in as few NOTIFYs as fit PostgreSQL's 8,000-byte payload limit.
+   */
+  async publishAll(events: readonly BusEvent[]): Promise<void> {
+    for (const e of events) this.#deliver(e);
+    if (!this.#notify) return;
+    let chunk: string[] = [];
+    let size = 0;
+    const send = async () => {
+      if (chunk.length) await this.#notify!(CHANNEL, `{"origin":${JSON.stringify(this.origin)},"events":[${chunk.join(',')}]}`);
+      chunk = [];
+      size = 0;
+    };
+    for (const e of events) {
+      const text = JSON.stringify(e);
+      if (size + text.length > PAYLOAD_BUDGET) await send();
+      chunk.push(text);
+      size += text.length + 1;
+    }
+    await send();
   }
 
   async detach(): Promise<void> {

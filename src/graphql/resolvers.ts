@@ -179,9 +179,9 @@ export async function inTransaction<T>(ctx: GqlContext, work: (tx: ContentSql, w
     events: [],
   };
   const result = await ctx.svc.contentSql.begin((tx) => work(tx as ContentSql, w));
-  for (const e of w.events) {
-    await ctx.svc.bus.publish({ type: 'record.changed', projectId: ctx.snapshot.id, action: e.action, recordId: e.recordId, modelKey: e.modelKey, userId: w.userId });
-  }
+  await ctx.svc.bus.publishAll(
+    w.events.map((e) => ({ type: 'record.changed', projectId: ctx.snapshot.id, action: e.action, recordId: e.recordId, modelKey: e.modelKey, userId: w.userId })),
+  );
   return result as T;
 }
 

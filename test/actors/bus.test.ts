@@ -43,6 +43,21 @@ describe('event bus', () => {
     await b.detach();
   });
 
+  test('a batch of events crosses in order, split to fit the NOTIFY payload limit', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    const atB: BusEvent[] = [];
+    b.subscribe((e) => atB.push(e));
+    const batch = Array.from({ length: 300 }, (_, i) => event(`p${i}`));
+    await a.publishAll(batch);
+    await eventually(() => atB.length === 300, 3000);
+    expect(atB).toEqual(batch);
+    await a.detach();
+    await b.detach();
+  });
+
   test('a listener lost while the database refused connections is re-created, and caches are told to start over', async () => {
     const a = new EventBus();
     const b = new EventBus();
