@@ -8,10 +8,10 @@
  * process of the service), writes 1,000 `pk_` keys with `records:read`, warms them (one request
  * each: the only key query), then times, on warmed keys:
  *
- * - `auth`: `authenticateRequest` + `takeRateLimit` — the whole authentication layer of a
+ * - `auth`: `Gate.admit` (authenticate + charge) — the whole authentication layer of a
  *   request (header read, hash, key lookup, liveness/origin checks, principal with its schema
  *   fingerprint, rate-limit count), with 1 key and with 1,000 keys in rotation;
- * - `read`: `executeGraphql` of the read-cached document on a warmed response cache — the
+ * - `read`: `execute` of the read-cached document on a warmed response cache — the
  *   GraphQL part of a cached read, the strictest denominator (it excludes HTTP entirely).
  *
  * Each figure is the median of 7 rounds of ≥ 300 ms. It also counts the key queries its key
@@ -22,21 +22,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readSettings } from '../src/env.ts';
 import { openService } from '../src/service.ts';
-import { authenticateRequest, authState, takeRateLimit } from '../src/auth/resolve.ts';
 import { insertApiKey } from '../src/auth/keys.ts';
-import { executeGraphql } from '../src/graphql/execute.ts';
+import { execute } from '../src/graphql/execute.ts';
 import { READ_DOC } from './data.ts';
 
 export interface AuthCost {
-  /** ns per request: authenticateRequest + takeRateLimit, one warmed key. */
+  /** ns per request: Gate.admit, one warmed key. */
   auth1: number;
   /** The same with 1,000 warmed keys in rotation. */
   auth1000: number;
-  /** ns per request: authenticateRequest alone, 1,000 keys. */
+  /** ns per request: Gate.authenticate alone, 1,000 keys. */
   authenticate1000: number;
-  /** ns per request: takeRateLimit alone, 1,000 keys. */
+  /** ns per request: Gate.charge alone, 1,000 keys. */
   rate1000: number;
-  /** ns per request: executeGraphql of the cached read (response cache hit). */
+  /** ns per request: execute of the cached read (response cache hit). */
   read: number;
   /** Key queries (api_keys) the key cache made while timing. */
   keyQueries: number;
@@ -89,24 +88,22 @@ async function main(): Promise<void> {
       keys.push(...batch.map((k) => k.key));
     }
     const headers = keys.map(headersFor);
-    for (const h of headers) {
-      const p = await authenticateRequest(svc, h);
-      await takeRateLimit(svc, p, 1);
-    }
-    const principals = await Promise.all(headers.map((h) => authenticateRequest(svc, h)));
+    const { gate } = svc;
+    for (const h of headers) await gate.admit({ headers: h });
+    const principals = await Promise.all(headers.map(async (h) => (await gate.authenticate({ headers: h })).key));
     const req = { query: READ_DOC, variables: null, operationName: null };
-    const opts = { method: 'POST' as const, customer: false };
-    const warm = await executeGraphql(svc, principals[0]!, req, opts);
-    if (warm.status !== 200 || warm.body.includes('"errors"')) throw new Error(`cached read failed: ${warm.body.slice(0, 200)}`);
+    const opts = { method: 'POST' as const, customer: null };
+    const warm = await execute(svc, principals[0]!, req, opts);
+    if (warm.body === undefined) throw new Error(`cached read failed: ${JSON.stringify(warm.result).slice(0, 200)}`);
 
-    const before = authState(svc).resolver.loads;
-    const one = headers[0]!;
-    const auth1 = await time(async () => takeRateLimit(svc, await authenticateRequest(svc, one), 1));
-    const auth1000 = await time(async (i) => takeRateLimit(svc, await authenticateRequest(svc, headers[i % 1000]!), 1));
-    const authenticate1000 = await time((i) => authenticateRequest(svc, headers[i % 1000]!));
-    const rate1000 = await time((i) => takeRateLimit(svc, principals[i % 1000]!, 1));
-    const read = await time(() => executeGraphql(svc, principals[0]!, req, opts));
-    const keyQueries = authState(svc).resolver.loads - before;
+    const before = gate.keys.loads;
+    const one = { headers: headers[0]! };
+    const auth1 = await time(() => gate.admit(one));
+    const auth1000 = await time((i) => gate.admit({ headers: headers[i % 1000]! }));
+    const authenticate1000 = await time((i) => gate.authenticate({ headers: headers[i % 1000]! }));
+    const rate1000 = await time((i) => gate.charge(principals[i % 1000]!, 1));
+    const read = await time(() => execute(svc, principals[0]!, req, opts));
+    const keyQueries = gate.keys.loads - before;
     const out: AuthCost = { auth1, auth1000, authenticate1000, rate1000, read, keyQueries };
     console.log(`AUTHJSON ${JSON.stringify(out)}`);
   } finally {

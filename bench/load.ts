@@ -7,12 +7,14 @@
  * Plan modes:
  * - `request`: POST `body` to `url`, rotating through `headerSets` (auth-mixed passes 1,000 keys).
  * - `write`: one operation = `createNote` then `publishNoteVersion` of the created record.
+ * - `create`: one operation = one `createNote`.
+ * - `batch100`: one operation = one `batchRecordOperations` of 100 `createNote`s.
  */
 import { readFileSync } from 'node:fs';
 
 export interface LoadPlan {
   url: string;
-  mode: 'request' | 'write';
+  mode: 'request' | 'write' | 'create' | 'batch100';
   body?: string;
   headerSets: Record<string, string>[];
   connections: number;
@@ -31,6 +33,7 @@ export interface LoadResult {
 }
 
 const CREATE = 'mutation($nk: String, $d: NoteInput!) { createNote(naturalKey: $nk, data: $d) { _id } }';
+const BATCH = 'mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }';
 const PUBLISH = 'mutation($id: ID!) { publishNoteVersion(_id: $id) { _id } }';
 
 async function post(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; text: string }> {
@@ -61,9 +64,16 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
     }
     const nk = `w-${process.pid}-${n}`;
     const data = { title: `Written ${n}`, slug: nk, summary: 'written by the bench', rating: n % 100, featured: n % 2 === 0 };
+    if (plan.mode === 'batch100') {
+      const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { ...data, slug: `${nk}-${i}` } }));
+      const b = await post(plan.url, headers, JSON.stringify({ query: BATCH, variables: { ops } }));
+      if (!b.ok) fail(b.text);
+      return;
+    }
     const c = await post(plan.url, headers, JSON.stringify({ query: CREATE, variables: { nk, d: data } }));
     const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { _id?: string } } }).data?.createNote?._id : undefined;
     if (!id) return fail(c.text);
+    if (plan.mode === 'create') return;
     const p = await post(plan.url, headers, JSON.stringify({ query: PUBLISH, variables: { id } }));
     if (!p.ok) fail(p.text);
   };

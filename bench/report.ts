@@ -6,13 +6,13 @@ import type { LoadResult } from './load.ts';
 export interface Row {
   name: string;
   /** Which query shape it answers; ratios compare rows of the same shape. */
-  shape: 'read' | 'filtered' | 'write';
+  shape: 'read' | 'filtered' | 'write' | 'operations';
   reference: boolean;
   result?: LoadResult & { rssMb: number | undefined };
   na?: string;
 }
 
-export const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-node'] as const;
+export const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-node', '× write-ceiling'] as const;
 
 const PEERS = ['ceiling-jit', 'postgraphile', 'yoga-node'] as const;
 
@@ -27,7 +27,7 @@ export function tableLines(rows: Row[]): string[] {
   const lines = [`| ${COLUMNS.join(' | ')} |`, `|${COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) {
     if (!r.result) {
-      lines.push(`| ${r.name} | n/a (${(r.na ?? 'not run').replace(/\|/g, '/')}) | | | | | | |`);
+      lines.push(`| ${r.name} | n/a (${(r.na ?? 'not run').replace(/\|/g, '/')}) | | | | | | | |`);
       continue;
     }
     const ratios = PEERS.map((p) => {
@@ -35,6 +35,9 @@ export function tableLines(rows: Row[]): string[] {
       if (!peer || peer.rps <= 0 || peerName(p, r.shape) === r.name) return '';
       return `${(r.result!.rps / peer.rps).toFixed(2)}`;
     });
+    // Writes against bare INSERT commits (issue 11): pairs/s and creates/s of the service.
+    const ceiling = byName.get('write-ceiling')?.result;
+    ratios.push(r.shape === 'write' && !r.reference && r.name !== 'write/batch100' && ceiling && ceiling.rps > 0 ? (r.result.rps / ceiling.rps).toFixed(3) : '');
     const rss = r.result.rssMb === undefined ? 'n/a' : f(r.result.rssMb, 0);
     lines.push(`| ${r.name} | ${f(r.result.rps, 0)} | ${f(r.result.p50, 2)} | ${f(r.result.p99, 2)} | ${rss} | ${ratios.join(' | ')} |`);
   }

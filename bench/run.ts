@@ -15,9 +15,13 @@ import type { AuthCost } from './auth-cost.ts';
 import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
-import type { LoadPlan } from './load.ts';
+import { runOperations } from './operations-scenario.ts';
+import type { LoadPlan, LoadResult } from './load.ts';
+import { runCli } from '../src/cli/main.ts';
+import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
+import { collabLines, runCollab } from './collab.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-cost'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'operations', ...FANOUT, 'collab'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -73,7 +77,11 @@ const notes: string[] = [];
 /** Server CPU per request (ns) of the service rows, from /proc over the whole load run. */
 const cpuPerRequest = new Map<string, { ns: number; cores: number }>();
 let authCost: AuthCost | { na: string } | undefined;
+let collab: string[] = [];
 const profiles: string[] = [];
+/** The fan-out section (bench/fanout.ts): its own table, with the relay reference beside it. */
+let fanoutLines: string[] = [];
+const isFanout = (n: string): n is FanoutName => (FANOUT as readonly string[]).includes(n);
 
 function planFor(o: Options, endpoint: string, body: string | undefined, headerSets: Record<string, string>[], mode: LoadPlan['mode'] = 'request'): LoadPlan {
   const seconds = Number(process.env.BENCH_DURATION || (o.quick ? 3 : 10));
@@ -161,9 +169,9 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
 }
 
 async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
-  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : 'read');
+  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : 'read');
   const cachedNeeded = wanted.filter((s) => s !== 'read-uncached');
-  let svc: (Target & { rootToken: string }) | undefined;
+  let svc: (Target & { rootToken: string; gatewayUrl: string }) | undefined;
   let seeded: Seeded | undefined;
   const unavailable: Partial<Record<Scenario, string>> = {};
   try {
@@ -191,6 +199,12 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
           await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
+        } else if (name === 'auth-customer') {
+          // Key + customer token: the same document, never response-cached (per customer).
+          const reg = await gql(svc.url, s.publicKey, 'mutation($e: String!) { registerCustomer(email: $e, password: "bench customer pw") { accessToken } }', { e: `bench-${Date.now()}@example.com` });
+          const h = { ...pub, authorization: `Bearer ${reg.data.registerCustomer.accessToken}` };
+          await preflight(svc.endpoint, body(READ_DOC), h);
+          await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [h]));
         } else if (name === 'auth-cost') {
           authCost = await runAuthCost(s);
         } else if (name === 'read-filtered') {
@@ -199,9 +213,20 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           notes.push(`read-filtered: seeded 10,000 listings through GraphQL create + publish in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
           await preflight(svc.endpoint, body(FILTERED_DOC), pub);
           await measure(name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
+        } else if (name === 'operations') {
+          const r = await runOperations(svc, s);
+          rows.push(...r.rows);
+          notes.push(...r.notes);
         } else if (name === 'write') {
           await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
-          await measure(name, 'write', false, svc, planFor(o, svc.endpoint, undefined, [{ 'x-api-key': s.secretKey }], 'write'));
+          const sk = [{ 'x-api-key': s.secretKey }];
+          await measure(name, 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'write'));
+          // The reference right after, same connections, same database (issue 11).
+          await runWriteCeiling(planFor(o, svc.endpoint, undefined, sk, 'write'));
+          await measure('write/create', 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'create'));
+          await measure('write/batch100', 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'batch100'));
+          writeNotes();
+          await runImport(svc.url, s.secretKey, o.quick);
         }
       } catch (err) {
         unavailable[name] = (err as Error).message;
@@ -232,6 +257,64 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
   }
 }
 
+/** bench/references/write-ceiling.ts as its own process, with the write scenario's plan. */
+async function runWriteCeiling(plan: LoadPlan): Promise<void> {
+  process.stderr.write(`bench: write-ceiling (bare INSERT commits from Bun.SQL, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
+  const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'write-ceiling.json');
+  writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, connections: plan.connections, warmupMs: plan.warmupMs, durationMs: plan.durationMs }));
+  const child = startChild(process.execPath, [join(import.meta.dir, 'references', 'write-ceiling.ts'), input], { label: 'write-ceiling', cwd: join(import.meta.dir, '..') });
+  let out = '';
+  child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), plan.warmupMs + plan.durationMs + 60_000);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = /LOADJSON (\{.*\})/.exec(out);
+  if (!m) {
+    naRow('write-ceiling', 'write', true, `printed no result: ${child.tail()}`);
+    process.stderr.write('failed\n');
+    return;
+  }
+  const r = JSON.parse(m[1]!) as LoadResult;
+  rows.push({ name: 'write-ceiling', shape: 'write', reference: true, result: { ...r, rssMb: undefined } });
+  process.stderr.write(`${r.rps.toFixed(0)} commits/s\n`);
+}
+
+/** Records per second of the bulk paths, from the rows just measured. */
+function writeNotes(): void {
+  const rps = (n: string) => rows.find((r) => r.name === n)?.result?.rps;
+  const single = rps('write/create');
+  const batch = rps('write/batch100');
+  const ceiling = rps('write-ceiling');
+  const pairs = rps('write');
+  if (pairs && ceiling) notes.push(`write: ${pairs.toFixed(0)} create+publish pairs/s = ${(pairs / ceiling).toFixed(3)} × write-ceiling (${ceiling.toFixed(0)} bare INSERT commits/s, same connections, same run); targets ≥ 0.4 (at least 0.25)`);
+  if (single && batch) notes.push(`write/batch100: ${(batch * 100).toFixed(0)} records/s in batches of 100 against ${single.toFixed(0)} records/s as single creates = ${((batch * 100) / single).toFixed(1)} × (target ≥ 10 ×)`);
+}
+
+/** `svc records import` of a generated NDJSON file into the running service (issue 11: ≥ 5,000 records/s for 100,000). */
+async function runImport(apiUrl: string, secretKey: string, quick: boolean): Promise<void> {
+  const count = Number(process.env.BENCH_IMPORT_RECORDS || (quick ? 20_000 : 100_000));
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'records.ndjson');
+  const lines: string[] = [];
+  for (let i = 0; i < count; i++) {
+    lines.push(JSON.stringify({ naturalKey: `imp-${i}`, data: { title: `Imported ${i}`, slug: `imported-${i}`, summary: 'imported by the bench', rating: i % 100, featured: i % 3 === 0 } }));
+  }
+  writeFileSync(file, lines.join('\n') + '\n');
+  process.stderr.write(`bench: write/import (svc records import of ${count.toLocaleString('en')} records) … `);
+  let out = '';
+  let err = '';
+  const t0 = performance.now();
+  const code = await runCli(['records', 'import', '--file', file, '--model', 'note', '--json'], { out: (x) => (out += x), err: (x) => (err += x) }, { SVC_URL: apiUrl, SVC_API_KEY: secretKey });
+  const seconds = (performance.now() - t0) / 1000;
+  if (code !== 0) {
+    notes.push(`write/import: failed: ${err.split('\n')[0]!.slice(0, 160)}`);
+    process.stderr.write('failed\n');
+    return;
+  }
+  const r = JSON.parse(out) as { created: number };
+  notes.push(`write/import: svc records import created ${r.created.toLocaleString('en')} records in ${seconds.toFixed(1)} s = ${Math.round(r.created / seconds).toLocaleString('en')} records/s (batches of 500, target ≥ 5,000/s)`);
+  process.stderr.write(`${Math.round(r.created / seconds)} records/s\n`);
+}
+
 /** bench/auth-cost.ts in its own child process, on the bench database, beside the service. */
 async function runAuthCost(s: Seeded): Promise<AuthCost> {
   process.stderr.write('bench: auth-cost (in-process microbenchmark, own child process) … ');
@@ -250,6 +333,21 @@ async function runAuthCost(s: Seeded): Promise<AuthCost> {
   return r;
 }
 
+/**
+ * auth-customer against read-uncached: a token-bearing read is never response-cached, so its
+ * key-only twin is the uncached read; the difference in server CPU per request is what token
+ * verification and principal resolution add (issue 12 target: under 5 %).
+ */
+function customerCostLines(us: (ns: number) => string): string[] {
+  const tok = cpuPerRequest.get('auth-customer');
+  const plain = cpuPerRequest.get('read-uncached');
+  if (!tok) return [];
+  const line = `| auth-customer (key + token): server CPU per HTTP request (${tok.cores.toFixed(2)} cores busy) | ${us(tok.ns)} | | |`;
+  if (!plain) return [line];
+  const extra = ((100 * (tok.ns - plain.ns)) / plain.ns).toFixed(1);
+  return [line, `| read-uncached (key only, the same uncached path): server CPU per HTTP request | ${us(plain.ns)} | | |`, `| → the token adds ${extra} % to an uncached read's server CPU (target: under 5 %) | | | |`];
+}
+
 /** The auth-cost section: ns per request and its share of a cached read's cost. */
 function authCostLines(): string[] {
   if (!authCost) return [];
@@ -262,20 +360,21 @@ function authCostLines(): string[] {
   const lines = [
     '## Auth cost',
     '',
-    'In-process (bench/auth-cost.ts, warmed keys, median of 7 rounds): `authenticateRequest` + `takeRateLimit`',
+    'In-process (bench/auth-cost.ts, warmed keys, median of 7 rounds): `Gate.admit` (authenticate + rate limit)',
     'per request, against the cost of a cached read measured in the same run. Issue 5 target: under 5 %.',
     '',
-    '| measure | µs/request | % of cached read (server CPU per HTTP request) | % of in-process executeGraphql (cache hit) |',
+    '| measure | µs/request | % of cached read (server CPU per HTTP request) | % of in-process execute (GraphQL core) (cache hit) |',
     '|---|---:|---:|---:|',
   ];
   const row = (label: string, ns: number) => lines.push(`| ${label} | ${us(ns)} | ${http ? pct(ns, http.ns) : 'n/a (read-cached not in this run)'} | ${pct(ns, a.read)} |`);
   row('auth, 1 key', a.auth1);
   row('auth, 1,000 keys in rotation', a.auth1000);
-  row('… of which authenticateRequest', a.authenticate1000);
-  row('… of which takeRateLimit', a.rate1000);
-  lines.push(`| cached read: executeGraphql (response cache hit) | ${us(a.read)} | ${http ? pct(a.read, http.ns) : ''} | |`);
+  row('… of which Gate.authenticate', a.authenticate1000);
+  row('… of which Gate.charge', a.rate1000);
+  lines.push(`| cached read: execute (GraphQL core) (response cache hit) | ${us(a.read)} | ${http ? pct(a.read, http.ns) : ''} | |`);
   if (http) lines.push(`| cached read: server CPU per HTTP request (read-cached, ${http.cores.toFixed(2)} cores busy) | ${us(http.ns)} | | |`);
   if (mixed) lines.push(`| auth-mixed: server CPU per HTTP request (${mixed.cores.toFixed(2)} cores busy) | ${us(mixed.ns)} | ${http ? pct(mixed.ns, http.ns) : ''} | |`);
+  lines.push(...customerCostLines(us));
   lines.push('', `key queries made by the key cache while timing: ${a.keyQueries}`, '');
   return lines;
 }
@@ -302,7 +401,16 @@ async function main(): Promise<number> {
       if (refs.includes('postgraphile') || refs.includes('yoga-node')) await seedReferenceTables(db.url);
     }
     const readBytes: { file?: string } = {};
-    if (scenarios.length) await runService(o, scenarios, pinned, readBytes);
+    // fan-out and collab run their own services and references (bench/fanout.ts, bench/collab.ts).
+    const http = scenarios.filter((n) => !isFanout(n) && n !== 'collab');
+    const fanout = scenarios.filter(isFanout);
+    if (http.length) await runService(o, http, pinned, readBytes);
+    if (fanout.length) {
+      const r = await runFanout(db!.url, fanout, o.quick);
+      fanoutLines = r.lines;
+      notes.push(...r.notes);
+    }
+    if (scenarios.includes('collab')) collab = collabLines(await runCollab(db!.url, o.quick));
     for (const r of refs) await runReference(o, r, readBytes);
   } catch (err) {
     console.error(`bench: ${(err as Error).message.split('\n')[0]}`);
@@ -318,11 +426,11 @@ async function main(): Promise<number> {
   const wrk = wrkPath();
   const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
   const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);
-  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines()];
+  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines(), ...fanoutLines, ...collab];
   console.log(table.join('\n'));
   for (const n of notes) console.error(`note: ${n}`);
   for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
-  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n');
+  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n') + '\n' + fanoutLines.join('\n') + '\n' + collab.join('\n');
   const file = process.env.BENCH_RESULTS || (o.explicit ? join(OUT_DIR, 'results-partial.md') : join(import.meta.dir, 'RESULTS.md'));
   mkdirSync(join(file, '..'), { recursive: true });
   writeFileSync(file, md);

@@ -5,9 +5,9 @@ import { runCli } from '../src/cli/main.ts';
 import { COMMANDS } from '../src/cli/commands/index.ts';
 import { connect } from '../src/store/db.ts';
 import { insertApiKey } from '../src/auth/keys.ts';
-import { replaceModels, announceSchema } from '../src/models/store.ts';
+import { replaceModels, announceSchema } from '../src/projects/store.ts';
 import { EventBus } from '../src/actors/bus.ts';
-import type { ModelDef } from '../src/models/types.ts';
+import type { ModelDef } from '../src/projects/types.ts';
 import { articleRow, listingRow, READ_RECORDS, FILTERED_RECORDS } from './data.ts';
 
 /**
@@ -37,6 +37,8 @@ export const MODELS: ModelDef[] = [
   { key: 'article', name: 'Article', fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')] },
   { key: 'listing', name: 'Listing', fields: [text('title'), text('category', true), num('rank', true), text('summary'), bool('featured')] },
   { key: 'note', name: 'Note', fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')] },
+  // collab: an unversioned model, so room edits are autosaved into the record.
+  { key: 'pad', name: 'Pad', versioned: false, fields: [text('title'), text('body')] },
 ];
 
 function has(...path: string[]): boolean {

@@ -24,12 +24,42 @@ export interface Settings {
    * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
    */
   readPool: number;
+  /** Realtime caps (docs/realtime.md): connections per identity, channels per connection. */
+  realtimeConnectionsPerIdentity: number;
+  realtimeSubscriptionsPerConnection: number;
+  /** SSE heartbeat interval in ms (spec "Limits": 30 s); lower only for tests. */
+  sseHeartbeatMs: number;
+  /** Operations, hooks and schedules: SVC_OPERATIONS_* (src/operations/runtime.ts). */
+  operations: OperationsSettings;
+  /** `SVC_LOG`: one line per request, `text` (readable, the default), `json`, or `off`. */
+  log: LogMode;
+  /** `SVC_METRICS_TOKEN`: when set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
+  /** `SVC_FILES_MAX_BYTES`: the largest upload, refused while streaming (docs/files.md; 50 MB). */
+  filesMaxBytes: number;
 }
+
+export type LogMode = 'text' | 'json' | 'off';
+const LOG_MODES: readonly LogMode[] = ['text', 'json', 'off'];
 
 function positive(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
+  return n;
+}
+
+function byteCount(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number of bytes, got "${value}"`);
+  return n;
+}
+
+function count(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`${name} must be a positive whole number, got "${value}"`);
   return n;
 }
 
@@ -49,6 +79,8 @@ export function readSettings(env: Record<string, string | undefined> = process.e
   const rp = port(env.REALTIME_PORT, 4001, 'REALTIME_PORT');
   const role = (env.SVC_ROLE || 'all') as Role;
   if (!ROLES.includes(role)) throw new Error(`SVC_ROLE must be one of ${ROLES.join(', ')}, got "${role}"`);
+  const log = (env.SVC_LOG || 'text') as LogMode;
+  if (!LOG_MODES.includes(log)) throw new Error(`SVC_LOG must be one of ${LOG_MODES.join(', ')}, got "${log}"`);
   const baseUrl = (env.SVC_BASE_URL || `http://${host}:${p}`).replace(/\/$/, '');
   return {
     databaseUrl: env.DATABASE_URL || undefined,
@@ -64,5 +96,49 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     production: env.SVC_ENV === 'production',
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
     readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
+    realtimeConnectionsPerIdentity: count(env.SVC_REALTIME_CONNECTIONS_PER_IDENTITY, 1000, 'SVC_REALTIME_CONNECTIONS_PER_IDENTITY'),
+    realtimeSubscriptionsPerConnection: count(env.SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION, 100, 'SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION'),
+    sseHeartbeatMs: count(env.SVC_SSE_HEARTBEAT_MS, 30_000, 'SVC_SSE_HEARTBEAT_MS'),
+    operations: readOperationsSettings(env, env.SVC_ENV === 'production'),
+    log,
+    metricsToken: env.SVC_METRICS_TOKEN || undefined,
+    filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
+  };
+}
+
+/** What a process runs of operations (src/operations/runtime.ts). */
+export interface OperationsSettings {
+  /** SVC_OPERATIONS_ALLOW_PRIVATE=1 lets production call private addresses. */
+  publicOnly: boolean;
+  /** SVC_OPERATIONS_CONCURRENCY: calls in flight per project across processes (default 32; bench/RESULTS.md). */
+  projectConcurrency: number;
+  /** SVC_OPERATIONS_CAPACITY: calls in flight per process (default 64). */
+  capacity: number;
+  /** SVC_OPERATIONS_LEASE_MS: how long a claim survives its process (default 15 s). */
+  leaseMs: number;
+  /** SVC_OPERATIONS_POLL_MS: claim and time-out sweep interval without wake-ups (default 1 s). */
+  pollMs: number;
+  /** SVC_OPERATIONS_RETRY_MS: first hook retry back-off, doubling per attempt (default 1 s). */
+  retryBaseMs: number;
+  /** SVC_SCHEDULER_TICK_MS: how often due schedule occurrences are looked for (default 5 s). */
+  scheduleTickMs: number;
+}
+
+function int(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
+  return n;
+}
+
+export function readOperationsSettings(env: Record<string, string | undefined>, production: boolean): OperationsSettings {
+  return {
+    publicOnly: production && env.SVC_OPERATIONS_ALLOW_PRIVATE !== '1',
+    projectConcurrency: int(env.SVC_OPERATIONS_CONCURRENCY, 32, 'SVC_OPERATIONS_CONCURRENCY', 1, 1000),
+    capacity: int(env.SVC_OPERATIONS_CAPACITY, 64, 'SVC_OPERATIONS_CAPACITY', 1, 10_000),
+    leaseMs: int(env.SVC_OPERATIONS_LEASE_MS, 15_000, 'SVC_OPERATIONS_LEASE_MS', 100, 3_600_000),
+    pollMs: int(env.SVC_OPERATIONS_POLL_MS, 1000, 'SVC_OPERATIONS_POLL_MS', 10, 60_000),
+    retryBaseMs: int(env.SVC_OPERATIONS_RETRY_MS, 1000, 'SVC_OPERATIONS_RETRY_MS', 1, 3_600_000),
+    scheduleTickMs: int(env.SVC_SCHEDULER_TICK_MS, 5000, 'SVC_SCHEDULER_TICK_MS', 10, 60_000),
   };
 }

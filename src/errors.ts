@@ -12,18 +12,28 @@ export type SvcErrorCode =
   | 'RATE_LIMITED'
   | 'PAYLOAD_TOO_LARGE'
   | 'METHOD_NOT_ALLOWED'
-  | 'INTERNAL_SERVER_ERROR';
+  | 'INTERNAL_SERVER_ERROR'
+  | GraphqlErrorCode;
+
+/** Codes only GraphQL surfaces produce (documents that do not parse, validate or fit the limits). */
+export type GraphqlErrorCode = 'GRAPHQL_PARSE_FAILED' | 'GRAPHQL_VALIDATION_FAILED' | 'QUERY_TOO_DEEP' | 'TOO_MANY_ALIASES' | 'QUERY_TOO_COMPLEX';
 
 export class SvcError extends Error {
   readonly code: SvcErrorCode = 'INTERNAL_SERVER_ERROR';
   readonly status: number = 500;
   /** Extra JSON-safe fields a REST body may carry (for example `limit`, `held`). */
   readonly details: Record<string, unknown> | undefined;
+  /**
+   * Response headers a transport that has them sends with the error (`Retry-After` and the
+   * rate-limit headers of a refusal, `Allow`). WebSocket transports ignore them.
+   */
+  headers: Record<string, string> | undefined;
 
-  constructor(message: string, details?: Record<string, unknown>) {
+  constructor(message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
     super(message);
     this.name = new.target.name;
     this.details = details;
+    this.headers = headers;
   }
 }
 
@@ -40,6 +50,19 @@ export class Unauthenticated extends SvcError {
 export class PermissionDenied extends SvcError {
   override readonly code = 'PERMISSION_DENIED';
   override readonly status = 403;
+}
+
+/**
+ * A missing scope. The spec gives it no `extensions.code` on GraphQL (callers branch on the
+ * message `missing required scope: <scope>`), so the GraphQL boundary drops the code; REST
+ * answers it as any PERMISSION_DENIED.
+ */
+export class ScopeDenied extends PermissionDenied {
+  readonly scope: string;
+  constructor(scope: string) {
+    super(`missing required scope: ${scope}`);
+    this.scope = scope;
+  }
 }
 
 export class NotFound extends SvcError {
@@ -67,6 +90,26 @@ export class MethodNotAllowed extends SvcError {
   override readonly status = 405;
 }
 
+export class GraphqlParseFailed extends SvcError {
+  override readonly code = 'GRAPHQL_PARSE_FAILED';
+  override readonly status = 400;
+}
+
+export class GraphqlValidationFailed extends SvcError {
+  override readonly code = 'GRAPHQL_VALIDATION_FAILED';
+  override readonly status = 400;
+}
+
+/** A document over one of the limits of docs/graphql.md (depth, aliases, cost). */
+export class QueryLimitExceeded extends SvcError {
+  override readonly status = 400;
+  override readonly code: 'QUERY_TOO_DEEP' | 'TOO_MANY_ALIASES' | 'QUERY_TOO_COMPLEX';
+  constructor(code: 'QUERY_TOO_DEEP' | 'TOO_MANY_ALIASES' | 'QUERY_TOO_COMPLEX', message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
 export class InternalError extends SvcError {
   override readonly code = 'INTERNAL_SERVER_ERROR';
   override readonly status = 500;
@@ -80,5 +123,13 @@ export function errorBody(err: SvcError): Record<string, unknown> {
 /** Anything thrown that is not an SvcError becomes a masked internal error. */
 export function toSvcError(err: unknown): SvcError {
   if (err instanceof SvcError) return err;
-  return new InternalError('Internal server error');
+  const e = new InternalError('Internal server error');
+  e.cause = err;
+  return e;
+}
+
+/** The log line of an internal error: the original fault's stack when there is one. */
+export function describeInternal(err: unknown): string {
+  const original = err instanceof InternalError && err.cause !== undefined ? err.cause : err;
+  return original instanceof Error ? (original.stack ?? original.message) : String(original);
 }

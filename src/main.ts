@@ -27,7 +27,8 @@ async function main(): Promise<void> {
   console.log(`svc ${settings.role} ready`);
   if (running.apiUrl) console.log(`  API:      ${settings.baseUrl}  (GraphQL at ${settings.baseUrl}/graphql)`);
   if (running.gatewayUrl) console.log(`  Realtime: ${settings.realtimeUrl}`);
-  console.log(`  Database: ${svc.embedded ? `embedded PostgreSQL in ${settings.dataDir}/pg` : 'DATABASE_URL'}`);
+  console.log(`  Database: ${svc.embedded ? `embedded PostgreSQL in ${svc.embedded.dir}` : 'DATABASE_URL'}`);
+  if (svc.embedded?.note) console.log(`            (${svc.embedded.note})`);
   if (svc.rootTokenNotice) console.log(`  Root token (shown once): ${svc.rootTokenNotice}`);
   else console.log(`  Root token: ${settings.rootToken ? 'from SVC_ROOT_TOKEN' : `${settings.dataDir}/root-token`}`);
 

@@ -2,7 +2,13 @@ import type { Server } from 'bun';
 import type { Settings } from './env.ts';
 import { openService, type Service } from './service.ts';
 import { buildApi } from './http/api.ts';
-import { startGateway } from './http/gateway.ts';
+import { startGateway, type Gateway, type GatewayModule } from './http/gateway.ts';
+import { RealtimeHub } from './realtime/hub.ts';
+import { realtimeGateway } from './realtime/gateway.ts';
+import { collabGateway } from './collab/gateway.ts';
+import { joinAuth } from './collab/auth.ts';
+import { onSessionRevoked, verifyAccessToken } from './identity/tokens.ts';
+import { metricsModule } from './http/metrics.ts';
 
 export interface Running {
   svc: Service;
@@ -18,16 +24,42 @@ export async function startServer(settings: Settings): Promise<Running> {
   const runsApi = settings.role === 'all' || settings.role === 'api';
   const runsGateway = settings.role === 'all' || settings.role === 'gateway';
   let api: Server<unknown> | undefined;
-  let gateway: Server<unknown> | undefined;
+  let gateway: Gateway | undefined;
+  // One realtime hub per process: the gateway's channels and /graphql/ws share its actors.
+  const hub = new RealtimeHub(svc.bus, {
+    maxConnectionsPerIdentity: settings.realtimeConnectionsPerIdentity,
+    maxSubscriptionsPerConnection: settings.realtimeSubscriptionsPerConnection,
+    heartbeatMs: settings.sseHeartbeatMs,
+  });
+  svc.metrics.actors.add(() => [[['channel', 'live'], hub.status().channels]]);
+  svc.metrics.gauge('svc_realtime_clients', 'Connected realtime clients (SSE, /_events, /graphql/ws).', () => hub.status().clients);
+  // A logout or revoked session closes that session's realtime connections (4403).
+  const stopRevocations = onSessionRevoked(svc, (e) => hub.sessionRevoked(e.sessionId));
   try {
     if (runsApi) {
-      const app = buildApi(svc).listen({ port: settings.port, hostname: settings.host });
+      const app = buildApi(svc, hub).listen({ port: settings.port, hostname: settings.host });
       api = app.server ?? undefined;
+      // PORT=0 (tests, benches): callbacks must name the port actually bound.
+      if (api && settings.port === 0 && settings.baseUrl.endsWith(':0')) {
+        svc.operations.setBaseUrl(`http://${settings.host}:${api.port}`);
+        // File URLs (src/files) are built from it too.
+        svc.settings.baseUrl = `http://${settings.host}:${api.port}`;
+      }
     }
-    if (runsGateway) gateway = startGateway(svc, { port: settings.realtimePort, hostname: settings.host });
+    if (runsGateway) {
+      // Each capability on the gateway contributes one module (its routes and socket handlers).
+      const modules: GatewayModule[] = [
+        metricsModule(svc),
+        realtimeGateway(svc, hub, (t, projectId) => verifyAccessToken(svc, t, projectId)),
+        collabGateway(svc.collab, joinAuth({ sql: svc.sql, gate: svc.gate, verifyToken: (t, projectId) => verifyAccessToken(svc, t, projectId) })),
+      ];
+      gateway = startGateway({ port: settings.realtimePort, hostname: settings.host, requests: svc.requests }, modules);
+    }
   } catch (err) {
     api?.stop(true);
-    gateway?.stop(true);
+    await gateway?.stop();
+    stopRevocations();
+    await hub.close();
     await svc.close();
     const e = err as { code?: string; message?: string };
     if (e.code === 'EADDRINUSE') throw new Error(`port in use: ${e.message}`);
@@ -37,10 +69,15 @@ export async function startServer(settings: Settings): Promise<Running> {
   return {
     svc,
     apiUrl: api ? `http://${settings.host}:${api.port}` : undefined,
-    gatewayUrl: gateway ? `http://${settings.host}:${gateway.port}` : undefined,
+    gatewayUrl: gateway ? `http://${settings.host}:${gateway.server.port}` : undefined,
     stop() {
       stopping ??= (async () => {
+        // Realtime clients first get a close frame they can reconnect on (1012), so the
+        // listeners are not held open by sockets while they stop.
+        hub.drain();
         await Promise.all([api?.stop(), gateway?.stop()]);
+        stopRevocations();
+        await hub.close();
         await svc.close();
       })();
       return stopping;

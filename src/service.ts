@@ -4,15 +4,28 @@ import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus } from './actors/bus.ts';
 import { ActorRegistry } from './actors/registry.ts';
-import { ProjectActor } from './actors/project.ts';
+import { ProjectActor } from './projects/actor.ts';
 import { loadRootToken } from './root-token.ts';
 import { hashSecret } from './ids.ts';
-import { closeAuthState } from './auth/resolve.ts';
 import { IndexReconciler } from './content/indexes.ts';
+import { KeyResolver } from './auth/resolve.ts';
+import { RateLimiter } from './auth/rate-limit.ts';
+import { Gate } from './auth/gate.ts';
+import { installResponseInvalidation } from './graphql/execute.ts';
+import { graphqlCacheStats } from './graphql/lru.ts';
+import { MetricsRegistry } from './metrics/registry.ts';
+import { RequestLog } from './metrics/requests.ts';
+import { poolConnections } from './store/pools.ts';
+import { OperationsRuntime } from './operations/runtime.ts';
+import { closeIdentity, startIdentity } from './identity/identity.ts';
+import { CollabRooms } from './collab/rooms.ts';
+import { WriteCommitter } from './content/tx.ts';
 
 /**
- * Everything a process shares between its listeners: the database, the event bus and the
- * actor registries. Listeners (src/http) are thin adapters over it.
+ * The composition root: everything a process shares between its listeners — the database, the
+ * event bus, the actor registries, the key cache and rate limiter behind the gate. It owns
+ * their state and their shutdown. Listeners (src/http) are thin adapters over it; nothing
+ * below src/http imports this file: capabilities take the few parts they use as arguments.
  */
 export interface Service {
   settings: Settings;
@@ -21,10 +34,24 @@ export interface Service {
   contentSql: ContentSql;
   /** Bun's native client for content reads: few connections, many pipelined statements. */
   readSql: ContentSql;
+  /** Record write transactions: pipelined, grouped, one commit and one NOTIFY each (src/content/tx.ts). */
+  writes: WriteCommitter;
   bus: EventBus;
   projects: ActorRegistry<ProjectActor>;
   /** Per-field record indexes, reconciled after every schema change (src/content/indexes.ts). */
   indexes: IndexReconciler;
+  /** Authentication, customer tokens, rate limit and headers for every surface (auth/gate.ts). */
+  gate: Gate;
+  /** Operation executions, hooks and schedules (src/operations). */
+  operations: OperationsRuntime;
+  /** Collaboration rooms of this process (src/collab). */
+  collab: CollabRooms;
+  /** GET /metrics: each capability registers its series here (src/metrics/registry.ts). */
+  metrics: MetricsRegistry;
+  /** Counts and logs every request of every listener (src/metrics/requests.ts). */
+  requests: RequestLog;
+  /** Response-cache lookups of this process (the GraphQL core counts into it). */
+  cacheStats: { hits: number; misses: number };
   rootTokenHash: string;
   /** Set when this process owns an embedded PostgreSQL. */
   embedded: EmbeddedServer | undefined;
@@ -40,7 +67,7 @@ export async function openService(settings: Settings): Promise<Service> {
     embedded = await startEmbedded(settings.dataDir);
     url = embedded.url;
   }
-  const sql = connect(url);
+  const sql = connect(url, { pool: 'control' });
   try {
     await ping(sql, url);
     await migrate(sql);
@@ -49,10 +76,11 @@ export async function openService(settings: Settings): Promise<Service> {
     await embedded?.stop();
     throw err;
   }
-  const contentSql = connectContentSql(url);
-  const readSql = connectContentSql(url, { max: settings.readPool });
+  const contentSql = connectContentSql(url, { pool: 'write' });
+  const readSql = connectContentSql(url, { max: settings.readPool, pool: 'read' });
   const bus = new EventBus();
   await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
+  const writes = new WriteCommitter(contentSql, bus);
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
   const indexes = new IndexReconciler(sql);
   bus.subscribe((e) => {
@@ -65,27 +93,87 @@ export async function openService(settings: Settings): Promise<Service> {
   bus.onReconnect(() => {
     for (const id of projects.keys()) projects.peek(id)?.onChanged();
   });
+  // Installed here, not by a listener, so a gateway-only process drops stale responses too.
+  const stopInvalidation = installResponseInvalidation(bus, projects);
+  // Signing keys (created on the first start of the deployment) and the revocation list.
+  const { tokens } = await startIdentity({ sql, bus, settings });
+  const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
+  const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot });
+  await collab.start();
+  const metrics = new MetricsRegistry();
+  const requests = new RequestLog(metrics, settings.log);
+  const gate = new Gate({
+    keys: new KeyResolver(sql, bus),
+    limiter: new RateLimiter(sql),
+    customers: (token, key) => tokens.verify(token, key.projectId),
+    onAuthenticated: (request, key) => requests.noteCaller(request, key),
+    metricsToken: settings.metricsToken,
+  });
+  const cacheStats = { hits: 0, misses: 0 };
+  registerCoreMetrics(metrics, { sql, bus, projects, gate, cacheStats });
   const root = loadRootToken(settings.dataDir, settings.rootToken);
   const service: Service = {
     settings,
     sql,
     contentSql,
     readSql,
+    writes,
     bus,
     projects,
     indexes,
+    gate,
+    operations,
+    collab,
+    metrics,
+    requests,
+    cacheStats,
     rootTokenHash: hashSecret(root.token),
     embedded,
     rootTokenNotice: root.created ? `${root.token} (saved to ${root.file})` : undefined,
     async close() {
+      await operations.stop();
+      // Rooms save first (SIGTERM: acknowledged edits are never lost), while the database is up.
+      await collab.close();
+      await writes.close();
+      requests.flush();
       await projects.stopAll();
       await indexes.close();
-      await closeAuthState(service);
+      stopInvalidation();
+      await gate.close();
+      closeIdentity(bus);
       await bus.detach();
       await Promise.all([contentSql.close({ timeout: 5 }), readSql.close({ timeout: 5 })]);
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },
   };
+  operations.start();
   return service;
+}
+
+/** The series the core owns; capabilities add theirs (channels, rooms, executions) next to them. */
+function registerCoreMetrics(
+  m: MetricsRegistry,
+  parts: { sql: Sql; bus: EventBus; projects: ActorRegistry<ProjectActor>; gate: Gate; cacheStats: { hits: number; misses: number } },
+): void {
+  const { sql, bus, projects, gate, cacheStats } = parts;
+  // The GraphQL caches (documents, responses) share one byte budget per process (graphql/lru.ts).
+  const kinds = () => Object.entries(graphqlCacheStats().kinds);
+  m.gauge('svc_graphql_cache_entries', 'Entries of the GraphQL caches by kind.', () => kinds().map(([k, v]) => [[k], v.entries] as const), ['kind']);
+  m.gauge('svc_graphql_cache_bytes', 'Estimated bytes of the GraphQL caches by kind.', () => kinds().map(([k, v]) => [[k], v.bytes] as const), ['kind']);
+  m.gauge('svc_graphql_cache_budget_bytes', 'The byte budget all GraphQL caches share (SVC_GRAPHQL_CACHE_MB).', () => graphqlCacheStats().budgetBytes);
+  m.counterFrom('svc_graphql_cache_evictions_total', 'Entries evicted to stay within the byte budget.', () => graphqlCacheStats().evictions);
+  m.counterFrom('svc_response_cache_hits_total', 'Response-cache lookups answered from the cache.', () => cacheStats.hits);
+  m.counterFrom('svc_response_cache_misses_total', 'Response-cache lookups that executed.', () => cacheStats.misses);
+  m.gauge('svc_response_cache_hit_ratio', 'Hits over lookups since start.', () => cacheStats.hits / Math.max(1, cacheStats.hits + cacheStats.misses));
+  m.gauge('svc_key_cache_entries', 'API keys cached by the gate.', () => gate.keys.size);
+  m.counterFrom('svc_rate_limit_refusals_total', 'Requests refused by the per-key rate limit.', () => gate.refusals);
+  m.gauge('svc_bus_lag_seconds', 'Last NOTIFY to LISTEN delay of the event bus.', () => bus.lagMs / 1000);
+  m.actors.add(() => Object.entries(projects.counts()).map(([state, n]) => [['project', state], n] as const));
+  m.gauge(
+    'svc_db_connections',
+    'Connections of this process by pool and state: in_use (in a statement or transaction), idle, lock_wait (in_use, blocked on a lock).',
+    async () => (await poolConnections(sql)).flatMap((p) => [[[p.pool, 'in_use'], p.inUse] as const, [[p.pool, 'idle'], p.idle] as const, [[p.pool, 'lock_wait'], p.waiting] as const]),
+    ['pool', 'state'],
+  );
 }

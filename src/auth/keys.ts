@@ -5,6 +5,12 @@ import type { KeyKind } from './principal.ts';
 import { isPublicKey, isTenantKey } from './principal.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import type { EventBus } from '../actors/bus.ts';
+
+/**
+ * Where key changes are announced: the bus itself, or (inside a larger transaction such as a
+ * config push) a collector whose events the caller announces with its commit.
+ */
+export type KeyAnnouncer = Pick<EventBus, 'publish'>;
 import { MODEL_KEY_RE, parseScopes } from './scopes.ts';
 
 /**
@@ -172,12 +178,12 @@ function checkExpiry(value: unknown): Date | null {
   return d;
 }
 
-async function publishChange(bus: EventBus, keyId: string, keyHash: string | null): Promise<void> {
+async function publishChange(bus: KeyAnnouncer, keyId: string, keyHash: string | null): Promise<void> {
   await bus.publish({ type: 'key.changed', keyId, keyHash });
 }
 
 /** Validates a key definition against its kind and tenant, then stores it. */
-export async function createApiKey(sql: Sql, bus: EventBus, input: CreateKeyInput): Promise<{ id: string; key: string }> {
+export async function createApiKey(sql: Sql, bus: KeyAnnouncer, input: CreateKeyInput): Promise<{ id: string; key: string }> {
   if (!KEY_KINDS.includes(input.kind)) throw new BadUserInput('type must be public or secret');
   const name = checkKeyName(input.name);
   const scopes = parseScopes(input.kind, input.scopes);
@@ -204,7 +210,7 @@ export async function createApiKey(sql: Sql, bus: EventBus, input: CreateKeyInpu
     }
     if (!input.projectId) throw new BadUserInput('a project-bound key needs a project');
     const [row] = await sql<{ id: string }[]>`select id from projects where id = ${input.projectId} and tenant_id = ${input.tenantId}`;
-    if (!row) throw new NotFound(`project ${input.projectId} not found in this tenant`);
+    if (!row) throw new NotFound('Project not found');
     projectId = row.id;
   }
   const created = await insertApiKey(sql, {
@@ -267,7 +273,7 @@ export interface KeyUpdate {
  * Changes the mutable settings of a key. Scopes, models and the project allow-list are fixed
  * at creation (rotate to change them). `null` clears origins, rate limit or expiry.
  */
-export async function updateApiKey(sql: Sql, bus: EventBus, tenantId: string, keyId: string, patch: KeyUpdate): Promise<KeySummary> {
+export async function updateApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string, keyId: string, patch: KeyUpdate): Promise<KeySummary> {
   const current = await getApiKey(sql, tenantId, keyId);
   const set: Record<string, unknown> = {};
   if (patch.name !== undefined) set.name = checkKeyName(patch.name);
@@ -297,7 +303,7 @@ export async function updateApiKey(sql: Sql, bus: EventBus, tenantId: string, ke
  * Deletes a key for good: it stops authenticating and leaves listings. The row is kept
  * (tombstoned) so the hash can never be re-issued and audit references still resolve.
  */
-export async function deleteApiKey(sql: Sql, bus: EventBus, tenantId: string, keyId: string): Promise<{ id: string; deleted: true }> {
+export async function deleteApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string, keyId: string): Promise<{ id: string; deleted: true }> {
   await getApiKey(sql, tenantId, keyId);
   const [row] = await sql<{ id: string; key_hash: string }[]>`
     update api_keys set deleted_at = now(), updated_at = now()

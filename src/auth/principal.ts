@@ -22,10 +22,18 @@ export interface KeyPrincipal {
   fingerprint: string;
 }
 
+/** A verified customer access token (src/identity/tokens.ts `verifyAccessToken`). */
 export interface CustomerPrincipal {
   customerId: string;
   email: string | null;
+  /** The scopes stamped into the token at login (`scope` claim). */
   scopes: ReadonlySet<string>;
+  /** The project the token was issued for (`aud`). */
+  projectId: string;
+  /** The login session (`sid`): logout or refresh-token reuse revokes it. */
+  sessionId: string;
+  /** When the token expires, epoch milliseconds (`exp`). */
+  expiresAt: number;
 }
 
 export interface RequestPrincipal {

@@ -1,16 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../actors/bus.ts';
-import type { Service } from '../service.ts';
 import { BadUserInput, PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
-import { findKeyByHash, kindOfKey, type StoredKey } from './keys.ts';
+import { findKeyByHash, type StoredKey } from './keys.ts';
 import { isPublicKey, isTenantKey, type KeyPrincipal } from './principal.ts';
-import { DEFAULT_RATE_LIMIT, RateLimiter, type RateDecision } from './rate-limit.ts';
-import { INSUFFICIENT } from './scopes.ts';
+import { DEFAULT_RATE_LIMIT } from './rate-limit.ts';
 
 /**
- * Request → KeyPrincipal. Spec errors: missing, malformed, unknown, disabled, expired or deleted
+ * The key cache: `x-api-key` value → stored key → KeyPrincipal (src/auth/gate.ts applies the
+ * request rules on top). Spec errors: missing, malformed, unknown, disabled, expired or deleted
  * key → UNAUTHENTICATED `Authentication required`; tenant key without X-Project-Id → 400, with
  * a project off its list → 403; secret key from a browser and public key from an origin off
  * its list → PERMISSION_DENIED `Insufficient permissions`.
@@ -27,7 +26,7 @@ export const TENANT_HEADER_REQUIRED = 'X-Project-Id is required for a tenant API
 export const TENANT_PROJECT_NOT_ALLOWED = "X-Project-Id is not on the key's project allow-list";
 
 /** Longest header value we even look at; anything longer cannot be a key or a project id. */
-const MAX_HEADER = 256;
+export const MAX_HEADER = 256;
 
 export function fingerprintOf(k: Pick<KeyPrincipal, 'kind' | 'scopes' | 'allowedModels'>): string {
   const h = createHash('sha256');
@@ -37,11 +36,11 @@ export function fingerprintOf(k: Pick<KeyPrincipal, 'kind' | 'scopes' | 'allowed
   return h.digest('hex').slice(0, 24);
 }
 
-function isLive(row: StoredKey, now = Date.now()): boolean {
+export function isLive(row: StoredKey, now = Date.now()): boolean {
   return !row.disabled_at && !row.deleted_at && !(row.expires_at && row.expires_at.getTime() <= now);
 }
 
-/** Kept for callers holding a row already; authenticateRequest is the usual entry point. */
+/** Kept for callers holding a row already; Gate.authenticate is the usual entry point. */
 export function principalFromRow(row: StoredKey, projectHeader: string | null | undefined): KeyPrincipal {
   if (!isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
   const base = { kind: row.kind, scopes: new Set(row.scopes) as ReadonlySet<string>, allowedModels: row.allowed_models };
@@ -262,80 +261,4 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
     if (m && o.protocol === m[1] && o.hostname.endsWith(`.${m[2]}`) && (o.port ? `:${o.port}` : '') === (m[3] ?? '')) return true;
   }
   return false;
-}
-
-export interface AuthState {
-  resolver: KeyResolver;
-  limiter: RateLimiter;
-}
-
-const states = new WeakMap<Service, AuthState>();
-
-/** The per-process key cache and rate limiter of a Service, created on first use. */
-export function authState(svc: Pick<Service, 'sql' | 'bus'>): AuthState {
-  const s = svc as Service;
-  let st = states.get(s);
-  if (!st) {
-    st = { resolver: new KeyResolver(svc.sql, svc.bus), limiter: new RateLimiter(svc.sql) };
-    states.set(s, st);
-  }
-  return st;
-}
-
-/** Flushes the rate limiter's last counts and lets go of the bus; part of Service.close. */
-export async function closeAuthState(svc: Pick<Service, 'sql' | 'bus'>): Promise<void> {
-  const st = states.get(svc as Service);
-  if (!st) return;
-  states.delete(svc as Service);
-  st.resolver.close();
-  await st.limiter.stop();
-}
-
-/**
- * The one entry point for every surface (REST, GraphQL over HTTP, WebSocket connection params,
- * provisioning): pass the request headers (for WebSocket, a record with `x-api-key` set from
- * `apiKey` plus the upgrade request's Origin / Sec-Fetch-Site). Throws SvcErrors of the table.
- */
-export async function authenticateRequest(svc: Pick<Service, 'sql' | 'bus'>, headers: HeaderSource): Promise<KeyPrincipal> {
-  const value = headerOf(headers, 'x-api-key');
-  if (!value) throw new Unauthenticated(AUTH_REQUIRED);
-  const { resolver } = authState(svc);
-  // Hot path: a header value seen before maps straight to its cached entry (two Map reads, no
-  // regex, no SHA-256). Only values that resolved to a stored key are remembered.
-  let entry = resolver.peekValue(value);
-  if (!entry) {
-    if (value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
-    const trimmed = value.trim();
-    if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
-    const hash = hashSecret(trimmed);
-    entry = resolver.peek(hash) ?? (await resolver.lookupHash(hash));
-    if (entry.row) resolver.rememberValue(value, hash);
-  }
-  const row = entry.row;
-  if (!row || !isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
-  if (!isPublicKey(row.kind)) {
-    // Secret keys are server-side only: anything a browser stamps on its requests refuses them.
-    if (headerOf(headers, 'origin') !== null || headerOf(headers, 'sec-fetch-site') !== null) throw new PermissionDenied(INSUFFICIENT);
-  } else if (row.allowed_origins && row.allowed_origins.length > 0) {
-    // A domain-restricted key needs a matching Origin; without one there is nothing to match.
-    const origin = headerOf(headers, 'origin');
-    if (origin === null || origin.length > MAX_HEADER || !originAllowed(origin, row.allowed_origins)) {
-      throw new PermissionDenied(INSUFFICIENT);
-    }
-  }
-  // Project-bound keys ignore X-Project-Id entirely: only tenant keys read it.
-  if (!isTenantKey(row.kind)) return resolver.principalOf(entry, null);
-  const project = headerOf(headers, 'x-project-id');
-  return resolver.principalOf(entry, project === null ? null : project.trim());
-}
-
-/**
- * Counts `n` requests for the principal's key against its hourly limit (each operation of a
- * batched GraphQL request is one). Never throws: check `allowed`, send `rateLimitHeaders(d)`
- * on every response and `rateLimitError(d)` when refused. Returns the decision itself (no
- * promise) unless this is the key's first request of the window here: `await` works on both.
- */
-export function takeRateLimit(svc: Pick<Service, 'sql' | 'bus'>, principal: Pick<KeyPrincipal, 'keyId'>, n = 1): RateDecision | Promise<RateDecision> {
-  const { resolver, limiter } = authState(svc);
-  return limiter.take(principal, n, resolver.rateLimitOf(principal.keyId));
 }

@@ -1,4 +1,4 @@
-import { BadUserInput, PermissionDenied } from '../errors.ts';
+import { BadUserInput, PermissionDenied, ScopeDenied } from '../errors.ts';
 import type { KeyKind, KeyPrincipal } from './principal.ts';
 import { isPublicKey } from './principal.ts';
 
@@ -82,16 +82,6 @@ const SECRET_ONLY: readonly string[] = [
   'provision',
   'auth:login_with_svc:admin',
 ];
-
-/** The error of a missing scope: the spec gives it no `extensions.code`; callers branch on the message. */
-export class ScopeDenied extends Error {
-  readonly scope: string;
-  constructor(scope: string) {
-    super(`missing required scope: ${scope}`);
-    this.name = 'ScopeDenied';
-    this.scope = scope;
-  }
-}
 
 export function missingScope(scope: string): ScopeDenied {
   return new ScopeDenied(scope);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { FieldDef, ModelDef } from '../models/types.ts';
+import type { FieldDef, ModelDef } from '../projects/types.ts';
 import { SYSTEM_FIELDS } from './types.ts';
 import { fieldValueSql, isListField, safeLiteral } from './sql-builder.ts';
 

@@ -1,5 +1,5 @@
 import type { ContentSql, Sql } from '../store/db.ts';
-import type { ModelDef } from '../models/types.ts';
+import type { ModelDef } from '../projects/types.ts';
 import { run } from './db.ts';
 import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceValue, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
 import type { ContentRow, ReadScope } from './types.ts';
@@ -15,6 +15,13 @@ const CONTENT_COLS = `c.record_id as id, c.model_key, c.data`;
 export async function readByIds(sql: Sql | ContentSql, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
   const out = new Map<string, ContentRow>();
   if (ids.length === 0) return out;
+  const q = byIdsStatement(scope, ids, modelKeys);
+  for (const row of await run<ContentRow>(sql, q.text, q.params)) out.set(row.id, row);
+  return out;
+}
+
+/** The statement of `readByIds`, for a write transaction to read back what it wrote (src/content/tx.ts). */
+export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): { text: string; params: unknown[] } {
   const p = new Params();
   const models = modelKeys ? ` and c.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
   const project = p.add(scope.projectId);
@@ -26,8 +33,7 @@ export async function readByIds(sql: Sql | ContentSql, scope: ReadScope, ids: re
     where c.project_id = ${project} and c.record_id = any(${idList})
       and c.stage = ${stage} and c.locale in (${loc}, ${p.add(scope.defaultLocale)})${models}
     order by c.record_id, (c.locale = ${loc}) desc`;
-  for (const row of await run<ContentRow>(sql, text, p.values)) out.set(row.id, row);
-  return out;
+  return { text, params: p.values };
 }
 
 export interface OneSelector {

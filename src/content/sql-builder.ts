@@ -1,5 +1,5 @@
 import { BadUserInput } from '../errors.ts';
-import type { FieldDef, ModelDef } from '../models/types.ts';
+import type { FieldDef, ModelDef } from '../projects/types.ts';
 import type { ReadScope } from './types.ts';
 
 /**
@@ -200,7 +200,14 @@ export function sortSelect(keys: SortKey[]): string {
  * stay stable while other rows are inserted or deleted concurrently.
  */
 export function afterSql(p: Params, keys: SortKey[], cursor: unknown[]): string {
-  if (cursor.length !== keys.length + 1) throw new BadUserInput('The cursor does not belong to this query');
+  if (cursor.length !== keys.length + 1) throw new BadUserInput('The cursor does not belong to this query', { field: 'after' });
+  // A cursor comes back from the client: every value must be what this query's keys select
+  // (text, or null), castable to the key's type, before it goes near SQL.
+  keys.forEach((k, i) => {
+    if (!cursorValueOk(cursor[i], k.cast)) throw new BadUserInput('Invalid cursor', { field: 'after' });
+  });
+  const id = cursor[keys.length];
+  if (typeof id !== 'string' || !cursorValueOk(id, 'text')) throw new BadUserInput('Invalid cursor', { field: 'after' });
   const eqs: string[] = [];
   const ors: string[] = [];
   keys.forEach((k, i) => {
@@ -217,6 +224,16 @@ export function afterSql(p: Params, keys: SortKey[], cursor: unknown[]): string 
   return `(${ors.map((o) => `(${o})`).join(' or ')})`;
 }
 
+const NUMERIC_TEXT = /^-?(\d{1,131072}(\.\d{0,16383})?|\.\d{1,16383})(e[-+]?\d{1,4})?$/i;
+
+function cursorValueOk(v: unknown, cast: string): boolean {
+  if (v === null) return true;
+  if (typeof v !== 'string' || v.includes('\0') || !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return false;
+  if (cast === 'numeric') return NUMERIC_TEXT.test(v) || v === 'NaN';
+  if (cast === 'boolean') return v === 'true' || v === 'false';
+  return true;
+}
+
 export function encodeCursor(values: unknown[]): string {
   return Buffer.from(JSON.stringify(values)).toString('base64url');
 }
@@ -228,7 +245,7 @@ export function decodeCursor(cursor: string): unknown[] {
   } catch {
     // fall through
   }
-  throw new BadUserInput('Invalid cursor');
+  throw new BadUserInput('Invalid cursor', { field: 'after' });
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { ModelDef } from '../models/types.ts';
+import type { ModelDef } from '../projects/types.ts';
 
 /** 'draft' is the working version, 'published' the published one (docs/graphql.md). */
 export type Stage = 'draft' | 'published';

@@ -1,5 +1,5 @@
 import { BadUserInput } from '../errors.ts';
-import type { FieldDef, FieldType, ModelDef } from '../models/types.ts';
+import type { FieldDef, FieldType, ModelDef } from '../projects/types.ts';
 import { SYSTEM_FIELDS } from './types.ts';
 
 /**

@@ -1,33 +1,33 @@
 import { randomBytes } from 'node:crypto';
+import type { ModelDef } from '../projects/types.ts';
+import { BadUserInput, Conflict } from '../errors.ts';
+import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
+import { desiredIndexes } from './indexes.ts';
+import { clientError, type PendingEvent, type Statement, type WriteStep } from './tx.ts';
+import { run } from './db.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 
-/** Record writes run on either pool: the content API uses Bun's, the CLI/control plane postgres.js. */
-type Tx = Sql | ContentSql;
-import type { ModelDef } from '../models/types.ts';
-import { Conflict, NotFound, BadUserInput } from '../errors.ts';
-import { run } from './db.ts';
-import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
-import type { RecordAction } from './types.ts';
-import { desiredIndexes } from './indexes.ts';
+/** Defined beside the transaction that runs them (tx.ts), so the two files import one way. */
+export type { PendingEvent, WriteStep };
 
 /**
- * Record writes. Each function runs inside the caller's transaction and queues its change
- * event on the WriteContext; `commitWrites` publishes them only after the commit, so a
- * rolled-back write (a failed batch) announces nothing.
+ * Record writes as statements (issue 11). Each function checks the input in JS (no I/O) and
+ * returns the statements of one write; src/content/tx.ts sends them, with every other write of
+ * the transaction and its NOTIFY, pipelined between BEGIN and COMMIT. Checks that depend on
+ * stored rows (the record exists, required fields of merged content) run in SQL
+ * (sql/009_records_write.sql) and fail the statement, so the transaction never waits on JS.
+ *
+ * Columns a write sets are listed once per statement; adding one (an owner, a variant) means a
+ * parameter and a column in the statement of each write that sets it.
  */
-export interface PendingEvent {
-  action: RecordAction;
-  recordId: string;
-  modelKey: string;
-}
 
 export interface WriteContext {
   projectId: string;
   defaultLocale: string;
   userId: string | null;
   models: ModelLookup;
-  events: PendingEvent[];
 }
+
 
 let lastMs = 0;
 let seq = 0;
@@ -48,21 +48,21 @@ export function newRecordId(): string {
 
 const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
 
-async function putContent(tx: Tx, ctx: WriteContext, model: ModelDef, id: string, stage: 'draft' | 'published', locale: string, data: Record<string, unknown>): Promise<void> {
-  await run(tx, `insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
-      values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, to_tsvector('simple', $7::text), now())
-      on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()`,
-    [id, ctx.projectId, model.key, stage, locale, JSON.stringify(data), searchText(model, data)]).catch((err) => {
-    throw tooLongToIndex(err, ctx.projectId, model, data) ?? err;
-  });
+/** Fields whose text goes into the search vector, in model order (searchText in validate.ts). */
+function searchKeys(model: ModelDef): string[] {
+  return model.fields
+    .filter((f) => !f.access?.read && (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')))
+    .map((f) => f.key);
 }
+
+const requiredKeys = (model: ModelDef): string[] => model.fields.filter((f) => f.required).map((f) => f.key);
 
 /**
  * A value too large for its field's btree index (src/content/indexes.ts) is the client's input.
  * PostgreSQL names the index only in some of these errors; otherwise the longest string among
  * the indexed fields written is the culprit.
  */
-function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: Record<string, unknown>): BadUserInput | undefined {
+export function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: Record<string, unknown>): BadUserInput | undefined {
   const e = err as { code?: string; message?: string };
   if (e?.code !== '54000') return undefined;
   const indexed = desiredIndexes(projectId, [model]);
@@ -77,16 +77,15 @@ function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: 
   return new BadUserInput(`Value of queryable field "${field}" is too long to index`, { field });
 }
 
-async function history(tx: Tx, ctx: WriteContext, id: string, action: string, locale: string | null, data: unknown): Promise<void> {
-  await run(tx, `insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      values ($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text)`,
-    [id, ctx.projectId, action, locale, data === null ? null : JSON.stringify(data), ctx.userId]);
+/** Locks the record (FOR UPDATE) or fails the transaction with NOT_FOUND and `message`. */
+function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message: string): Statement {
+  return {
+    text: `select svc_check(count(*) > 0, 'SV404', $4::text) from (select id from records where project_id = $1::text and id = $2::text and model_key = $3::text for update) r`,
+    params: [ctx.projectId, id, model.key, message],
+  };
 }
 
-async function lockRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
-  const rows = await run(tx, `select id from records where project_id = $1::text and id = $2::text and model_key = $3::text for update`, [ctx.projectId, id, model.key]);
-  if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
-}
+const notFound = (model: ModelDef, id: string) => `No ${model.key} record with _id "${id}"`;
 
 export interface CreateInput {
   naturalKey?: string | null;
@@ -94,7 +93,7 @@ export interface CreateInput {
   data: unknown;
 }
 
-export async function createRecord(tx: Tx, ctx: WriteContext, model: ModelDef, input: CreateInput): Promise<string> {
+export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateInput): WriteStep {
   const locale = input.locale || ctx.defaultLocale;
   const data = validateData(model, input.data ?? {}, ctx.models, { partial: false });
   if (!isVersioned(model)) checkRequired(model, data);
@@ -103,64 +102,74 @@ export async function createRecord(tx: Tx, ctx: WriteContext, model: ModelDef, i
   }
   const id = newRecordId();
   const versioned = isVersioned(model);
+  const json = JSON.stringify(data);
   // One statement: the record, its content (draft, and published for unversioned models) and the
-  // history entry. ON CONFLICT DO NOTHING leaves `r` empty on a duplicate natural key, so nothing
-  // else is written and the transaction stays usable for a clean CONFLICT.
-  const inserted = await run(tx, `with r as (
+  // history entry. A duplicate natural key fails it (unique violation) and with it the transaction.
+  const statement: Statement = {
+    text: `with r as (
         insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
         values ($1::text, $2::text, $3::text, $4::text, $5::boolean, case when $5::boolean then null else now() end, $6::text, $6::text)
-        on conflict do nothing returning id
+        returning id
       ), c as (
         insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
         select r.id, $2::text, $3::text, s.stage, $7::text, $8::text::jsonb, to_tsvector('simple', $9::text), now()
         from r cross join unnest($10::text[]) as s(stage)
-      ), v as (
-        insert into record_versions (record_id, project_id, action, locale, data, user_id)
-        select r.id, $2::text, 'created', $7::text, $8::text::jsonb, $6::text from r
       )
-      select id from r`,
-    [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, JSON.stringify(data), searchText(model, data), versioned ? ['draft'] : ['draft', 'published']]).catch((err) => {
-    throw tooLongToIndex(err, ctx.projectId, model, data) ?? err;
-  });
-  if (inserted.length === 0) throw new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
-  ctx.events.push({ action: 'created', recordId: id, modelKey: model.key });
-  return id;
+      insert into record_versions (record_id, project_id, action, locale, data, user_id)
+      select r.id, $2::text, 'created', $7::text, $8::text::jsonb, $6::text from r`,
+    params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data), versioned ? ['draft'] : ['draft', 'published']],
+    mapError: (err) => {
+      const e = err as { code?: string; constraint?: string };
+      if (e?.code === '23505' && e.constraint === 'records_natural_key') return new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
+      return tooLongToIndex(err, ctx.projectId, model, data);
+    },
+  };
+  return { recordId: id, statements: [statement], event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
 }
 
-export async function updateRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown): Promise<void> {
+export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown, notFoundMessage = notFound(model, id)): WriteStep {
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
-  await lockRecord(tx, ctx, model, id);
-  // A locale written for the first time starts as a copy of the default locale's working
-  // content, so a translation may change only the fields it translates.
-  const rows = await run<{ locale: string; data: Record<string, unknown> }>(tx,
-    `select locale, data from record_content where record_id = $1::text and stage = 'draft' and locale in ($2::text, $3::text)`,
-    [id, locale, ctx.defaultLocale]);
-  const current = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === ctx.defaultLocale);
-  const merged = { ...(current?.data ?? {}), ...patch };
   const versioned = isVersioned(model);
-  if (!versioned) checkRequired(model, merged);
-  await putContent(tx, ctx, model, id, 'draft', locale, merged);
-  if (!versioned) await putContent(tx, ctx, model, id, 'published', locale, merged);
-  await run(tx, `update records set updated_at = now(), updated_by = $2::text, has_draft = $3::boolean,
-      published_at = case when $3::boolean then published_at else now() end where id = $1::text`, [id, ctx.userId, versioned]);
-  await history(tx, ctx, id, 'updated', locale, patch);
-  ctx.events.push({ action: 'updated', recordId: id, modelKey: model.key });
+  const json = JSON.stringify(patch);
+  // The patch goes over the working content of the locale; a locale written for the first time
+  // starts as a copy of the default locale's, so a translation may change only what it
+  // translates. Unversioned models check required fields of the result (svc_required).
+  const statement: Statement = {
+    text: `with m as (
+        select svc_required(coalesce(
+          (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $4::text),
+          (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $5::text),
+          '{}'::jsonb) || $6::text::jsonb, $7::text[]) as data
+      ), c as (
+        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
+        select $1::text, $2::text, $3::text, s.stage, $4::text, m.data, svc_search(m.data, $8::text[]), now()
+        from m cross join unnest($9::text[]) as s(stage)
+        on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()
+      ), r as (
+        update records set updated_at = now(), updated_by = $10::text, has_draft = $11::boolean,
+          published_at = case when $11::boolean then published_at else now() end
+        where id = $1::text
+      )
+      insert into record_versions (record_id, project_id, action, locale, data, user_id)
+      values ($1::text, $2::text, 'updated', $4::text, $6::text::jsonb, $10::text)`,
+    params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned ? ['draft'] : ['draft', 'published'], ctx.userId, versioned],
+    mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
+  };
+  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
 }
 
 /** Copies every locale of the working version to published; required fields are checked per locale. */
-export async function publishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
-  // Lock the record and read its working locales in one round trip.
-  const drafts = await run<{ locale: string | null; data: Record<string, unknown> | null }>(tx,
-    `select c.locale, c.data from records r
-       left join record_content c on c.record_id = r.id and c.stage = 'draft'
-     where r.project_id = $1::text and r.id = $2::text and r.model_key = $3::text for update of r`,
-    [ctx.projectId, id, model.key]);
-  if (drafts.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
-  for (const d of drafts) if (d.data) checkRequired(model, d.data);
+export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+  const required = requiredKeys(model);
+  const check: Statement[] = required.length === 0 ? [] : [{
+    text: `select svc_required(data, $2::text[]) from record_content where record_id = $1::text and stage = 'draft' order by locale`,
+    params: [id, required],
+  }];
   // Published locales without a working version go; the others are overwritten from it. The two
   // sets are disjoint, so the sub-statements cannot trip over each other.
-  await run(tx, `with gone as (
+  const statement: Statement = {
+    text: `with gone as (
         delete from record_content p where p.record_id = $1::text and p.stage = 'published'
           and not exists (select 1 from record_content d where d.record_id = $1::text and d.stage = 'draft' and d.locale = p.locale)
       ), copied as (
@@ -173,26 +182,50 @@ export async function publishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, 
       )
       insert into record_versions (record_id, project_id, action, locale, data, user_id)
       values ($1::text, $3::text, 'published', null, null, $2::text)`,
-    [id, ctx.userId, ctx.projectId]);
-  ctx.events.push({ action: 'published', recordId: id, modelKey: model.key });
+    params: [id, ctx.userId, ctx.projectId],
+  };
+  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), ...check, statement], event: { action: 'published', recordId: id, modelKey: model.key } };
 }
 
-export async function unpublishRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
-  await lockRecord(tx, ctx, model, id);
-  await run(tx, `delete from record_content where record_id = $1::text and stage = 'published'`, [id]);
-  await run(tx, `update records set published_at = null, has_draft = true, updated_by = $2::text where id = $1::text`, [id, ctx.userId]);
-  await history(tx, ctx, id, 'unpublished', null, null);
-  ctx.events.push({ action: 'unpublished', recordId: id, modelKey: model.key });
+export function unpublishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+  const statement: Statement = {
+    text: `with gone as (
+        delete from record_content where record_id = $1::text and stage = 'published'
+      ), marked as (
+        update records set published_at = null, has_draft = true, updated_by = $2::text where id = $1::text
+      )
+      insert into record_versions (record_id, project_id, action, locale, data, user_id)
+      values ($1::text, $3::text, 'unpublished', null, null, $2::text)`,
+    params: [id, ctx.userId, ctx.projectId],
+  };
+  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'unpublished', recordId: id, modelKey: model.key } };
 }
 
-export async function deleteRecord(tx: Tx, ctx: WriteContext, model: ModelDef, id: string): Promise<void> {
-  const rows = await run(tx, `delete from records where project_id = $1::text and id = $2::text and model_key = $3::text returning id`, [ctx.projectId, id, model.key]);
-  if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${id}"`);
-  ctx.events.push({ action: 'deleted', recordId: id, modelKey: model.key });
+export function deleteRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+  const statement: Statement = {
+    text: `with d as (delete from records where project_id = $1::text and id = $2::text and model_key = $3::text returning id)
+      select svc_check(count(*) > 0, 'SV404', $4::text) from d`,
+    params: [ctx.projectId, id, model.key, notFoundMessage],
+  };
+  return { recordId: id, statements: [statement], event: { action: 'deleted', recordId: id, modelKey: model.key } };
 }
 
-/** The model of a record, for generic operations addressed by `_id` only. */
-export async function modelKeyOf(tx: Tx, projectId: string, id: string): Promise<string | null> {
-  const [row] = await run<{ model_key: string }>(tx, `select model_key from records where project_id = $1::text and id = $2::text`, [projectId, id]);
-  return row?.model_key ?? null;
+/**
+ * Runs a write's statements one by one in the caller's transaction, for flows that must read
+ * and decide inside it (a collaboration room merges what committed since it last looked).
+ * Errors come out as the write's own (NOT_FOUND, BAD_USER_INPUT, CONFLICT).
+ */
+export async function runStep(tx: Sql | ContentSql, step: WriteStep): Promise<void> {
+  for (const st of step.statements) {
+    try {
+      await run(tx, st.text, st.params);
+    } catch (err) {
+      throw clientError(err, [st]);
+    }
+  }
+}
+
+/** The models of records addressed by `_id` only (batch operations without modelKey): one statement. */
+export function modelKeysOf(projectId: string, ids: readonly string[]): Statement {
+  return { text: `select id, model_key from records where project_id = $1::text and id = any($2::text[])`, params: [projectId, [...ids]] };
 }

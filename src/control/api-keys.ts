@@ -6,7 +6,7 @@ import {
   createApiKey, deleteApiKey, getApiKey, listApiKeys, updateApiKey, type KeySummary, type KeyUpdate,
 } from '../auth/keys.ts';
 import type { ControlCaller } from './credentials.ts';
-import { memberMay, requireMember } from './tenancy.ts';
+import { memberMay, projectOfCaller, requireMember } from './tenancy.ts';
 
 /**
  * API keys on the control plane: who may manage which key. Owners and admins hold
@@ -45,7 +45,7 @@ export async function controlCreateKey(sql: Sql, bus: EventBus, caller: ControlC
 export async function controlListKeys(sql: Sql, caller: ControlCaller, project: unknown): Promise<{ keys: KeySummary[] }> {
   const member = requireMember(caller);
   // A project-scoped admin only ever sees the keys serving their project.
-  const projectId = typeof project === 'string' && project !== '' ? project : member.projectId;
+  const projectId = typeof project === 'string' && project !== '' ? (await projectOfCaller(sql, member, project)).id : member.projectId;
   if (!memberMay(member, 'keys:write', projectId)) throw new PermissionDenied(DENIED);
   return { keys: await listApiKeys(sql, member.tenantId, projectId) };
 }

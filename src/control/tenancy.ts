@@ -81,8 +81,8 @@ export async function projectOfCaller(sql: Sql, caller: ControlCaller, projectId
   const member = requireMember(caller);
   if (typeof projectId !== 'string' || projectId === '') throw new BadUserInput('project is required');
   const [row] = await sql<{ id: string; tenant_id: string }[]>`select id, tenant_id from projects where id = ${projectId}`;
-  if (!row) throw new NotFound(`project ${projectId} not found`);
-  if (row.tenant_id !== member.tenantId) throw new PermissionDenied(`project ${projectId} belongs to another tenant`);
+  // Another tenant's project looks absent: its existence is not the caller's to learn.
+  if (!row || row.tenant_id !== member.tenantId) throw new NotFound('Project not found');
   return { id: row.id, tenantId: row.tenant_id };
 }
 

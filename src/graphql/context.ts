@@ -1,12 +1,38 @@
-import type { Service } from '../service.ts';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import type { ProjectSnapshot } from '../actors/project.ts';
-import type { ModelDef } from '../models/types.ts';
+import type { Settings } from '../env.ts';
+import type { ContentSql, Sql } from '../store/db.ts';
+import type { EventBus } from '../actors/bus.ts';
+import type { ActorRegistry } from '../actors/registry.ts';
+import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
+import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
+import type { ModelDef } from '../projects/types.ts';
 import type { RecordLoader } from './loader.ts';
+import type { WriteCommitter } from '../content/tx.ts';
+
+/**
+ * What GraphQL needs from the process (the Service has all of it; tests and the bench may pass
+ * their own): the project actors, the content pools and the bus that announces writes.
+ */
+export interface GraphqlDeps {
+  settings: Pick<Settings, 'production' | 'responseCache'>;
+  projects: ActorRegistry<ProjectActor>;
+  sql: Sql;
+  /** The pool behind `writes` and the bus's NOTIFY (store/db.ts). */
+  contentSql: ContentSql;
+  /** Record-write transactions: one message, one commit, events with it (src/content/tx.ts). */
+  writes: WriteCommitter;
+  /** Content reads. */
+  readSql: ContentSql;
+  bus: EventBus;
+  /** Collaboration rooms (`saveCollabDraft`); absent where no rooms run. */
+  collab?: { saveDraft(projectId: string, roomName: string, userId: string | null): Promise<boolean> };
+  /** Response-cache lookups, counted for GET /metrics (the Service passes its counters). */
+  cacheStats?: { hits: number; misses: number };
+}
 
 /** What every resolver of one request sees. Built per request; cheap. */
 export interface GqlContext {
-  svc: Service;
+  /** The process parts resolvers use (named `svc` because that is what it is in a server). */
+  svc: GraphqlDeps;
   principal: KeyPrincipal;
   snapshot: ProjectSnapshot;
   /** Models this key may see, by key. */
@@ -14,6 +40,10 @@ export interface GqlContext {
   loader: RecordLoader;
   /** Set by resolvers that honoured `preview: true`: the response must not be stored anywhere. */
   noStore: boolean;
+  /** The customer of a verified access token sent with the key (src/identity/tokens.ts), else null. */
+  customer: CustomerPrincipal | null;
+  /** The client's address, for per-IP login throttling (absent on non-HTTP transports). */
+  clientIp?: string | null;
 }
 
 /** Names generated from model and field keys (CONTRACT §4). */

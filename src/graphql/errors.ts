@@ -1,6 +1,5 @@
 import { GraphQLError } from 'graphql';
-import { SvcError } from '../errors.ts';
-import { ScopeDenied } from '../auth/scopes.ts';
+import { describeInternal, InternalError, ScopeDenied, SvcError, type SvcErrorCode } from '../errors.ts';
 
 /**
  * The GraphQL error boundary (spec "Errors", CONTRACT §5): every error leaves as
@@ -26,6 +25,11 @@ export function maskError(err: GraphQLError | Error, production: boolean): WireE
   const original: Error | undefined = gql ? (gql.originalError ?? undefined) : err;
   const where = gql ? { ...(gql.path ? { path: gql.path } : {}) } : {};
   if (original instanceof ScopeDenied) return { message: original.message, ...where };
+  if (original instanceof InternalError) {
+    // Converted by toSvcError on the way here: log the fault it stands for, once, here.
+    console.error('graphql internal error:', describeInternal(original));
+    return { message: 'Internal server error', ...where, extensions: { code: 'INTERNAL_SERVER_ERROR' } };
+  }
   if (original instanceof SvcError) {
     const field = original.details?.field;
     return { message: original.message, ...where, extensions: { code: original.code, ...(typeof field === 'string' ? { field } : {}) } };
@@ -45,8 +49,13 @@ export function maskError(err: GraphQLError | Error, production: boolean): WireE
   return out;
 }
 
+/** The masked errors of a result, for a transport to send. */
+export function maskErrors(errors: readonly GraphQLError[], production: boolean): WireError[] {
+  return errors.map((e) => maskError(e, production));
+}
+
 /** Codes for errors graphql-js/graphql-jit raise without one. */
-function classify(message: string): string {
+function classify(message: string): SvcErrorCode {
   if (/^Variable "\$[^"]+" (got invalid value|of required type|of non-null type)/.test(message)) return 'BAD_USER_INPUT';
   if (/^(Expected value of type|Enum "[^"]+" cannot represent|Int cannot|Float cannot|String cannot|Boolean cannot|ID cannot|Field "[^"]+" of required type)/.test(message)) return 'BAD_USER_INPUT';
   if (/^Syntax Error/.test(message)) return 'GRAPHQL_PARSE_FAILED';

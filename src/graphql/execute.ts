@@ -1,24 +1,31 @@
-import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import type { Service } from '../service.ts';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import type { ProjectActor, ProjectSnapshot } from '../actors/project.ts';
-import { BadUserInput, MethodNotAllowed, toSvcError } from '../errors.ts';
+import type { EventBus } from '../actors/bus.ts';
+import type { ActorRegistry } from '../actors/registry.ts';
+import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
+import { isPublicKey } from '../auth/principal.ts';
+import { hasScope } from '../auth/scopes.ts';
+import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
+import { BadUserInput, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
 import { buildSchema, type SchemaView } from './schema.ts';
-import { Lru } from './lru.ts';
-import { checkLimits } from './limits.ts';
-import { maskError, type WireError } from './errors.ts';
+import { createHash } from 'node:crypto';
+import { Lru, processCacheBudget } from './lru.ts';
+import { checkDocumentInputs, checkLimits, checkVariables, LIMITS } from './limits.ts';
 import { RecordLoader } from './loader.ts';
-import type { GqlContext } from './context.ts';
+import type { GqlContext, GraphqlDeps } from './context.ts';
 
 /**
- * The execution path. Per project (in ProjectActor.derived, emptied when the schema version
- * moves): one generated schema per key fingerprint, each with an LRU of prepared documents
- * (parsed, validated, limit-checked, compiled by graphql-jit), and one response cache of
- * published key-only reads, emptied by every record change of the project.
- * A cached read therefore costs: one Map lookup for the key, one for the response.
+ * The GraphQL core, shared by every transport (HTTP today, graphql-ws next). Per project (in
+ * ProjectActor.derived, emptied when the schema version moves): one generated schema per key
+ * fingerprint, each with an LRU of prepared documents (parsed, validated, limit-checked,
+ * compiled by graphql-jit), and one response cache of published key-only reads, emptied by
+ * every record change of the project. A cached read costs one Map lookup for the key, one for
+ * the response.
+ *
+ * The core answers with a plain `ExecutionResult` whose errors are not masked: each transport
+ * masks them once at its boundary (graphql/errors.ts) and serialises in its own format.
  */
 export interface GraphqlRequest {
   query: string;
@@ -26,22 +33,31 @@ export interface GraphqlRequest {
   operationName?: string | null;
 }
 
-export interface GraphqlResponse {
-  status: number;
-  body: string;
-  cacheControl: string;
+/** The core's answer to one operation. */
+export interface Executed {
+  /** Errors unmasked: the transport masks them (maskErrors) before they leave. */
+  readonly result: ExecutionResult;
+  /** Refused before execution (parse, validation, limits, unknown operation): HTTP answers 400. */
+  readonly rejected: boolean;
+  /** `public, max-age=…` for a shareable read, else `private, no-store` or `no-store`. */
+  readonly cacheControl: string;
+  /** JSON text of a result without errors (graphql-jit's serializer, or a cache hit): send as is. */
+  readonly body: string | undefined;
 }
 
-type Prepared =
-  | {
-      ok: true;
-      compiled: CompiledQuery;
-      operation: 'query' | 'mutation' | 'subscription';
-      op: OperationDefinitionNode;
-      /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
-      coerceWithGraphqlJs: boolean;
-    }
-  | { ok: false; status: number; errors: WireError[] };
+/** A document ready to run for one schema view: what execute() and a subscribe() share. */
+export interface Ready {
+  ok: true;
+  compiled: CompiledQuery;
+  operation: 'query' | 'mutation' | 'subscription';
+  op: OperationDefinitionNode;
+  /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
+  coerceWithGraphqlJs: boolean;
+  /** Per variable, the argument it feeds: input errors name the argument. */
+  argumentOf: ReadonlyMap<string, string>;
+}
+
+export type Prepared = Ready | { ok: false; errors: readonly GraphQLError[] };
 
 interface SchemaEntry {
   version: number;
@@ -50,23 +66,73 @@ interface SchemaEntry {
   sdl?: string;
 }
 
+/** Where an operation of one principal runs: its project's actor, snapshot and schema view. */
+export interface Target {
+  actor: ProjectActor;
+  snapshot: ProjectSnapshot;
+  entry: SchemaEntry;
+}
+
 interface ResponseCache {
   /** Bumped on every invalidation: an execution that started before must not store its result. */
   gen: number;
-  entries: Lru<string, GraphqlResponse>;
+  entries: Lru<string, Executed>;
 }
 
 export const CACHE_MAX_AGE = 30;
 const DOCS_PER_SCHEMA = 500;
+const DOC_CACHE_BYTES = 32 * 1024 * 1024;
 const RESPONSES_PER_PROJECT = 2000;
+const RESPONSE_CACHE_BYTES = 32 * 1024 * 1024;
 const MAX_CACHED_BODY = 512 * 1024;
+
+/**
+ * Cache keys are SHA-256 digests of what identifies an entry: a key never holds the document or
+ * the variables (a 0.9 MB document used to be kept three times, twice as keys).
+ */
+function digest(...parts: string[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p).update('\0');
+  return h.digest('base64url');
+}
+
+/**
+ * Estimated heap a prepared document keeps alive (measured as heap growth over 200 compiled
+ * documents of several shapes, graphql-jit 0.8): ~20 KB per compiled document, ~2.5 KB per
+ * field node, and the source text (AST locations and error sources point at it), as UTF-16.
+ */
+const weights = new WeakMap<Prepared, number>();
+function preparedBytes(p: Prepared): number {
+  return weights.get(p) ?? 20_480;
+}
+
+const docCache = (): Lru<string, Prepared> =>
+  new Lru({ kind: 'documents', maxEntries: DOCS_PER_SCHEMA, maxBytes: DOC_CACHE_BYTES, sizeOf: preparedBytes, budget: processCacheBudget });
 const RESPONSES = 'gql:responses';
 
-function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal): SchemaEntry {
-  const key = `gql:schema:${principal.fingerprint}`;
+/** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
+const writesMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; writes: Set<string> | null }>();
+
+/** Models a customer's stamped scopes let them write (null: none, the key's schema serves). */
+function customerWrites(snapshot: ProjectSnapshot, principal: KeyPrincipal, customer: CustomerPrincipal | null | undefined): Set<string> | null {
+  if (!customer || !isPublicKey(principal.kind)) return null;
+  const hit = writesMemo.get(customer.scopes);
+  if (hit && hit.snapshot === snapshot) return hit.writes;
+  let out: Set<string> | null = null;
+  if (customer.scopes.size > 0) {
+    for (const m of snapshot.models) if (hasScope(customer.scopes, `records:write:${m.key}`)) (out ??= new Set()).add(m.key);
+  }
+  writesMemo.set(customer.scopes, { snapshot, writes: out });
+  return out;
+}
+
+function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal, customer?: CustomerPrincipal | null): SchemaEntry {
+  const writes = customerWrites(snapshot, principal, customer);
+  // Customers who may write get their own schema per set of writable models; others share the key's.
+  const key = writes ? `gql:schema:${principal.fingerprint}:w:${[...writes].sort().join(',')}` : `gql:schema:${principal.fingerprint}`;
   let entry = actor.derived.get(key) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
-    entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal), docs: new Lru(DOCS_PER_SCHEMA) };
+    entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache() };
     actor.derived.set(key, entry);
   }
   return entry;
@@ -75,149 +141,216 @@ function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: 
 function responseCache(actor: ProjectActor): ResponseCache {
   let rc = actor.derived.get(RESPONSES) as ResponseCache | undefined;
   if (!rc) {
-    rc = { gen: 0, entries: new Lru(RESPONSES_PER_PROJECT) };
+    rc = {
+      gen: 0,
+      entries: new Lru({ kind: 'responses', maxEntries: RESPONSES_PER_PROJECT, maxBytes: RESPONSE_CACHE_BYTES, sizeOf: (e) => 2 * (e.body?.length ?? 0) + 512, budget: processCacheBudget }),
+    };
     actor.derived.set(RESPONSES, rc);
   }
   return rc;
 }
 
-const installed = new WeakSet<Service>();
-
-/** Subscribes once per Service: record changes (from any process) empty that project's response cache. */
-export function installResponseInvalidation(svc: Service): void {
-  if (installed.has(svc)) return;
-  installed.add(svc);
+/**
+ * Record, schema and project changes (from any process) empty that project's response cache.
+ * Installed once by the Service, so every process that serves GraphQL gets it.
+ */
+export function installResponseInvalidation(bus: EventBus, projects: ActorRegistry<ProjectActor>): () => void {
   const drop = (projectId: string) => {
-    const rc = svc.projects.peek(projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
+    const rc = projects.peek(projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
     if (rc) {
       rc.gen++;
       rc.entries.clear();
     }
   };
-  svc.bus.subscribe((e) => {
+  const off = bus.subscribe((e) => {
     if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed') drop(e.projectId);
   });
   // Changes made while the listener was away were never heard: every cached response may be stale.
-  svc.bus.onReconnect(() => {
-    for (const projectId of svc.projects.keys()) drop(projectId);
+  const offReconnect = bus.onReconnect(() => {
+    for (const projectId of projects.keys()) drop(projectId);
   });
+  return () => {
+    off();
+    offReconnect();
+  };
 }
 
-function prepare(view: SchemaView, req: GraphqlRequest, production: boolean): Prepared {
+/** The project actor and schema view an operation of this principal runs against. */
+export async function targetOf(deps: Pick<GraphqlDeps, 'projects'>, principal: KeyPrincipal, customer?: CustomerPrincipal | null): Promise<Target> {
+  const actor = await deps.projects.get(principal.projectId);
+  const snapshot = actor.snapshot;
+  return { actor, snapshot, entry: schemaEntry(actor, snapshot, principal, customer) };
+}
+
+/** The schema this principal sees (subscribe() needs it beside the compiled document). */
+export function schemaOf(target: Target): GraphQLSchema {
+  return target.entry.view.schema;
+}
+
+/** Parses, validates, limit-checks and compiles once per distinct document per schema view. */
+export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
+  const docKey = digest(req.operationName ?? '', req.query);
+  let prepared = target.entry.docs.get(docKey);
+  if (!prepared) {
+    prepared = prepare(target.entry.view, req);
+    target.entry.docs.set(docKey, prepared);
+  }
+  return prepared;
+}
+
+/** The resolver context of one request (a fresh loader: batching is per request). */
+export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null): GqlContext {
+  const { snapshot, entry } = target;
+  return {
+    svc: deps,
+    principal,
+    snapshot,
+    models: entry.view.models,
+    loader: new RecordLoader(deps.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null),
+    noStore: false,
+    customer,
+  };
+}
+
+/**
+ * Variables for the compiled document: coerced here by graphql-js when the document needs it
+ * (variables.ts), else passed as given (graphql-jit coerces them itself).
+ */
+export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
+  // Checked before any coercion (which recurses, and would hand PostgreSQL what it cannot store).
+  const bad = checkVariables(raw, ready.argumentOf);
+  if (bad) return { errors: [bad] };
+  const values = raw ?? {};
+  if (!ready.coerceWithGraphqlJs) return { values };
+  const coerced = getVariableValues(target.entry.view.schema, ready.op.variableDefinitions ?? [], values, { maxErrors: 20 });
+  return coerced.errors ? { errors: coerced.errors } : { values: coerced.coerced };
+}
+
+function prepare(view: SchemaView, req: GraphqlRequest): Prepared {
+  const stats = { fields: 0 };
+  const p = prepareDocument(view, req, stats);
+  const source = 2 * req.query.length + 2 * (req.operationName?.length ?? 0);
+  weights.set(p, p.ok ? 20_480 + source + 2_560 * stats.fields : 1_024 + source + p.errors.reduce((n, e) => n + 512 + 2 * e.message.length, 0));
+  return p;
+}
+
+function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields: number }): Prepared {
   let doc: DocumentNode;
   try {
-    doc = parse(req.query, { maxTokens: 20_000 });
+    doc = parse(req.query, { maxTokens: LIMITS.maxTokens });
   } catch (err) {
-    return { ok: false, status: 400, errors: [maskError(err as GraphQLError, production)] };
+    // The parser recurses: a document nested past the stack is a syntax error too, not ours.
+    return { ok: false, errors: [err instanceof GraphQLError ? err : new GraphQLError('Syntax Error: the document is nested too deeply')] };
   }
+  // Limits first: they are linear in the document, validation is not.
+  const limit = checkLimits(doc, stats);
+  if (limit) return { ok: false, errors: [limit] };
+  const inputs = checkDocumentInputs(doc);
+  if (inputs.error) return { ok: false, errors: [inputs.error] };
   const errors = validate(view.schema, doc, undefined, { maxErrors: 20 });
-  if (errors.length) return { ok: false, status: 400, errors: errors.map((e) => maskError(e, production)) };
+  if (errors.length) return { ok: false, errors };
   const op = getOperationAST(doc, req.operationName ?? undefined);
   if (!op) {
     const message = req.operationName ? `Unknown operation named "${req.operationName}"` : 'Must provide operation name if query contains multiple operations';
-    return { ok: false, status: 400, errors: [{ message, extensions: { code: 'BAD_USER_INPUT' } }] };
+    return { ok: false, errors: [new GraphQLError(message, { originalError: new BadUserInput(message) })] };
   }
   const root = op.operation === 'mutation' ? view.schema.getMutationType() : op.operation === 'subscription' ? view.schema.getSubscriptionType() : view.schema.getQueryType();
   if (!root) {
     // graphql-js 16 does not reject an operation type the schema lacks (public keys have no
     // Mutation type); answer as for any field absent from the key's schema.
     const type = op.operation === 'mutation' ? 'Mutation' : 'Subscription';
-    const errors = op.selectionSet.selections.map((s) => ({
-      message: `Cannot query field "${s.kind === Kind.FIELD ? s.name.value : '...'}" on type "${type}".`,
-      extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
-    }));
-    return { ok: false, status: 400, errors };
+    const errors = op.selectionSet.selections.map((s) => {
+      const message = `Cannot query field "${s.kind === Kind.FIELD ? s.name.value : '...'}" on type "${type}".`;
+      return new GraphQLError(message, { originalError: new GraphqlValidationFailed(message) });
+    });
+    return { ok: false, errors };
   }
-  const limit = checkLimits(doc, op);
-  if (limit) return { ok: false, status: 400, errors: [maskError(limit, production)] };
   const forJit = jitDocument(view.schema, doc, op);
   const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
-  if (!isCompiledQuery(compiled)) {
-    return { ok: false, status: 400, errors: (compiled.errors ?? []).map((e) => maskError(e, production)) };
-  }
-  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten };
+  if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
+  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
 }
 
-function errorResponse(status: number, errors: WireError[]): GraphqlResponse {
-  return { status, body: JSON.stringify({ errors }), cacheControl: 'no-store' };
+function refused(errors: readonly GraphQLError[]): Executed {
+  return { result: { errors }, rejected: true, cacheControl: 'no-store', body: undefined };
+}
+
+function failed(result: ExecutionResult): Executed {
+  return { result, rejected: false, cacheControl: 'no-store', body: undefined };
+}
+
+/** A response-cache entry: the body as stored; the result object only if a transport asks. */
+function stored(body: string, cacheControl: string): Executed {
+  let parsed: ExecutionResult | undefined;
+  return {
+    rejected: false,
+    cacheControl,
+    body,
+    get result() {
+      return (parsed ??= JSON.parse(body) as ExecutionResult);
+    },
+  };
 }
 
 export interface ExecuteOptions {
+  /** Mutations are refused over GET (GraphQL over HTTP); other transports say POST. */
   method: 'GET' | 'POST';
-  /** A customer token came with the key: the read is per customer and never shared-cached. */
-  customer: boolean;
+  /** A verified customer token came with the key: the read is per customer and never shared-cached. */
+  customer: CustomerPrincipal | null;
+  /** The client's address (login throttling). */
+  clientIp?: string | null;
 }
 
-export async function executeGraphql(svc: Service, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<GraphqlResponse> {
+/** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
+export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<Executed> {
   if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string');
-  const actor = await svc.projects.get(principal.projectId);
-  const snapshot = actor.snapshot;
-  const entry = schemaEntry(actor, snapshot, principal);
-  const production = svc.settings.production;
-  const docKey = `${req.operationName ?? ''}\0${req.query}`;
-
-  const rc = opts.customer || !svc.settings.responseCache ? undefined : responseCache(actor);
-  const responseKey = rc ? `${principal.fingerprint}\0${docKey}\0${req.variables ? JSON.stringify(req.variables) : ''}` : '';
+  const target = await targetOf(deps, principal, opts.customer);
+  const rc = opts.customer !== null || !deps.settings.responseCache ? undefined : responseCache(target.actor);
+  const responseKey = rc ? digest(principal.fingerprint, req.operationName ?? '', req.query, req.variables ? JSON.stringify(req.variables) : '') : '';
   if (rc) {
     const hit = rc.entries.get(responseKey);
+    if (deps.cacheStats) deps.cacheStats[hit ? 'hits' : 'misses']++;
     if (hit) return hit;
   }
 
-  let prepared = entry.docs.get(docKey);
-  if (!prepared) {
-    prepared = prepare(entry.view, req, production);
-    entry.docs.set(docKey, prepared);
+  const prepared = prepareFor(target, req);
+  if (!prepared.ok) return refused(prepared.errors);
+  if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
+  if (prepared.operation === 'subscription') {
+    const message = 'Subscriptions are served over WebSocket at /graphql/ws';
+    return refused([new GraphQLError(message, { originalError: new BadUserInput(message) })]);
   }
-  if (!prepared.ok) return errorResponse(prepared.status, prepared.errors);
-  if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST');
-  if (prepared.operation === 'subscription') return errorResponse(400, [{ message: 'Subscriptions are served over WebSocket at /graphql/ws', extensions: { code: 'BAD_USER_INPUT' } }]);
 
-  const ctx: GqlContext = {
-    svc,
-    principal,
-    snapshot,
-    models: entry.view.models,
-    loader: new RecordLoader(svc.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null),
-    noStore: false,
-  };
+  const ctx = contextFor(deps, principal, target, opts.customer);
+  ctx.clientIp = opts.clientIp ?? null;
   const gen = rc?.gen;
-  let result;
-  let variables = req.variables ?? {};
-  if (prepared.coerceWithGraphqlJs) {
-    const coerced = getVariableValues(entry.view.schema, prepared.op.variableDefinitions ?? [], variables, { maxErrors: 20 });
-    if (coerced.errors) return errorResponse(200, coerced.errors.map((e) => maskError(e, production)));
-    variables = coerced.coerced;
-  }
+  const variables = variablesFor(target, prepared, req.variables);
+  if ('errors' in variables) return failed({ errors: variables.errors });
+  let result: ExecutionResult;
   try {
-    result = await prepared.compiled.query(undefined, ctx, variables);
+    result = await prepared.compiled.query(undefined, ctx, variables.values);
   } catch (err) {
-    const e = toSvcError(err);
-    return errorResponse(200, [maskError(e, production)]);
+    const e = err instanceof Error ? err : new Error(String(err));
+    return failed({ errors: [new GraphQLError(e.message, { originalError: e })] });
   }
   if (result.errors?.length) {
-    let raw: readonly GraphQLError[] = result.errors;
-    if (result.data === undefined && raw[0]?.message.startsWith('Variable "$')) {
+    if (result.data === undefined && result.errors[0]?.message.startsWith('Variable "$')) {
       // graphql-jit names only the innermost input field; graphql-js gives the full path
       // ("at \"d.hero.url\""), so the rare error path re-coerces for a clearer message.
-      const coerced = getVariableValues(entry.view.schema, prepared.op.variableDefinitions ?? [], req.variables ?? {}, { maxErrors: 20 });
-      if (coerced.errors?.length) raw = coerced.errors;
+      const coerced = getVariableValues(target.entry.view.schema, prepared.op.variableDefinitions ?? [], req.variables ?? {}, { maxErrors: 20 });
+      if (coerced.errors?.length) return failed({ errors: coerced.errors });
     }
-    const errors = raw.map((e) => maskError(e, production));
-    const body = JSON.stringify(result.data === undefined ? { errors } : { errors, data: result.data });
-    return { status: 200, body, cacheControl: 'no-store' };
+    return failed(result);
   }
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
-  const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer ? 'private, no-store' : `public, max-age=${CACHE_MAX_AGE}`;
-  const response: GraphqlResponse = { status: 200, body, cacheControl };
-  if (rc && isRead && !ctx.noStore && rc.gen === gen && body.length <= MAX_CACHED_BODY) rc.entries.set(responseKey, response);
-  return response;
+  const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : `public, max-age=${CACHE_MAX_AGE}`;
+  if (rc && isRead && !ctx.noStore && rc.gen === gen && body.length <= MAX_CACHED_BODY) rc.entries.set(responseKey, stored(body, cacheControl));
+  return { result, rejected: false, cacheControl, body };
 }
 
-/** The SDL of the schema this key sees (GET /schema). */
-export async function schemaSdl(svc: Service, principal: KeyPrincipal): Promise<string> {
-  const actor = await svc.projects.get(principal.projectId);
-  const entry = schemaEntry(actor, actor.snapshot, principal);
+export async function schemaSdl(deps: Pick<GraphqlDeps, 'projects'>, principal: KeyPrincipal): Promise<string> {
+  const { entry } = await targetOf(deps, principal);
   entry.sdl ??= printSchema(entry.view.schema);
   return entry.sdl;
 }

@@ -1,7 +1,7 @@
 import type { KeyPrincipal } from '../auth/principal.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { PermissionDenied } from '../errors.ts';
-import type { FieldDef, ModelDef, Principal } from '../models/types.ts';
+import type { FieldDef, ModelDef, Principal } from '../projects/types.ts';
 import type { GqlContext } from './context.ts';
 
 /**
@@ -31,10 +31,21 @@ export function keyPrincipals(key: Pick<KeyPrincipal, 'kind'>): ReadonlySet<Prin
 /** The record a write goes to: null `recordId` for a create. */
 export interface WriteTarget {
   recordId: string | null;
+  /** The record is (or, for a create, will be) owned by the customer of the token. */
+  ownedByCaller?: boolean;
 }
 
-export function writerPrincipals(ctx: Pick<GqlContext, 'principal'>, _target?: WriteTarget): ReadonlySet<Principal> {
-  return keyPrincipals(ctx.principal);
+/**
+ * A customer token adds `scoped` (the customer acts through stamped scopes) and, on the
+ * customer's own records and on creates (which the customer will own), `self`.
+ */
+export function writerPrincipals(ctx: Pick<GqlContext, 'principal' | 'customer'>, target?: WriteTarget): ReadonlySet<Principal> {
+  const base = keyPrincipals(ctx.principal);
+  if (!ctx.customer) return base;
+  const out = new Set<Principal>(base);
+  out.add('scoped');
+  if (target && (target.recordId === null || target.ownedByCaller)) out.add('self');
+  return out;
 }
 
 /** Who reads. Schemas are built per key fingerprint (which includes the key kind), so reads are pruned at build time. */
@@ -59,7 +70,7 @@ export function canWrite(f: FieldDef, who: ReadonlySet<Principal>): boolean {
  * when `data` sets a field whose `access.write` excludes every principal of the caller.
  * Setting a field to null is setting it. Defaults the server applies are not the caller's.
  */
-export function checkFieldWrites(ctx: Pick<GqlContext, 'principal'>, model: ModelDef, data: unknown, target: WriteTarget): void {
+export function checkFieldWrites(ctx: Pick<GqlContext, 'principal' | 'customer'>, model: ModelDef, data: unknown, target: WriteTarget): void {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
   let who: ReadonlySet<Principal> | undefined;
   for (const f of model.fields) {

@@ -1,9 +1,13 @@
-import { GraphQLError, Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import { BadUserInput, QueryLimitExceeded } from '../errors.ts';
+import {
+  GraphQLError, Kind,
+  type DocumentNode, type FieldNode, type FragmentDefinitionNode, type SelectionSetNode, type ValueNode,
+} from 'graphql';
 
 /**
- * Document limits, checked once per distinct document (the result is cached with the compiled
- * query), so a breach is a clear error before anything executes. Defaults are documented in
- * docs/graphql.md.
+ * Document and input limits. Every limit here is documented, with its default, in
+ * docs/graphql.md ("Limits"). Document limits are checked once per distinct document, right
+ * after parsing and before validation, so a breach is a clear 400 before any other work runs.
  */
 export const LIMITS = {
   maxDepth: 12,
@@ -16,52 +20,322 @@ export const LIMITS = {
   maxBatchOperations: 100,
   /** Operations in one HTTP batch (a JSON array body); each counts against the rate limit. */
   maxHttpBatch: 20,
+  /**
+   * Field pairs graphql-js may compare in one selection set (fields with one response name,
+   * counting fragments' fields as possibly alike): its overlap check is quadratic in them.
+   */
+  maxFieldPairs: 250_000,
+  /** Lexical tokens of one document: bounds parsing and, with the limits above, validation. */
+  maxTokens: 20_000,
+  /** Nesting of any input value: a variable's JSON, a literal argument, a JSON field value. */
+  maxInputDepth: 64,
+  /** Nesting of AND / OR / NOT in one `where`. */
+  maxFilterDepth: 16,
+  /** Conditions plus list items (`in`, `notIn`, AND/OR branches) in one `where`. */
+  maxFilterBreadth: 1_000,
+  /** Sort keys in one `orderBy` (each becomes a selected column and a cursor value). */
+  maxOrderBy: 8,
+  /** Characters of a pagination cursor. */
+  maxCursorLength: 2_000,
+  /** How far search may page (its cursor is positional). */
+  maxSearchOffset: 10_000,
 } as const;
 
+/**
+ * Selection sets nested inside each other, counting fragment spreads, regardless of what counts
+ * towards depth: bounds the walk's (and validation's) recursion.
+ */
+const MAX_NESTING = 100;
 const LIST_FIELDS = /^(records|searchRecords|search[A-Z]\w*s|\w+s)$/;
+/** Root fields of the introspection system: their subtrees have their own bounded shape. */
+const INTROSPECTION_ROOTS = new Set(['__schema', '__type']);
 
-function limitError(message: string, code: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code } });
+function limitError(message: string, code: QueryLimitExceeded['code']): GraphQLError {
+  return new GraphQLError(message, { originalError: new QueryLimitExceeded(code, message), extensions: { code } });
 }
 
-export function checkLimits(doc: DocumentNode, op: OperationDefinitionNode): GraphQLError | null {
+/** Thrown inside the walk the moment a limit is passed: nothing after it is looked at. */
+class Exceeded extends Error {
+  constructor(readonly error: GraphQLError) {
+    super(error.message);
+  }
+}
+
+/**
+ * What one selection set (or fragment) adds at multiplier 1. Cost is linear in the enclosing
+ * multiplier, so one summary per fragment serves every place it is spread.
+ */
+interface Summary {
+  /** Data depth below this point (introspection subtrees count 0). */
+  depth: number;
+  aliases: number;
+  cost: number;
+  /** Fields at the top level of the set, through inline fragments and spreads. */
+  top: number;
+}
+
+type Mode = 'data' | 'introspection';
+
+/**
+ * Checks depth, aliases and cost of every operation and fragment of a (not yet validated)
+ * document in time linear in its size: each fragment is summarised once per mode and its
+ * summary reused at every spread, and the walk stops as soon as any running total passes its
+ * limit. Introspection (`__schema`, `__type`) does not count towards the depth limit: its list
+ * nesting is bounded by graphql-js's MaxIntrospectionDepthRule, and its fields still count
+ * towards aliases and cost (never multiplied by page sizes).
+ */
+export function checkLimits(doc: DocumentNode, stats?: { fields: number }): GraphQLError | null {
   const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const d of doc.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-  let aliases = 0;
-  let maxDepth = 0;
-  const walk = (set: SelectionSetNode, depth: number, multiplier: number, seen: Set<string>): number => {
-    let cost = 0;
-    for (const s of set.selections) {
-      if (s.kind === Kind.FIELD) {
-        if (s.alias) aliases++;
-        const d = depth + 1;
-        if (d > maxDepth) maxDepth = d;
-        cost += multiplier;
-        if (s.selectionSet) {
-          // Connection fields multiply their subtree by the page size asked for (or the default).
-          let m = multiplier;
-          const firstArg = s.arguments?.find((a) => a.name.value === 'first');
-          if (firstArg || (LIST_FIELDS.test(s.name.value) && s.name.value !== 'edges')) {
-            const n = firstArg?.value.kind === Kind.INT ? Number(firstArg.value.value) : LIMITS.defaultPageSize;
-            m = multiplier * Math.max(1, Math.min(n, LIMITS.maxPageSize));
-          }
-          cost += walk(s.selectionSet, d, m, seen);
-        }
-      } else if (s.kind === Kind.INLINE_FRAGMENT) {
-        cost += walk(s.selectionSet, depth, multiplier, seen);
-      } else {
-        const f = fragments.get(s.name.value);
-        // A fragment cycle is reported by validation; here it just stops the walk.
-        if (!f || seen.has(f.name.value)) continue;
-        cost += walk(f.selectionSet, depth, multiplier, new Set(seen).add(f.name.value));
-      }
-      if (maxDepth > LIMITS.maxDepth) return cost;
-    }
-    return cost;
+  for (const d of doc.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION && !fragments.has(d.name.value)) fragments.set(d.name.value, d);
+  const memo = new Map<string, Summary>();
+  const inProgress = new Set<string>();
+
+  const check = (s: Summary, base: number): void => {
+    if (base + s.depth > LIMITS.maxDepth) throw new Exceeded(limitError(`Query depth exceeds the maximum of ${LIMITS.maxDepth}`, 'QUERY_TOO_DEEP'));
+    if (s.aliases > LIMITS.maxAliases) throw new Exceeded(limitError(`Query uses more than ${LIMITS.maxAliases} aliases`, 'TOO_MANY_ALIASES'));
+    if (s.cost > LIMITS.maxCost) throw new Exceeded(limitError(`Query cost exceeds the maximum of ${LIMITS.maxCost}`, 'QUERY_TOO_COMPLEX'));
   };
-  const cost = walk(op.selectionSet, 0, 1, new Set());
-  if (maxDepth > LIMITS.maxDepth) return limitError(`Query depth ${maxDepth} exceeds the maximum of ${LIMITS.maxDepth}`, 'QUERY_TOO_DEEP');
-  if (aliases > LIMITS.maxAliases) return limitError(`Query uses ${aliases} aliases; the maximum is ${LIMITS.maxAliases}`, 'TOO_MANY_ALIASES');
-  if (cost > LIMITS.maxCost) return limitError(`Query cost ${cost} exceeds the maximum of ${LIMITS.maxCost}`, 'QUERY_TOO_COMPLEX');
+
+  const fragment = (name: string, mode: Mode): Summary => {
+    const key = `${mode}:${name}`;
+    const known = memo.get(key);
+    if (known) return known;
+    const f = fragments.get(name);
+    // Unknown fragments and cycles are reported by validation; here they add nothing.
+    if (!f || inProgress.has(key)) return { depth: 0, aliases: 0, cost: 0, top: 0 };
+    inProgress.add(key);
+    const s = selectionSet(f.selectionSet, mode);
+    inProgress.delete(key);
+    memo.set(key, s);
+    return s;
+  };
+
+  const pageSize = (field: FieldNode): number => {
+    const first = field.arguments?.find((a) => a.name.value === 'first');
+    if (!first && !LIST_FIELDS.test(field.name.value)) return 1;
+    // A variable may ask for any page size: count the largest.
+    const n = !first ? LIMITS.defaultPageSize : first.value.kind === Kind.INT ? Number(first.value.value) : LIMITS.maxPageSize;
+    return Math.max(1, Math.min(n, LIMITS.maxPageSize));
+  };
+
+  let nesting = 0;
+  const selectionSet = (set: SelectionSetNode, mode: Mode): Summary => {
+    if (++nesting > MAX_NESTING) throw new Exceeded(limitError(`Query nests selections more than ${MAX_NESTING} levels deep`, 'QUERY_TOO_DEEP'));
+    const out: Summary = { depth: 0, aliases: 0, cost: 0, top: 0 };
+    const names = new Map<string, number>();
+    let pairs = 0;
+    let direct = 0;
+    for (const sel of set.selections) {
+      let s: Summary;
+      if (sel.kind === Kind.FIELD) {
+        const name = sel.alias?.value ?? sel.name.value;
+        const c = (names.get(name) ?? 0) + 1;
+        names.set(name, c);
+        pairs += 2 * c - 1;
+        direct++;
+        if (stats) stats.fields++;
+        const intro = mode === 'introspection' || INTROSPECTION_ROOTS.has(sel.name.value);
+        const sub = sel.selectionSet ? selectionSet(sel.selectionSet, intro ? 'introspection' : mode) : { depth: 0, aliases: 0, cost: 0, top: 0 };
+        const m = intro || !sel.selectionSet ? 1 : pageSize(sel);
+        s = {
+          depth: mode === 'introspection' ? 0 : intro ? 1 : 1 + sub.depth,
+          aliases: sub.aliases + (sel.alias ? 1 : 0),
+          cost: 1 + m * sub.cost,
+          top: 1,
+        };
+      } else if (sel.kind === Kind.INLINE_FRAGMENT) {
+        s = selectionSet(sel.selectionSet, mode);
+      } else {
+        s = fragment(sel.name.value, mode);
+      }
+      out.depth = Math.max(out.depth, s.depth);
+      out.aliases += s.aliases;
+      out.cost += s.cost;
+      out.top += s.top;
+      check(out, 0);
+      // Fields reached through fragments may all share names: count them as if they did.
+      const indirect = out.top - direct;
+      if (pairs + indirect * (indirect + direct) > LIMITS.maxFieldPairs) {
+        throw new Exceeded(limitError(`A selection set holds too many fields to compare (at most ${LIMITS.maxFieldPairs} pairs)`, 'QUERY_TOO_COMPLEX'));
+      }
+    }
+    nesting--;
+    return out;
+  };
+
+  try {
+    for (const d of doc.definitions) if (d.kind === Kind.OPERATION_DEFINITION) check(selectionSet(d.selectionSet, 'data'), 0);
+    // Fragments nobody spreads are still validated: they must fit the limits too.
+    for (const d of doc.definitions) {
+      if (d.kind === Kind.FRAGMENT_DEFINITION && !memo.has(`data:${d.name.value}`) && !memo.has(`introspection:${d.name.value}`)) {
+        check(fragment(d.name.value, d.typeCondition.name.value.startsWith('__') ? 'introspection' : 'data'), 0);
+      }
+    }
+  } catch (err) {
+    if (err instanceof Exceeded) return err.error;
+    throw err;
+  }
   return null;
+}
+
+/** Whether a string can be stored: PostgreSQL text and jsonb hold neither NUL nor lone surrogates. */
+export function badString(s: string): string | null {
+  if (s.includes('\0')) return 'NUL characters are not allowed';
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'unpaired UTF-16 surrogates are not allowed';
+  return null;
+}
+
+/** A problem found in an input value: what is wrong and where (a dotted path inside the value). */
+export interface InputProblem {
+  path: string;
+  reason: string;
+}
+
+/**
+ * Checks a JSON-like value (a variable's value) for strings that cannot be stored, in keys and
+ * values, and for nesting deeper than `LIMITS.maxInputDepth`. Iterative: a hostile depth cannot
+ * exhaust the stack here.
+ */
+export function checkInputValue(value: unknown, maxDepth: number = LIMITS.maxInputDepth): InputProblem | null {
+  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: '', depth: 0 }];
+  while (stack.length) {
+    const { v, path, depth } = stack.pop()!;
+    if (typeof v === 'string') {
+      const bad = badString(v);
+      if (bad) return { path, reason: bad };
+    } else if (typeof v === 'object' && v !== null) {
+      if (depth >= maxDepth) return { path, reason: `values may nest at most ${maxDepth} levels deep` };
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) stack.push({ v: v[i], path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
+      } else {
+        for (const [k, x] of Object.entries(v)) {
+          const badKey = badString(k);
+          if (badKey) return { path, reason: `object keys: ${badKey}` };
+          stack.push({ v: x, path: path ? `${path}.${k}` : k, depth: depth + 1 });
+        }
+      }
+    }
+  }
+  return null;
+}
+
+/** The same checks for a literal value written in the document. */
+function checkLiteral(value: ValueNode): InputProblem | null {
+  const stack: { v: ValueNode; path: string; depth: number }[] = [{ v: value, path: '', depth: 0 }];
+  while (stack.length) {
+    const { v, path, depth } = stack.pop()!;
+    if (v.kind === Kind.STRING) {
+      const bad = badString(v.value);
+      if (bad) return { path, reason: bad };
+    } else if (v.kind === Kind.LIST || v.kind === Kind.OBJECT) {
+      if (depth >= LIMITS.maxInputDepth) return { path, reason: `values may nest at most ${LIMITS.maxInputDepth} levels deep` };
+      if (v.kind === Kind.LIST) v.values.forEach((x, i) => stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 }));
+      else for (const f of v.fields) stack.push({ v: f.value, path: path ? `${path}.${f.name.value}` : f.name.value, depth: depth + 1 });
+    }
+  }
+  return null;
+}
+
+export function inputError(argument: string, problem: InputProblem, variable?: string): GraphQLError {
+  const where = [variable ? `variable "$${variable}"` : '', problem.path ? `at "${problem.path}"` : ''].filter(Boolean).join(' ');
+  const message = `Invalid value for argument "${argument}"${where ? ` (${where})` : ''}: ${problem.reason}`;
+  // Carried as an SvcError so the error boundary keeps `extensions.field`.
+  return new GraphQLError(message, { originalError: new BadUserInput(message, { field: argument }), extensions: { code: 'BAD_USER_INPUT', field: argument } });
+}
+
+/**
+ * Literal arguments and variable defaults of a document, checked like variables. Also returns,
+ * per variable, the first argument it feeds, so a bad variable value names that argument.
+ */
+export function checkDocumentInputs(doc: DocumentNode): { error: GraphQLError | null; argumentOf: Map<string, string> } {
+  const argumentOf = new Map<string, string>();
+  // Iterative over every node that can hold arguments; values are walked by checkLiteral.
+  const stack: unknown[] = [...doc.definitions];
+  while (stack.length) {
+    const node = stack.pop() as Record<string, any>;
+    if (!node || typeof node !== 'object') continue;
+    if (node.kind === Kind.VARIABLE_DEFINITION && node.defaultValue) {
+      const problem = checkLiteral(node.defaultValue);
+      if (problem) return { error: inputError(node.variable.name.value, problem, node.variable.name.value), argumentOf };
+      continue;
+    }
+    if (node.kind === Kind.ARGUMENT) {
+      const name = node.name.value as string;
+      const problem = checkLiteral(node.value);
+      if (problem) return { error: inputError(name, problem), argumentOf };
+      collectVariables(node.value, name, argumentOf);
+      continue;
+    }
+    for (const k of ['variableDefinitions', 'directives', 'arguments', 'selectionSet', 'selections']) {
+      const child = node[k];
+      if (Array.isArray(child)) stack.push(...child);
+      else if (child) stack.push(child);
+    }
+  }
+  return { error: null, argumentOf };
+}
+
+function collectVariables(value: ValueNode, argument: string, out: Map<string, string>): void {
+  const stack: ValueNode[] = [value];
+  while (stack.length) {
+    const v = stack.pop()!;
+    if (v.kind === Kind.VARIABLE) {
+      if (!out.has(v.name.value)) out.set(v.name.value, argument);
+    } else if (v.kind === Kind.LIST) stack.push(...v.values);
+    else if (v.kind === Kind.OBJECT) for (const f of v.fields) stack.push(f.value);
+  }
+}
+
+/** The variables of one request, checked before any coercion (which recurses). */
+export function checkVariables(variables: Record<string, unknown> | null | undefined, argumentOf: ReadonlyMap<string, string>): GraphQLError | null {
+  if (!variables) return null;
+  for (const [name, value] of Object.entries(variables)) {
+    // Depth + 1: the variable itself is one level of the request's `variables` object.
+    const problem = checkInputValue(value);
+    if (problem) return inputError(argumentOf.get(name) ?? name, problem, name);
+  }
+  return null;
+}
+
+/**
+ * A `where` argument (already coerced): AND / OR / NOT nesting at most `maxFilterDepth`, and at
+ * most `maxFilterBreadth` conditions, branches and list items in all. Checked before any SQL
+ * is built, so a huge tree never reaches the builder or PostgreSQL.
+ */
+export function checkWhere(where: unknown): void {
+  if (where === null || where === undefined) return;
+  let breadth = 0;
+  const stack: { w: unknown; depth: number }[] = [{ w: where, depth: 0 }];
+  while (stack.length) {
+    const { w, depth } = stack.pop()!;
+    if (typeof w !== 'object' || w === null) continue;
+    if (depth > LIMITS.maxFilterDepth) throw new BadUserInput(`"where" may nest AND/OR/NOT at most ${LIMITS.maxFilterDepth} levels deep`, { field: 'where' });
+    for (const [k, v] of Object.entries(w)) {
+      if (v === null || v === undefined) continue;
+      if (k === 'AND' || k === 'OR') {
+        const list = Array.isArray(v) ? v : [v];
+        breadth += list.length;
+        for (const x of list) stack.push({ w: x, depth: depth + 1 });
+      } else if (k === 'NOT') {
+        breadth++;
+        stack.push({ w: v, depth: depth + 1 });
+      } else {
+        for (const op of Object.values(v as Record<string, unknown>)) breadth += Array.isArray(op) ? Math.max(1, op.length) : 1;
+      }
+      if (breadth > LIMITS.maxFilterBreadth) throw new BadUserInput(`"where" holds more than ${LIMITS.maxFilterBreadth} conditions and values`, { field: 'where' });
+    }
+  }
+}
+
+/** A pagination cursor's size, before it is decoded. */
+export function checkCursor(cursor: string): string {
+  if (cursor.length > LIMITS.maxCursorLength) throw new BadUserInput('Invalid cursor', { field: 'after' });
+  return cursor;
+}
+
+/** An `orderBy` argument: at most `maxOrderBy` keys (found by the fuzz suite: PostgreSQL's own limit was the only one). */
+export function checkOrderBy(orderBy: unknown): void {
+  if (Array.isArray(orderBy) && orderBy.length > LIMITS.maxOrderBy) {
+    throw new BadUserInput(`"orderBy" holds at most ${LIMITS.maxOrderBy} sort keys`, { field: 'orderBy' });
+  }
 }

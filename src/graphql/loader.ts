@@ -1,5 +1,5 @@
 import type { Sql, ContentSql } from '../store/db.ts';
-import type { ModelDef } from '../models/types.ts';
+import type { ModelDef } from '../projects/types.ts';
 import { readByIds } from '../content/read.ts';
 import { toNode, type ReadScope, type RecordNode, type Stage } from '../content/types.ts';
 

@@ -3,7 +3,7 @@ import {
   GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfig, type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType, type GraphQLOutputType,
 } from 'graphql';
-import type { FieldDef, FieldType, ModelDef, Principal } from '../models/types.ts';
+import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types.ts';
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';

@@ -2,24 +2,45 @@ import {
   GraphQLBoolean, GraphQLEnumType, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
-import type { ModelDef } from '../models/types.ts';
+import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
-import { createRecord, deleteRecord, modelKeyOf, publishRecord, unpublishRecord, updateRecord } from '../content/write.ts';
-import type { RecordNode } from '../content/types.ts';
+import { createRecord, deleteRecord, modelKeysOf, publishRecord, unpublishRecord, updateRecord, type WriteStep } from '../content/write.ts';
+import type { ContentRow } from '../content/types.ts';
+import type { Handle } from '../content/tx.ts';
+import { createMany } from '../content/import.ts';
 import { typeName, type GqlContext } from './context.ts';
 import type { TypeFactory } from './model-types.ts';
 import { JSONScalar } from './scalars.ts';
-import { draftNode, inTransaction, requireModelScope } from './resolvers.ts';
+import { checkLocale, node, requireModelScope } from './resolvers.ts';
+import { commit, draftScope, newTx, readBack, writeContext, writeOne } from './writes.ts';
 import { LIMITS } from './limits.ts';
 import { checkFieldWrites } from './field-access.ts';
+import { ownerOf, ownerStatement } from '../content/owner.ts';
+import { isPublicKey } from '../auth/principal.ts';
+import { PermissionDenied } from '../errors.ts';
 
 /** Write fields of CONTRACT §4; present only in schemas of secret keys. */
 const nn = <T extends GraphQLNullableType>(t: T) => new GraphQLNonNull(t);
 
-async function mustNode(ctx: GqlContext, id: string, locale?: string | null): Promise<RecordNode> {
-  const n = await draftNode(ctx, id, locale);
-  if (!n) throw new NotFound(`No record with _id "${id}"`);
-  return n;
+/**
+ * Whether the customer of the token owns the record. Through a public key a customer writes
+ * only their own records (their scopes come from `self:*` or a role, never from the key): any
+ * other record is PERMISSION_DENIED.
+ */
+async function callerOwns(ctx: GqlContext, id: string): Promise<boolean> {
+  if (!ctx.customer) return false;
+  const owner = await ownerOf(ctx.svc.readSql, ctx.snapshot.id, id);
+  if (owner === undefined) throw new NotFound(`No record with _id "${id}"`);
+  const own = owner === ctx.customer.customerId;
+  if (!own && isPublicKey(ctx.principal.kind)) throw new PermissionDenied('Insufficient permissions');
+  return own;
+}
+
+/** The writes a customer may make through a public key: create and update of their own records. */
+export function customerModelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
+  const all = modelMutations(types, model);
+  const name = typeName(model.key);
+  return { [`create${name}`]: all[`create${name}`]!, [`update${name}`]: all[`update${name}`]! };
 }
 
 export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
@@ -33,8 +54,11 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
         checkFieldWrites(ctx, model, args.data, { recordId: null });
-        const id = await inTransaction(ctx, (tx, w) => createRecord(tx, w, model, args));
-        return mustNode(ctx, id, args.locale);
+        checkLocale(ctx, args.locale);
+        const step = createRecord(writeContext(ctx), model, args);
+        // A record a customer creates is theirs (src/content/owner.ts), in the same transaction.
+        const customer = ctx.customer;
+        return writeOne(ctx, step, args.locale, customer ? [ownerStatement(ctx.snapshot.id, step.recordId, customer.customerId)] : []);
       },
     },
     [`update${name}`]: {
@@ -42,9 +66,10 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { _id: { type: nn(GraphQLID) }, locale: { type: GraphQLString }, data: { type: input } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
-        checkFieldWrites(ctx, model, args.data, { recordId: args._id });
-        await inTransaction(ctx, (tx, w) => updateRecord(tx, w, model, args._id, args.locale, args.data));
-        return mustNode(ctx, args._id, args.locale);
+        checkLocale(ctx, args.locale);
+        const ownedByCaller = await callerOwns(ctx, args._id);
+        checkFieldWrites(ctx, model, args.data, { recordId: args._id, ownedByCaller });
+        return writeOne(ctx, updateRecord(writeContext(ctx), model, args._id, args.locale, args.data), args.locale);
       },
     },
     [`publish${name}Version`]: {
@@ -52,8 +77,7 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { _id: { type: nn(GraphQLID) } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:publish', model);
-        await inTransaction(ctx, (tx, w) => publishRecord(tx, w, model, args._id));
-        return mustNode(ctx, args._id);
+        return writeOne(ctx, publishRecord(writeContext(ctx), model, args._id), null);
       },
     },
     [`unpublish${name}`]: {
@@ -61,8 +85,7 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { _id: { type: nn(GraphQLID) } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:publish', model);
-        await inTransaction(ctx, (tx, w) => unpublishRecord(tx, w, model, args._id));
-        return mustNode(ctx, args._id);
+        return writeOne(ctx, unpublishRecord(writeContext(ctx), model, args._id), null);
       },
     },
     [`delete${name}`]: {
@@ -70,7 +93,7 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       args: { _id: { type: nn(GraphQLID) } },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:delete', model);
-        await inTransaction(ctx, (tx, w) => deleteRecord(tx, w, model, args._id));
+        await commit(ctx, newTx(ctx).write(deleteRecord(writeContext(ctx), model, args._id)));
         return true;
       },
     },
@@ -93,7 +116,12 @@ interface BatchOp {
   data?: unknown;
 }
 
-/** `batchRecordOperations`: every operation in one transaction; any failure rolls back all of them. */
+/**
+ * `batchRecordOperations`: every operation in one transaction, one commit; any failure rolls
+ * back all of them. Operations addressed by `_id` without `modelKey` need their records' models
+ * before their data can be checked: those are read with BEGIN, the one read a write transaction
+ * waits for (WriteTx.prelude).
+ */
 export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown, GqlContext> {
   const input = new GraphQLInputObjectType({
     name: 'BatchRecordOperationInput',
@@ -117,32 +145,66 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
       resolve: async (_r, args: { operations: BatchOp[] }, ctx) => {
         const ops = args.operations;
         if (ops.length > LIMITS.maxBatchOperations) throw new BadUserInput(`At most ${LIMITS.maxBatchOperations} operations per batch`, { field: 'operations' });
-        const done = await inTransaction(ctx, async (tx, w) => {
-          const out: { action: string; _id: string; locale: string | null | undefined }[] = [];
+        for (const [i, op] of ops.entries()) {
+          if (op.action !== 'create' && !op._id) throw new BadUserInput(`operations.${i}._id is required for ${op.action.toUpperCase()}`, { field: `operations.${i}._id` });
+          if (op.locale !== undefined && op.locale !== null) checkLocale(ctx, op.locale, `operations.${i}.locale`);
+        }
+        const w = writeContext(ctx);
+        const tx = newTx(ctx);
+        const out: { action: string; _id: string; locale: string }[] = [];
+        const reads: { locale: string; handle: Handle<ContentRow> }[] = [];
+        const restrictTo = ctx.principal.allowedModels ? [...ctx.models.keys()] : null;
+        const build = (stored: ReadonlyMap<string, string>) => {
+          const steps: WriteStep[] = [];
           for (const [i, op] of ops.entries()) {
-            let id = op._id ?? null;
             let modelKey = op.modelKey ?? null;
+            const missing = () => new NotFound(`operations.${i}: no record with _id "${op._id}"`);
             if (op.action !== 'create') {
-              if (!id) throw new BadUserInput(`operations.${i}._id is required for ${op.action.toUpperCase()}`, { field: `operations.${i}._id` });
-              const actual = await modelKeyOf(tx, ctx.snapshot.id, id);
-              if (!actual || (modelKey && modelKey !== actual) || !ctx.models.has(actual)) throw new NotFound(`operations.${i}: no record with _id "${id}"`);
-              modelKey = actual;
+              modelKey ??= stored.get(op._id!) ?? null;
+              if (!modelKey || !ctx.models.has(modelKey)) throw missing();
             }
             const model = modelKey ? ctx.models.get(modelKey) : undefined;
             if (!model) throw new BadUserInput(`operations.${i}.modelKey names no model`, { field: `operations.${i}.modelKey` });
             requireModelScope(ctx, SCOPE_OF[op.action]!, model);
-            // Inside the transaction: a denied field rolls back the operations before it too.
-            if (op.action === 'create' || op.action === 'update') checkFieldWrites(ctx, model, op.data, { recordId: id });
-            if (op.action === 'create') id = await createRecord(tx, w, model, { naturalKey: op.naturalKey, locale: op.locale, data: op.data ?? {} });
-            else if (op.action === 'update') await updateRecord(tx, w, model, id!, op.locale, op.data ?? {});
-            else if (op.action === 'publish') await publishRecord(tx, w, model, id!);
-            else if (op.action === 'unpublish') await unpublishRecord(tx, w, model, id!);
-            else await deleteRecord(tx, w, model, id!);
-            out.push({ action: op.action, _id: id!, locale: op.locale });
+            if (op.action === 'create' || op.action === 'update') checkFieldWrites(ctx, model, op.data, { recordId: op._id ?? null });
+            const message = `operations.${i}: no record with _id "${op._id}"`;
+            let step: WriteStep;
+            if (op.action === 'create') step = createRecord(w, model, { naturalKey: op.naturalKey, locale: op.locale, data: op.data ?? {} });
+            else if (op.action === 'update') step = updateRecord(w, model, op._id!, op.locale, op.data ?? {}, message);
+            else if (op.action === 'publish') step = publishRecord(w, model, op._id!, message);
+            else if (op.action === 'unpublish') step = unpublishRecord(w, model, op._id!, message);
+            else step = deleteRecord(w, model, op._id!, message);
+            steps.push(step);
+            out.push({ action: op.action, _id: step.recordId, locale: op.locale || ctx.snapshot.defaultLocale });
           }
-          return out;
-        });
-        return Promise.all(done.map(async (d) => ({ action: d.action, _id: d._id, record: d.action === 'delete' ? null : await ctx.loader.load(d._id, 'draft', d.locale ?? ctx.snapshot.defaultLocale) })));
+          // Consecutive creates go as one statement (the import's), the rest one by one, in order.
+          for (let i = 0; i < steps.length; ) {
+            let j = i;
+            while (j < steps.length && steps[j]!.created) j++;
+            if (j - i > 1) {
+              const run = steps.slice(i, j);
+              const { statement } = createMany(w, run.map((s) => s.created!));
+              for (const s of run) tx.write({ ...s, statements: [] });
+              tx.follow(statement);
+              i = j;
+            } else tx.write(steps[i++]!);
+          }
+          // The records as they stand after every operation, read inside the transaction: one
+          // statement per locale asked for.
+          const byLocale = new Map<string, string[]>();
+          for (const d of out) if (d.action !== 'delete') byLocale.set(d.locale, [...(byLocale.get(d.locale) ?? []), d._id]);
+          for (const [locale, ids] of byLocale) reads.push({ locale, handle: readBack(tx, draftScope(ctx, locale), [...new Set(ids)], restrictTo) });
+        };
+        const unknown = ops.filter((op) => op.action !== 'create' && !op.modelKey).map((op) => op._id!);
+        if (unknown.length === 0) build(new Map());
+        else tx.prelude = { statement: modelKeysOf(ctx.snapshot.id, unknown), then: (rows) => build(new Map(rows.map((r) => [String(r.id), String(r.model_key)]))) };
+        const done = await commit(ctx, tx);
+        const nodes = new Map<string, ReturnType<typeof node>>();
+        for (const r of reads) {
+          const scope = draftScope(ctx, r.locale);
+          for (const row of done.rows(r.handle)) nodes.set(`${r.locale}\0${row.id}`, node(ctx, row, scope));
+        }
+        return out.map((d) => ({ action: d.action, _id: d._id, record: d.action === 'delete' ? null : (nodes.get(`${d.locale}\0${d._id}`) ?? null) }));
       },
     },
   };

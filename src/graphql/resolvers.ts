@@ -1,26 +1,33 @@
 import { Kind, type GraphQLResolveInfo, type SelectionSetNode } from 'graphql';
-import type { ModelDef } from '../models/types.ts';
-import type { ContentSql } from '../store/db.ts';
+import type { ModelDef } from '../projects/types.ts';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput } from '../errors.ts';
 import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
 import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
-import type { WriteContext } from '../content/write.ts';
 import type { GqlContext } from './context.ts';
-import { LIMITS } from './limits.ts';
+import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from './field-access.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
 
+/**
+ * The key's scopes, plus the stamped scopes of a customer token sent with it (spec "Rules for
+ * customer roles" 2: a public key never grants write or execute; only the customer's role does,
+ * so the role's scopes are checked without the key kind's limits).
+ */
+export function holds(ctx: Pick<GqlContext, 'principal' | 'customer'>, scope: string): boolean {
+  return hasScope(ctx.principal, scope) || (ctx.customer !== null && hasScope(ctx.customer.scopes, scope));
+}
+
 export function requireScope(ctx: GqlContext, scope: string): void {
-  if (!hasScope(ctx.principal, scope)) throw missingScope(scope);
+  if (!holds(ctx, scope)) throw missingScope(scope);
 }
 
 /** Per-model scopes: the bare scope or its `:<model>` variant satisfies the requirement. */
 export function requireModelScope(ctx: GqlContext, base: string, model: ModelDef): void {
-  if (!hasScope(ctx.principal, `${base}:${model.key}`)) throw missingScope(base);
+  if (!holds(ctx, `${base}:${model.key}`)) throw missingScope(base);
 }
 
 export function readScope(ctx: GqlContext, args: { locale?: string | null; preview?: boolean | null }): ReadScope {
@@ -31,9 +38,23 @@ export function readScope(ctx: GqlContext, args: { locale?: string | null; previ
     ctx.noStore = true;
     stage = 'draft';
   }
-  const locale = args.locale ?? ctx.snapshot.defaultLocale;
-  if (!LOCALE_RE.test(locale)) throw new BadUserInput(`Invalid locale "${locale}"`, { field: 'locale' });
+  const locale = checkLocale(ctx, args.locale);
   return { projectId: ctx.snapshot.id, stage, locale, defaultLocale: ctx.snapshot.defaultLocale };
+}
+
+/**
+ * The locale of a read or a write: well-formed, and one of the project's configured locales
+ * when it has a list (`settings.locales`); the default locale is always allowed. Writes check
+ * it like reads, so nothing is stored that could not be read back.
+ */
+export function checkLocale(ctx: GqlContext, locale: string | null | undefined, field = 'locale'): string {
+  if (locale === null || locale === undefined || locale === '') return ctx.snapshot.defaultLocale;
+  if (locale.length > 35 || !LOCALE_RE.test(locale)) throw new BadUserInput(`Invalid locale "${locale.slice(0, 40)}"`, { field });
+  const configured = ctx.snapshot.settings?.locales;
+  if (Array.isArray(configured) && configured.length && locale !== ctx.snapshot.defaultLocale && !configured.includes(locale)) {
+    throw new BadUserInput(`Locale "${locale}" is not one of the project's locales (${[ctx.snapshot.defaultLocale, ...configured.filter((l) => l !== ctx.snapshot.defaultLocale)].join(', ')})`, { field });
+  }
+  return locale;
 }
 
 export function pageSize(first: number | null | undefined): number {
@@ -73,7 +94,7 @@ export function needsRecordColumns(info: GraphQLResolveInfo): boolean {
   return false;
 }
 
-function node(ctx: GqlContext, row: ContentRow, scope: ReadScope): RecordNode | null {
+export function node(ctx: GqlContext, row: ContentRow, scope: ReadScope): RecordNode | null {
   const model = ctx.models.get(row.model_key);
   return model ? toNode(row, model, scope) : null;
 }
@@ -104,7 +125,9 @@ export async function listConnection(ctx: GqlContext, model: ModelDef, args: Rec
   requireModelScope(ctx, 'records:read', model);
   const scope = readScope(ctx, args);
   const first = pageSize(args.first);
-  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord: needsRecordColumns(info) });
+  checkWhere(args.where);
+  checkOrderBy(args.orderBy);
+  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord: needsRecordColumns(info) });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
@@ -123,9 +146,11 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
   const first = pageSize(args.first);
   let offset = 0;
   if (args.after) {
-    const c = decodeCursor(args.after);
-    if (c[0] !== 's' || typeof c[1] !== 'number') throw new BadUserInput('Invalid cursor');
-    offset = c[1];
+    const c = decodeCursor(checkCursor(args.after));
+    if (c.length !== 2 || c[0] !== 's' || !Number.isSafeInteger(c[1]) || (c[1] as number) < 0 || (c[1] as number) > LIMITS.maxSearchOffset) {
+      throw new BadUserInput('Invalid cursor', { field: 'after' });
+    }
+    offset = c[1] as number;
   }
   const r = await searchContent(ctx.svc.readSql, scope, models.map((m) => m.key), query, first, offset);
   const edges = r.rows.flatMap((row, i) => {
@@ -167,25 +192,7 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
 }
 
-/** Runs writes in one transaction; change events go out only after the commit. */
-export async function inTransaction<T>(ctx: GqlContext, work: (tx: ContentSql, w: WriteContext) => Promise<T>): Promise<T> {
-  ctx.noStore = true;
-  const all = new Map(ctx.snapshot.models.map((m) => [m.key, m]));
-  const w: WriteContext = {
-    projectId: ctx.snapshot.id,
-    defaultLocale: ctx.snapshot.defaultLocale,
-    userId: ctx.principal.keyId,
-    models: (k) => all.get(k),
-    events: [],
-  };
-  const result = await ctx.svc.contentSql.begin((tx) => work(tx as ContentSql, w));
-  await ctx.svc.bus.publishAll(
-    w.events.map((e) => ({ type: 'record.changed', projectId: ctx.snapshot.id, action: e.action, recordId: e.recordId, modelKey: e.modelKey, userId: w.userId })),
-  );
-  return result as T;
-}
-
-/** The working version of a record as mutations return it. */
+/** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */
 export async function draftNode(ctx: GqlContext, id: string, locale: string | null | undefined): Promise<RecordNode | null> {
   const scope: ReadScope = { projectId: ctx.snapshot.id, stage: 'draft', locale: locale ?? ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
   const rows = await readByIds(ctx.svc.readSql, scope, [id], null);

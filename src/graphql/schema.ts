@@ -5,15 +5,22 @@ import {
 import type { KeyPrincipal } from '../auth/principal.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
-import type { ProjectSnapshot } from '../actors/project.ts';
-import type { ModelDef } from '../models/types.ts';
+import type { ProjectSnapshot } from '../projects/actor.ts';
+import type { ModelDef } from '../projects/types.ts';
 import type { GqlContext } from './context.ts';
 import { pluralField, typeName, GRAPHQL_NAME } from './context.ts';
 import { TypeFactory } from './model-types.ts';
 import { JSONScalar, DateTimeScalar } from './scalars.ts';
 import { genericRecord, listConnection, searchConnection, singleRead, versions } from './resolvers.ts';
-import { modelMutations, batchMutation } from './mutations.ts';
+import { modelMutations, batchMutation, customerModelMutations } from './mutations.ts';
 import { readerPrincipals } from './field-access.ts';
+import { operationFields } from './operations.ts';
+import { subscriptionFields } from './subscriptions.ts';
+import { customerMutations, customerQueries } from './customers.ts';
+import { notificationMutations, notificationQueries } from './notifications.ts';
+import { collabMutations } from './collab.ts';
+import { importMutation } from './import.ts';
+import { fileMutations, fileQueries } from './files.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -33,7 +40,11 @@ export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal
   return new Map(snapshot.models.filter((m) => GRAPHQL_NAME.test(m.key) && (!allow || allow.has(m.key))).map((m) => [m.key, m]));
 }
 
-export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal): SchemaView {
+/**
+ * `customerWrites`: models a customer token's stamped scopes may write (create and update of
+ * their own records); through a public key these are the only record mutations.
+ */
+export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, customerWrites: ReadonlySet<string> | null = null): SchemaView {
   const models = visibleModels(snapshot, principal);
   const all = new Map(snapshot.models.map((m) => [m.key, m]));
   const canWrite = !isPublicKey(principal.kind);
@@ -44,6 +55,11 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal):
     _schemaVersion: { type: nn(GraphQLInt), description: "The project's schema version.", resolve: (_r, _a, ctx) => ctx.snapshot.schemaVersion },
   };
   const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
+  // Customer auth (CONTRACT §8) is in every key's schema, public keys included.
+  Object.assign(query, customerQueries());
+  Object.assign(mutation, customerMutations());
+  Object.assign(query, notificationQueries());
+  Object.assign(mutation, notificationMutations(!isPublicKey(principal.kind)));
   const readArgs = { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } };
 
   for (const model of models.values()) {
@@ -69,7 +85,9 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal):
       resolve: (_r, args, ctx) => searchConnection(ctx, [model], args),
     };
     if (canWrite) Object.assign(mutation, modelMutations(types, model));
+    else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
   }
+  if (canWrite && models.size > 0) Object.assign(mutation, collabMutations(types));
 
   if (generic) {
     const recordVersion = new GraphQLObjectType({
@@ -103,12 +121,19 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal):
         return searchConnection(ctx, ms, args);
       },
     };
-    if (canWrite) Object.assign(mutation, batchMutation(types));
+    if (canWrite) Object.assign(mutation, batchMutation(types), importMutation());
   }
+
+  Object.assign(query, fileQueries(principal));
+  Object.assign(mutation, fileMutations(principal));
+  const ops = operationFields(snapshot, principal);
+  Object.assign(query, ops.query);
+  Object.assign(mutation, ops.mutation);
 
   const schema = new GraphQLSchema({
     query: new GraphQLObjectType({ name: 'Query', fields: query }),
     mutation: Object.keys(mutation).length ? new GraphQLObjectType({ name: 'Mutation', fields: mutation }) : undefined,
+    subscription: new GraphQLObjectType({ name: 'Subscription', fields: subscriptionFields() }),
     // Every record type must be reachable for `Record` resolution, even when only linked.
     types: [...models.values()].map((m) => types.recordType(m)),
   });

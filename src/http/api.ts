@@ -1,23 +1,57 @@
 import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { errorBoundary } from './errors.ts';
+import { bodyLimitFor, bodyLimits } from './body.ts';
+import { fileRoutes, UPLOAD_OVERHEAD, UPLOAD_PATH } from './files.ts';
 import { controlRoutes } from './control.ts';
 import { keyRoutes } from './keys.ts';
 import { configRoutes } from './config.ts';
 import { graphqlRoutes } from './graphql.ts';
+import { identityRoutes } from './identity.ts';
+import { oidcRoutes } from './oidc.ts';
+import { operationRoutes } from './operations.ts';
+import { graphqlWsRoutes } from './graphql-ws.ts';
+import type { RealtimeHub } from '../realtime/hub.ts';
+import { collabRoutes } from './collab.ts';
+import { metricsRoutes } from './metrics.ts';
+import { surfaceOf } from '../metrics/requests.ts';
+import { recordRoutes } from './records.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
  * `listen` so tests can mount it on an ephemeral port.
  */
-export function buildApi(svc: Service) {
-  return new Elysia({ name: 'svc.api' })
+export function buildApi(svc: Service, hub?: RealtimeHub) {
+  const { requests } = svc;
+  const app = new Elysia({ name: 'svc.api' })
+    // Every request is counted and logged once, whatever answered it (a route, an error, a 404).
+    .onRequest(({ request }) => requests.start(request))
+    .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue }) => {
+      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
+      const pattern = route || 'unmatched';
+      const path = request.url.slice(request.url.indexOf('/', 8)).split('?', 1)[0]!;
+      requests.done(request, { method: request.method, surface: surfaceOf(pattern), route: pattern, path, status, ms: requests.elapsed(request) });
+    })
     .use(errorBoundary)
+    // Uploads get the file limit (plus multipart framing); the upload itself counts the file.
+    .use(bodyLimits({
+      limitFor: (path) => (path === UPLOAD_PATH ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
+      replaced: (from, to) => requests.carry(from, to),
+    }))
     .get('/health', () => ({ status: 'ok' }))
+    .use(metricsRoutes(svc))
     .use(controlRoutes(svc))
     .use(keyRoutes(svc))
     .use(configRoutes(svc))
-    .use(graphqlRoutes(svc));
+    .use(recordRoutes(svc))
+    .use(identityRoutes(svc))
+    .use(oidcRoutes(svc))
+    .use(operationRoutes(svc))
+    .use(graphqlRoutes(svc))
+    .use(collabRoutes(svc))
+    .use(fileRoutes(svc));
+  // /graphql/ws needs the process's realtime hub (src/server.ts passes it).
+  return hub ? app.use(graphqlWsRoutes(svc, hub)) : app;
 }
 
 export type Api = ReturnType<typeof buildApi>;

@@ -4,11 +4,11 @@ import type { Service } from '../service.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
 import { PermissionDenied } from '../errors.ts';
-import { pushConfig } from '../config-file/apply.ts';
-import { listDomains, pullConfig } from '../config-file/read.ts';
-import { verifyDomain } from '../config-file/domains.ts';
-import { pushSecrets } from '../config-file/secrets.ts';
-import { assignRole, createRole, disableRole, listAssignments, listRoles, revokeRole, updateRole } from '../config-file/customer-roles.ts';
+import { pushConfig } from '../config/apply.ts';
+import { listDomains, pullConfig } from '../config/read.ts';
+import { verifyDomain } from '../identity/domains.ts';
+import { pushSecrets } from '../secrets/vault.ts';
+import { assignRole, createRole, disableRole, listAssignments, listRoles, revokeRole, updateRole } from '../identity/customer-roles.ts';
 
 /** Configuration as code on the control plane (docs/config.md). */
 export function configRoutes(svc: Service) {
@@ -23,7 +23,7 @@ export function configRoutes(svc: Service) {
   return new Elysia({ prefix: '/v1/control/projects/:id' })
     .post('/config', async ({ headers, params, body: b }) => {
       const input = body(b);
-      return pushConfig(svc, await caller(headers), params.id, input.config, { force: input.force === true });
+      return pushConfig(svc, await caller(headers), params.id, input.config, { force: input.force === true, atomic: input.atomic === true });
     })
     .get('/config', async ({ headers, params }) => pullConfig(svc.sql, await caller(headers), params.id))
     .get('/domains', async ({ headers, params }) => ({ domains: await listDomains(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))

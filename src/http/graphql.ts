@@ -1,31 +1,73 @@
 import { Elysia } from 'elysia';
-import type { Service } from '../service.ts';
-import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
-import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
+import type { Gate } from '../auth/gate.ts';
 import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
-import { executeGraphql, installResponseInvalidation, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
+import { execute, schemaSdl, type Executed, type GraphqlRequest } from '../graphql/execute.ts';
+import type { GraphqlDeps } from '../graphql/context.ts';
 import { LIMITS } from '../graphql/limits.ts';
-import { maskError } from '../graphql/errors.ts';
+import { maskError, maskErrors } from '../graphql/errors.ts';
 import { GRAPHIQL_HTML } from '../graphql/graphiql.ts';
 
 /**
  * GraphQL over HTTP (spec "GraphQL over HTTP", CONTRACT §6): POST and GET /graphql, GET /schema
- * and GET /graphiql. Thin: authenticate, count the rate limit, decode the request, hand it to
- * src/graphql/execute.ts, and turn its answer into headers.
+ * and GET /graphiql. Thin: the gate authenticates and counts, this decodes the request, hands it
+ * to the core (src/graphql/execute.ts), masks its errors once and serialises its answer.
  */
 const VARY = 'x-api-key, X-Project-Id';
 
-function json(status: number, body: string, headers: Record<string, string>): Response {
-  return new Response(body, { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+/**
+ * The media type of the answer, from the request's Accept header (GraphQL over HTTP,
+ * "Accept"): `graphql-response` when the client prefers application/graphql-response+json (a
+ * request error, an answer without `data`, is then a 400); `json` when it asks for
+ * application/json (every well-formed request is then a 200, errors in the body); `legacy`
+ * without an Accept header or with only wildcards: application/json, 400 for documents refused
+ * before execution (what this service always answered; docs/graphql.md).
+ */
+type Media = 'graphql-response' | 'json' | 'legacy';
+const GRAPHQL_RESPONSE = 'application/graphql-response+json';
+
+export function negotiate(accept: string | null): Media {
+  if (!accept) return 'legacy';
+  let gr = -1;
+  let js = -1;
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const qp = params.map((x) => x.trim()).find((x) => x.startsWith('q='));
+    const q = qp ? Number(qp.slice(2)) : 1;
+    if (!(q > 0)) continue;
+    if (type === GRAPHQL_RESPONSE) gr = Math.max(gr, q);
+    else if (type === 'application/json') js = Math.max(js, q);
+  }
+  if (gr >= 0 && gr >= js) return 'graphql-response';
+  return js >= 0 ? 'json' : 'legacy';
+}
+
+function json(status: number, body: string, headers: Record<string, string>, media: Media = 'legacy'): Response {
+  const type = media === 'graphql-response' ? GRAPHQL_RESPONSE : 'application/json';
+  return new Response(body, { status, headers: { 'content-type': `${type}; charset=utf-8`, ...headers } });
+}
+
+/** The status of one executed (or refused) operation under the negotiated media type. */
+function statusOf(r: Executed, media: Media): number {
+  if (media === 'json') return 200;
+  if (media === 'graphql-response') return r.rejected || (r.body === undefined && r.result.data === undefined) ? 400 : 200;
+  return r.rejected ? 400 : 200;
 }
 
 /** Failures before execution still answer in GraphQL's shape, with the error's HTTP status. */
-function failure(err: unknown, production: boolean, extra: Record<string, string> = {}): Response {
+function failure(err: unknown, production: boolean, extra: Record<string, string> = {}, media: Media = 'legacy'): Response {
   const e = toSvcError(err);
-  const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra };
-  if (e.code === 'METHOD_NOT_ALLOWED') headers.allow = 'POST';
+  const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra, ...e.headers };
   // maskError logs and masks anything that is not an SvcError.
-  return json(e.status, JSON.stringify({ errors: [maskError(err as Error, production)] }), headers);
+  return json(e.status, JSON.stringify({ errors: [maskError(err as Error, production)] }), headers, media);
+}
+
+/** The JSON text of one answer: as the core made it, or with its errors masked here. */
+function bodyOf(x: Executed, production: boolean): string {
+  if (x.body !== undefined) return x.body;
+  const { data, errors } = x.result;
+  if (!errors?.length) return JSON.stringify(x.result);
+  const masked = maskErrors(errors, production);
+  return JSON.stringify(data === undefined ? { errors: masked } : { errors: masked, data });
 }
 
 function parseVariables(raw: unknown): Record<string, unknown> | null {
@@ -47,11 +89,17 @@ function toRequest(body: unknown): GraphqlRequest {
   const b = body as Record<string, unknown>;
   if (typeof b.query !== 'string') throw new BadUserInput('The request body needs a "query" string');
   if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
+  if (b.extensions !== undefined && b.extensions !== null && (typeof b.extensions !== 'object' || Array.isArray(b.extensions))) throw new BadUserInput('"extensions" must be a JSON object');
   return { query: b.query, variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null };
 }
 
 /** One operation, or a batch: a JSON array of operations answered by an array of results. */
 async function readPost(request: Request): Promise<GraphqlRequest | GraphqlRequest[]> {
+  // GraphQL over HTTP: a POST says what its body is. Only JSON is read (a form or text/plain
+  // post, which a browser sends cross-site without asking, is refused unread).
+  const type = request.headers.get('content-type')?.split(';')[0]!.trim().toLowerCase();
+  if (!type) throw new BadUserInput('POST /graphql needs a Content-Type: application/json header');
+  if (type !== 'application/json') throw new BadUserInput(`POST /graphql takes application/json, not ${type.slice(0, 100)}`);
   const length = Number(request.headers.get('content-length') ?? 0);
   if (length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
   const text = await request.text();
@@ -74,43 +122,49 @@ function readGet(request: Request): GraphqlRequest {
   return { query, variables: parseVariables(url.searchParams.get('variables')), operationName: url.searchParams.get('operationName') };
 }
 
-export function graphqlRoutes(svc: Service) {
-  installResponseInvalidation(svc);
-  const production = svc.settings.production;
+export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }) {
+  const { gate } = deps;
+  const production = deps.settings.production;
 
-  const handle = async (request: Request, method: 'GET' | 'POST'): Promise<Response> => {
+  const handle = async (request: Request, method: 'GET' | 'POST', clientIp: string | null = null): Promise<Response> => {
     let rate: Record<string, string> = {};
+    const media = negotiate(request.headers.get('accept'));
     try {
-      const principal = await authenticateRequest(svc, request.headers);
+      const caller = await gate.authenticate({ headers: request.headers, request });
       const req = method === 'POST' ? await readPost(request) : readGet(request);
       const batch = Array.isArray(req) ? req : null;
       // Every operation of a batch counts against the key's limit.
-      const decision = await takeRateLimit(svc, principal, batch ? batch.length : 1);
-      rate = rateLimitHeaders(decision);
-      if (!decision.allowed) return failure(rateLimitError(decision), production, { ...rate, 'retry-after': String(decision.retryAfter) });
+      rate = await gate.charge(caller.key, batch ? batch.length : 1);
       // A customer token makes the read per customer: never shared, never in the response cache.
-      const customer = request.headers.has('authorization');
+      const opts = { method, customer: caller.customer, clientIp };
       if (!batch) {
-        const r = await executeGraphql(svc, principal, req as GraphqlRequest, { method, customer });
-        return json(r.status, r.body, { ...rate, 'cache-control': r.cacheControl, ...(r.cacheControl.startsWith('public') ? { vary: VARY } : {}) });
+        const r = await execute(deps, caller.key, req as GraphqlRequest, opts);
+        return json(statusOf(r, media), bodyOf(r, production), { ...rate, 'cache-control': r.cacheControl, ...(r.cacheControl.startsWith('public') ? { vary: VARY } : {}) }, media);
       }
-      const results = [];
-      for (const one of batch) results.push(await executeGraphql(svc, principal, one, { method, customer }).catch((err) => ({ status: 200, body: JSON.stringify({ errors: [maskError(toSvcError(err), production)] }), cacheControl: 'no-store' })));
+      const results: { body: string; cacheControl: string }[] = [];
+      for (const one of batch) {
+        results.push(
+          await execute(deps, caller.key, one, opts).then(
+            (r) => ({ body: bodyOf(r, production), cacheControl: r.cacheControl }),
+            (err) => ({ body: JSON.stringify({ errors: [maskError(toSvcError(err), production)] }), cacheControl: 'no-store' }),
+          ),
+        );
+      }
       // The batch is only as cacheable as its least cacheable answer.
       const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
-      return json(200, `[${results.map((r) => r.body).join(',')}]`, { ...rate, 'cache-control': cacheControl, ...(cacheControl.startsWith('public') ? { vary: VARY } : {}) });
+      return json(200, `[${results.map((r) => r.body).join(',')}]`, { ...rate, 'cache-control': cacheControl, ...(cacheControl.startsWith('public') ? { vary: VARY } : {}) }, media);
     } catch (err) {
-      return failure(err, production, rate);
+      return failure(err, production, rate, media);
     }
   };
 
   const app = new Elysia({ name: 'svc.graphql' })
-    .post('/graphql', ({ request }) => handle(request, 'POST'), { parse: 'none' })
+    .post('/graphql', ({ request, server }) => handle(request, 'POST', server?.requestIP(request)?.address ?? null), { parse: 'none' })
     .get('/graphql', ({ request }) => handle(request, 'GET'))
     .get('/schema', async ({ request }) => {
       try {
-        const principal = await authenticateRequest(svc, request.headers);
-        const sdl = await schemaSdl(svc, principal);
+        const caller = await gate.authenticate({ headers: request.headers, request });
+        const sdl = await schemaSdl(deps, caller.key);
         return new Response(sdl, { headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'private, no-cache', vary: VARY } });
       } catch (err) {
         return failure(err, production);

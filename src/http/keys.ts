@@ -2,9 +2,6 @@ import { Elysia } from 'elysia';
 import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
 import { controlCreateKey, controlDeleteKey, controlListKeys, controlUpdateKey } from '../control/api-keys.ts';
-import { authenticateRequest, takeRateLimit } from '../auth/resolve.ts';
-import { rateLimitError, rateLimitHeaders } from '../auth/rate-limit.ts';
-import { restError } from './errors.ts';
 
 /**
  * API-key endpoints: management under `/v1/control/api-keys` (control keys), and
@@ -16,14 +13,7 @@ export function keyRoutes(svc: Service) {
   const body = objectBody;
   return new Elysia({ name: 'svc.keys' })
     .get('/v1/whoami', async ({ request }) => {
-      const principal = await authenticateRequest(svc, request.headers);
-      const decision = await takeRateLimit(svc, principal, 1);
-      const headers = rateLimitHeaders(decision);
-      if (!decision.allowed) {
-        const res = restError(rateLimitError(decision));
-        for (const [k, v] of Object.entries(headers)) res.headers.set(k, v);
-        return res;
-      }
+      const { key: principal, headers } = await svc.gate.admit({ headers: request.headers, request });
       const out = {
         keyId: principal.keyId,
         kind: principal.kind,

@@ -7,14 +7,22 @@ export type Sql = postgres.Sql<Record<string, never>>;
  * One postgres.js pool per process. `connect_timeout` keeps an unreachable DATABASE_URL
  * from hanging start-up (issue 2: exit within 10 s with one clear line).
  */
-export function connect(url: string, opts: { max?: number } = {}): Sql {
+/**
+ * The `application_name` of a pool's connections: which pool of which process, so GET /metrics
+ * can count this process's connections in pg_stat_activity (src/store/pools.ts).
+ */
+export function poolName(pool: string): string {
+  return `svc ${pool} ${process.pid}`;
+}
+
+export function connect(url: string, opts: { max?: number; pool?: string } = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 10,
     connect_timeout: 5,
     idle_timeout: 60,
     onnotice: () => {},
     transform: { undefined: null },
-    connection: { application_name: 'svc' },
+    connection: { application_name: poolName(opts.pool ?? 'control') },
   }) as unknown as Sql;
 }
 
@@ -37,6 +45,8 @@ export async function ping(sql: Sql, url: string): Promise<void> {
  */
 export type ContentSql = InstanceType<typeof SQL>;
 
-export function connectContentSql(url: string, opts: { max?: number } = {}): ContentSql {
-  return new SQL({ url, max: opts.max ?? 10, idleTimeout: 60, connectionTimeout: 5 });
+export function connectContentSql(url: string, opts: { max?: number; pool?: string } = {}): ContentSql {
+  // Bun passes `connection` as startup parameters, like postgres.js.
+  const options = { url, max: opts.max ?? 10, idleTimeout: 60, connectionTimeout: 5, connection: { application_name: poolName(opts.pool ?? 'content') } };
+  return new SQL(options as ConstructorParameters<typeof SQL>[0]);
 }

@@ -1,9 +1,10 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, mkdirSync, writeFileSync, chownSync, statSync, chmodSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, mkdirSync, writeFileSync, chownSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { freePort } from './ports.ts';
+import { clusterPlace, reachableBinaries } from './embedded-reach.ts';
 import { randomBytes } from 'node:crypto';
-import { userInfo, tmpdir, platform, arch } from 'node:os';
+import { userInfo, platform, arch } from 'node:os';
 
 /**
  * The PostgreSQL server the process owns when DATABASE_URL is unset (CONTRACT §2).
@@ -15,7 +16,23 @@ import { userInfo, tmpdir, platform, arch } from 'node:os';
 export interface EmbeddedServer {
   url: string;
   pid: number;
+  /** The cluster's folder. */
+  dir: string;
+  /** Set when the cluster is kept outside the data dir (as root, see embedded-reach.ts): why. */
+  note?: string;
+  /** Stops the server and waits until it has exited. */
   stop(): Promise<void>;
+}
+
+export interface EmbeddedOptions {
+  port?: number;
+  /**
+   * A cluster thrown away after use (the test suite's): no fsync, and `stop` is an immediate
+   * shutdown (no checkpoint). The watchdog deletes this folder after stopping an orphaned server.
+   */
+  throwaway?: string;
+  /** As root: where what the `postgres` user cannot reach is kept (default /var/lib/svc). */
+  hostDir?: string;
 }
 
 const USER = 'svc';
@@ -59,7 +76,8 @@ function runAs(): { uid?: number; gid?: number } {
 
 function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }): Promise<string> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(cmd, args, { ...ids, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    // cwd '/': the postgres user may not be able to enter ours (under /root, say).
+    const child = spawn(cmd, args, { ...ids, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
     let out = '';
     child.stdout?.on('data', (c) => (out += c));
     child.stderr?.on('data', (c) => (out += c));
@@ -68,22 +86,11 @@ function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }): 
   });
 }
 
-/** The `postgres` user must be able to reach the data folder through every parent. */
-function ensureReachable(dataDir: string): void {
-  const st = statSync(dataDir);
-  if ((st.mode & 0o001) === 0) chmodSync(dataDir, (st.mode & 0o777) | 0o711);
-  for (let d = dirname(dataDir); ; d = dirname(d)) {
-    if ((statSync(d).mode & 0o001) === 0) {
-      throw new Error(`PostgreSQL runs as the "postgres" user, which cannot enter ${d}: choose an SVC_DATA_DIR elsewhere or chmod o+x ${d}`);
-    }
-    if (d === dirname(d)) break;
-  }
-}
-
 async function initialise(dir: string, initdb: string, password: string, ids: { uid?: number; gid?: number }): Promise<void> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (ids.uid !== undefined) chownSync(dir, ids.uid, ids.gid!);
-  const pwfile = join(tmpdir(), `svc-pg-${randomBytes(6).toString('hex')}`);
+  // Beside the cluster: a place the postgres user can read (TMPDIR may be private).
+  const pwfile = join(dirname(dir), `.svc-pg-pw-${randomBytes(6).toString('hex')}`);
   writeFileSync(pwfile, password + '\n', { mode: 0o644 });
   try {
     await run(initdb, [`--pgdata=${dir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'], ids);
@@ -108,16 +115,23 @@ function waitReady(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startEmbedded(dataDir: string, opts: { port?: number } = {}): Promise<EmbeddedServer> {
-  const dir = join(dataDir, 'pg');
+export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {}): Promise<EmbeddedServer> {
   mkdirSync(dataDir, { recursive: true });
   const pwPath = join(dataDir, 'pg-password');
   if (!existsSync(pwPath)) writeFileSync(pwPath, randomBytes(18).toString('hex'), { mode: 0o600 });
   const password = readFileSync(pwPath, 'utf8').trim();
   const ids = runAs();
-  const { postgres, initdb } = await binaries();
+  const user = ids.uid !== undefined ? { uid: ids.uid, gid: ids.gid! } : undefined;
+  let { postgres, initdb } = await binaries();
+  let dir = join(dataDir, 'pg');
+  let note: string | undefined;
   try {
-    if (ids.uid !== undefined) ensureReachable(dataDir);
+    ({ dir, note } = clusterPlace(dataDir, user, opts.hostDir));
+    if (user) {
+      const native = reachableBinaries(dirname(dirname(postgres)), user, opts.hostDir);
+      postgres = join(native, 'bin', 'postgres');
+      initdb = join(native, 'bin', 'initdb');
+    }
     if (!existsSync(join(dir, 'PG_VERSION'))) {
       rmSync(dir, { recursive: true, force: true });
       await initialise(dir, initdb, password, ids);
@@ -129,8 +143,14 @@ export async function startEmbedded(dataDir: string, opts: { port?: number } = {
     throw new Error(`embedded PostgreSQL could not be set up in ${dir}: ${(err as Error).message}`);
   }
   const port = opts.port ?? (await freePort());
-  const child = spawn(postgres, ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'], {
+  // Its own process group: a Ctrl-C meant for svc must not stop the database under requests
+  // that are still being answered. The watchdog below ends it if svc dies first.
+  const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'];
+  if (opts.throwaway) args.push('-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'synchronous_commit=off');
+  const child = spawn(postgres, args, {
+    cwd: '/',
     ...ids,
+    detached: true,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, LC_ALL: 'C' },
   });
@@ -139,22 +159,63 @@ export async function startEmbedded(dataDir: string, opts: { port?: number } = {
   } catch (err) {
     throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}`);
   }
-  // If this process dies without stopping the server, at least do not leave it running
-  // once the process exits normally.
-  const onExit = () => child.kill('SIGINT');
+  const watchdog = startWatchdog(child.pid!, opts.throwaway);
+  const stopSignal = opts.throwaway ? 'SIGQUIT' : 'SIGINT';
+  // A normal exit stops the server at once; `exit` handlers cannot wait, the watchdog finishes.
+  const onExit = () => {
+    child.kill('SIGINT');
+  };
   process.once('exit', onExit);
   let stopped: Promise<void> | undefined;
   return {
     url: `postgres://${USER}:${password}@127.0.0.1:${port}/postgres`,
     pid: child.pid!,
+    dir,
+    ...(note ? { note } : {}),
     stop() {
-      stopped ??= new Promise<void>((done) => {
+      stopped ??= (async () => {
         process.off('exit', onExit);
-        if (child.exitCode !== null || child.signalCode !== null) return done();
-        child.once('exit', () => done());
-        child.kill('SIGINT');
-      });
+        await new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done();
+          child.once('exit', () => done());
+          child.kill(stopSignal);
+        });
+        await new Promise<void>((done) => {
+          if (watchdog.exitCode !== null || watchdog.signalCode !== null) return done();
+          watchdog.once('exit', () => done());
+          watchdog.kill('SIGTERM');
+        });
+      })();
       return stopped;
     },
   };
+}
+
+/**
+ * Ends the server when the process that owns it dies, however it dies (kill -9 included, which
+ * runs no exit handler): a tiny shell loop in its own session polls both pids, stops PostgreSQL
+ * (fast shutdown, then immediate) once the owner is gone, and can remove a throw-away folder.
+ * A normal stop kills the loop. The shell keeps it at ~1 MB and independent of Bun.
+ */
+const WATCHDOG = `
+owner=$1; pg=$2; dir=$3
+while kill -0 "$owner" 2>/dev/null; do
+  kill -0 "$pg" 2>/dev/null || exit 0
+  sleep 1
+done
+kill -INT "$pg" 2>/dev/null
+i=0
+while kill -0 "$pg" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+kill -0 "$pg" 2>/dev/null && kill -QUIT "$pg" 2>/dev/null
+i=0
+while kill -0 "$pg" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+if [ -n "$dir" ]; then rm -rf -- "$dir"; fi
+`;
+
+function startWatchdog(pgPid: number, removeOnOrphan: string | undefined): ChildProcess {
+  const w = spawn('sh', ['-c', WATCHDOG, 'svc-pg-watchdog', String(process.pid), String(pgPid), removeOnOrphan ?? ''], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  return w;
 }

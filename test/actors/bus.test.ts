@@ -9,6 +9,10 @@ let url: string;
 let sqlA: Sql;
 let sqlB: Sql;
 const WATCHDOG_MS = Number(process.env.SVC_TEST_BUS_WATCHDOG_MS ?? 200);
+// Tests that are not about a lost listener keep the production watchdog: a 200 ms one on a loaded
+// CI box declares the listener lost after 600 ms without its own ping and re-listens, and a
+// notification sent in that window is (rightly) gone — which is what failed CI once.
+const CALM_MS = 5_000;
 
 beforeAll(async () => {
   const db = await migratedDatabase('bus');
@@ -28,8 +32,8 @@ describe('event bus', () => {
   test('an event published in one process reaches the other, and is not echoed back', async () => {
     const a = new EventBus();
     const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
     a.subscribe((e) => atA.push(e));
@@ -46,8 +50,8 @@ describe('event bus', () => {
   test('a batch of events crosses in order, split to fit the NOTIFY payload limit', async () => {
     const a = new EventBus();
     const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
     const atB: BusEvent[] = [];
     b.subscribe((e) => atB.push(e));
     const batch = Array.from({ length: 300 }, (_, i) => event(`p${i}`));
@@ -86,4 +90,68 @@ describe('event bus', () => {
     await a.detach();
     await b.detach();
   }, 20_000);
+
+  test('staged events go out only if the transaction commits, to committed listeners of every process', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const atA: BusEvent[] = [];
+    const atB: BusEvent[] = [];
+    a.subscribeCommitted((e) => atA.push(e));
+    b.subscribeCommitted((e) => atB.push(e));
+    await sqlA
+      .begin(async (tx) => {
+        await a.stage((t, p) => tx.unsafe(t, p as never[]), [event('rolled-back')]);
+        throw new Error('abort');
+      })
+      .catch(() => {});
+    await sqlA.begin((tx) => a.stage((t, p) => tx.unsafe(t, p as never[]), [event('kept')]));
+    await eventually(() => atA.length === 1 && atB.length === 1, 2000);
+    await Bun.sleep(100);
+    expect(atA).toEqual([event('kept')]);
+    expect(atB).toEqual([event('kept')]);
+    await a.detach();
+    await b.detach();
+  });
+
+  test('transactions of two processes are heard in commit order, not in staging order', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const heard: string[] = [];
+    b.subscribeCommitted((e) => heard.push((e as { projectId: string }).projectId));
+    // The first transaction stages first but commits last.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const first = sqlA.begin(async (tx) => {
+      await a.stage((t, p) => tx.unsafe(t, p as never[]), [event('staged-first')]);
+      await gate;
+    });
+    await Bun.sleep(50);
+    await sqlB.begin((tx) => b.stage((t, p) => tx.unsafe(t, p as never[]), [event('committed-first')]));
+    release();
+    await first;
+    await eventually(() => heard.length === 2, 2000);
+    expect(heard).toEqual(['committed-first', 'staged-first']);
+    await a.detach();
+    await b.detach();
+  });
+
+  test('an event larger than a NOTIFY crosses through bus_payloads, in order with its neighbours', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const atB: BusEvent[] = [];
+    b.subscribeCommitted((e) => atB.push(e));
+    const big: BusEvent = { type: 'custom', topic: 't', projectId: 'p', data: { blob: 'x'.repeat(20_000) } };
+    await a.publishAll([event('before'), big, event('after')]);
+    await sqlA.begin((tx) => a.stage((t, p) => tx.unsafe(t, p as never[]), [big, event('tx-after')]));
+    await eventually(() => atB.length === 5, 3000);
+    expect(atB).toEqual([event('before'), big, event('after'), big, event('tx-after')]);
+    await a.detach();
+    await b.detach();
+  });
 });

@@ -109,3 +109,53 @@ describe('actor registry', () => {
     await reg.stopAll();
   });
 });
+
+describe('actor registry: attachments and unloading', () => {
+  test('an attached actor is never swept; after the last release it unloads when idle', async () => {
+    const reg = new ActorRegistry<Counter>(() => new Counter(), { idleMs: 50, sweepMs: 0 });
+    const a = await reg.attach('room');
+    const b = await reg.attach('room');
+    expect(a.actor).toBe(b.actor);
+    expect(reg.attachments('room')).toBe(2);
+    expect(await reg.sweep(Date.now() + 100)).toEqual([]);
+    a.release();
+    a.release(); // a second release of the same hold changes nothing
+    expect(reg.attachments('room')).toBe(1);
+    expect(await reg.sweep(Date.now() + 100)).toEqual([]);
+    b.release();
+    expect(await reg.sweep(Date.now() + 100)).toEqual(['room']);
+    expect(a.actor.stopped).toBe(true);
+    await reg.stopAll();
+  });
+
+  test('a get during unloading waits for the stop, then spawns a fresh actor', async () => {
+    const events: string[] = [];
+    let n = 0;
+    class Slow extends Counter {
+      id = ++n;
+      override async stop() {
+        events.push(`stop ${this.id} begins`);
+        await Bun.sleep(30);
+        events.push(`stop ${this.id} ends`);
+        this.stopped = true;
+      }
+    }
+    const reg = new ActorRegistry<Slow>(
+      () => {
+        events.push(`spawn ${n + 1}`);
+        return new Slow();
+      },
+      { idleMs: 1000, sweepMs: 0 },
+    );
+    const first = await reg.get('k');
+    const evicting = reg.evict('k');
+    expect(reg.stateOf('k')).toBe('unloading');
+    const second = await reg.get('k');
+    await evicting;
+    expect(second).not.toBe(first);
+    expect(events).toEqual(['spawn 1', 'stop 1 begins', 'stop 1 ends', 'spawn 2']);
+    expect(reg.counts()).toEqual({ loading: 0, live: 1, unloading: 0 });
+    await reg.stopAll();
+    expect(second.stopped).toBe(true);
+  });
+});

@@ -239,7 +239,8 @@ describe('svc api-keys', () => {
 
   test('a project-bound key needs --project; bad models, types and scopes are one clear line', async () => {
     const cases: [string[], string][] = [
-      [['--type', 'public', '--scopes', 'records:read'], 'a project-bound key needs a project'],
+      // Outside a config folder pinned to a project (CONTRACT §3: the pin is the default).
+      [['--type', 'public', '--scopes', 'records:read'], 'no project: pass --project or pin project.id'],
       [['--type', 'public', '--scopes', 'records:read', '--project', s.projectId, '--models', 'bad model'], 'is not a model key'],
       [['--type', 'shared', '--scopes', 'records:read', '--project', s.projectId], 'type must be public or secret'],
       [['--type', 'secret', '--scopes', 'records:read,unknown:scope', '--project', s.projectId], 'unknown scope "unknown:scope"'],

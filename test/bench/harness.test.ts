@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
  * never compared to thresholds; only that they are there and positive.
  */
 const ROOT = resolve(import.meta.dir, '..', '..');
-const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-node'];
+const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-node', '× write-ceiling'];
 
 function cells(line: string): string[] {
   return line.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());

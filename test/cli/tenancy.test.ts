@@ -79,7 +79,7 @@ describe('svc projects create and members add', () => {
     const pb = await cli(server, b.json.controlKey, 'projects', 'create', '--name', 'B site', '--json');
     const r = await cli(server, a.json.controlKey, 'members', 'add', '--email', 'x@a.test', '--role', 'viewer', '--project', pb.json.projectId);
     expect(r.code).toBe(1);
-    expect(r.err).toContain('403');
+    expect(r.err).toContain('404 NOT_FOUND: Project not found');
   });
 
   test('an unknown role or a bad email is refused', async () => {

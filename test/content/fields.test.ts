@@ -1,14 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 
 let server: TestServer;
 let p: GqlProject;
 let sk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [
+  ({ server, p, sk } = await startSecretProject([
     { key: 'category', name: 'Category', fields: [{ key: 'label', type: 'text' }] },
     { key: 'seo', name: 'SEO', fields: [{ key: 'metaTitle', type: 'text' }, { key: 'noindex', type: 'boolean' }] },
     {
@@ -36,8 +35,7 @@ beforeAll(async () => {
         { key: 'extra', type: 'json' },
       ],
     },
-  ]);
-  sk = await p.key('sk', ALL_SECRET);
+  ]));
 });
 afterAll(() => server.stop());
 

@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { listRecords, type ListArgs } from '../../src/content/read.ts';
 import { desiredIndexes, reconcileIndexes } from '../../src/content/indexes.ts';
-import type { ModelDef } from '../../src/models/types.ts';
+import type { ModelDef } from '../../src/projects/types.ts';
 import type { ReadScope } from '../../src/content/types.ts';
 import type { Sql } from '../../src/store/db.ts';
 

@@ -1,8 +1,8 @@
 import { insertApiKey } from '../../src/auth/keys.ts';
 import type { KeyKind } from '../../src/auth/principal.ts';
-import { announceSchema, replaceModels } from '../../src/models/store.ts';
-import type { ModelDef } from '../../src/models/types.ts';
-import { bootstrapProject, type TestServer } from '../support/server.ts';
+import { announceSchema, replaceModels } from '../../src/projects/store.ts';
+import type { ModelDef } from '../../src/projects/types.ts';
+import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
 
 /** A project with models and keys, and a `gql` caller over real HTTP. */
 export interface GqlProject {
@@ -47,4 +47,27 @@ export async function gqlProject(server: TestServer, models: ModelDef[], name = 
   };
   await p.setModels(models);
   return p;
+}
+
+/** A fresh test server with one project of `models` and its public key `pk` (records:read). */
+export async function startGqlProject(models: ModelDef[]): Promise<{ server: TestServer; p: GqlProject; pk: string }> {
+  const { server, p, key } = await startWithKey(models, 'site', 'pk', ['records:read']);
+  return { server, p, pk: key };
+}
+
+/** A fresh test server with one project of `models` and its secret key `sk` (ALL_SECRET). */
+export async function startSecretProject(models: ModelDef[], name = 'site'): Promise<{ server: TestServer; p: GqlProject; sk: string }> {
+  const { server, p, key } = await startWithKey(models, name, 'sk', ALL_SECRET);
+  return { server, p, sk: key };
+}
+
+async function startWithKey(models: ModelDef[], name: string, keyName: KeyKind, scopes: string[]): Promise<{ server: TestServer; p: GqlProject; key: string }> {
+  const server = await startTestServer();
+  try {
+    const p = await gqlProject(server, models, name);
+    return { server, p, key: await p.key(keyName, scopes) };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
 }

@@ -10,12 +10,16 @@ export function serverUrl(): string {
   return url;
 }
 
+/** Databases this run created, dropped once the suite is over (test/preload.ts). */
+const created: string[] = [];
+
 /** Creates an empty database on the suite's server and returns its URL; each test file gets its own. */
 export async function freshDatabase(label = 't'): Promise<string> {
   const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database "${name}"`);
+    created.push(name);
   } finally {
     await admin.end();
   }
@@ -30,4 +34,18 @@ export async function migratedDatabase(label?: string): Promise<{ url: string; s
   const sql = connect(url, { max: 4 });
   await migrate(sql);
   return { url, sql };
+}
+
+/**
+ * Drops the databases this run created. On a shared server (DATABASE_URL given) they would
+ * otherwise pile up, one per test file per run; `with (force)` ends connections a test left.
+ */
+export async function dropCreatedDatabases(): Promise<void> {
+  if (!created.length) return;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  try {
+    for (const name of created.splice(0)) await admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {});
+  } finally {
+    await admin.end();
+  }
 }

@@ -19,7 +19,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
   const rootToken = `rt_test_${Math.random().toString(16).slice(2)}`;
-  const settings = readSettings({ PORT: '0', REALTIME_PORT: '0', SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: rootToken, ...env, DATABASE_URL: databaseUrl });
+  const settings = readSettings({ PORT: '0', REALTIME_PORT: '0', SVC_LOG: process.env.SVC_LOG ?? 'off', SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: rootToken, ...env, DATABASE_URL: databaseUrl });
   const running = await startServer(settings);
   return { ...running, apiUrl: running.apiUrl!, gatewayUrl: running.gatewayUrl!, rootToken, databaseUrl, dataDir };
 }

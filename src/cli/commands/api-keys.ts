@@ -1,6 +1,7 @@
 import type { Command, CommandContext } from '../command.ts';
 import { listFlag, stringFlag } from '../command.ts';
 import { UsageError } from '../args.ts';
+import { optionalProjectOf, projectOf } from './config-folder.ts';
 
 /**
  * `svc api-keys …`: API keys on the control plane (docs/keys.md). The key value is printed
@@ -20,14 +21,16 @@ export const apiKeysCreate: Command = {
     name: 'string', type: 'string', tenant: 'boolean', projects: 'list', scopes: 'list', models: 'list', project: 'string',
     origins: 'list', 'rate-limit': 'string', 'expires-at': 'string',
   },
-  async run({ client, flags }) {
+  async run(ctx) {
+    const { client, flags } = ctx;
     const rate = stringFlag(flags, 'rate-limit');
     if (rate !== undefined && !/^\d+$/.test(rate)) throw new UsageError('--rate-limit must be a whole number of requests per hour');
     const out = await client.request<{ id: string; key: string }>('POST', '/v1/control/api-keys', {
       name: stringFlag(flags, 'name'),
       type: stringFlag(flags, 'type'),
       tenant: flags.tenant === true,
-      project: stringFlag(flags, 'project'),
+      // A project-bound key: --project, else the project the config folder is pinned to.
+      project: flags.tenant === true ? stringFlag(flags, 'project') : await projectOf(ctx),
       projects: listFlag(flags, 'projects'),
       scopes: listFlag(flags, 'scopes') ?? [],
       models: listFlag(flags, 'models'),
@@ -46,10 +49,11 @@ interface Listed {
 export const apiKeysList: Command = {
   path: ['api-keys', 'list'],
   summary: 'list API keys (never their values)',
-  usage: 'svc api-keys list [--project P]',
+  usage: 'svc api-keys list [--project P] (default: the config folder\'s project, if pinned)',
   flags: { project: 'string' },
-  async run({ client, flags }) {
-    const project = stringFlag(flags, 'project');
+  async run(ctx) {
+    const { client } = ctx;
+    const project = await optionalProjectOf(ctx);
     const out = await client.request<{ keys: Listed[] }>('GET', `/v1/control/api-keys${project ? `?project=${encodeURIComponent(project)}` : ''}`);
     const lines = out.keys.map((k) =>
       [k.id, k.kind.padEnd(4), k.hint.padEnd(12), k.disabled ? 'disabled' : 'active  ', k.projectId ?? k.projectIds.join(','), k.name, k.scopes.join(',')].join('  '),

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CliError } from '../client.ts';
 import { stringFlag, type CommandContext } from '../command.ts';
-import { ConfigLoadError, findConfigFile, loadConfig, type LoadedConfig } from '../../config-file/load.ts';
+import { ConfigLoadError, findConfigFile, loadConfig, type LoadedConfig } from '../../config/load.ts';
 
 /** Shared by the config-folder commands: loading the config and finding the pinned project. */
 export async function loadFolderConfig(dir: string): Promise<LoadedConfig> {
@@ -23,6 +23,16 @@ export async function projectOf(ctx: CommandContext, loaded?: LoadedConfig): Pro
   const id = config?.project?.id;
   if (typeof id !== 'string' || id === '') throw new CliError('no project: pass --project or pin project.id and project.tenantId in the config');
   return id;
+}
+
+/** `--project`, else the folder's pin when the folder holds a config, else undefined. */
+export async function optionalProjectOf(ctx: CommandContext): Promise<string | undefined> {
+  const flag = stringFlag(ctx.flags, 'project');
+  if (flag) return flag;
+  if (!findConfigFile(ctx.dir)) return undefined;
+  const config = (await loadFolderConfig(ctx.dir)).config as { project?: { id?: unknown } } | null;
+  const id = config?.project?.id;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 /**

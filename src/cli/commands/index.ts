@@ -6,7 +6,10 @@ import { secretsPush } from './secrets.ts';
 import { domainsList, domainsVerify } from './domains.ts';
 import { CUSTOMER_ROLE_COMMANDS } from './customer-roles.ts';
 import { init } from './init.ts';
+import { IDENTITY_COMMANDS } from './identity.ts';
 import { recordsPublish, recordsSave } from './records.ts';
+import { recordsImport } from './records-import.ts';
+import { OPERATION_COMMANDS } from './operations.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -27,5 +30,8 @@ export const COMMANDS: Command[] = [
   apiKeysDelete,
   recordsSave,
   recordsPublish,
+  recordsImport,
   ...CUSTOMER_ROLE_COMMANDS,
+  ...IDENTITY_COMMANDS,
+  ...OPERATION_COMMANDS,
 ];

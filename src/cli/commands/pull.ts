@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from '../command.ts';
-import { findConfigFile } from '../../config-file/load.ts';
+import { findConfigFile } from '../../config/load.ts';
 import { projectOf } from './config-folder.ts';
 
 /** The settings file a TypeScript config imports (docs/config.md). */

@@ -12,15 +12,16 @@ interface PushOutput {
 
 export const push: Command = {
   path: ['push'],
-  summary: 'validate and apply the config folder to its project',
-  usage: 'svc push [--force] [--project P] [--dir D]',
-  flags: { force: 'boolean', project: 'string' },
+  summary: 'validate and apply the config folder to its project: what is valid applies, the rest is listed in errors (--atomic: all or nothing)',
+  usage: 'svc push [--force] [--atomic] [--project P] [--dir D]',
+  flags: { force: 'boolean', atomic: 'boolean', project: 'string' },
   async run(ctx) {
     const loaded = await loadFolderConfig(ctx.dir);
     const projectId = await projectOf(ctx, loaded);
     const res = await ctx.client.request<PushOutput>('POST', `/v1/control/projects/${encodeURIComponent(projectId)}/config`, {
       config: loaded.config,
       force: ctx.flags.force === true,
+      atomic: ctx.flags.atomic === true,
     });
     // Key values go to .env only; they are never printed.
     const { apiKeys, ...shown } = res;

@@ -1,0 +1,150 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '../src/store/db.ts';
+import { insertApiKey } from '../src/auth/keys.ts';
+import { freePort } from '../src/store/ports.ts';
+import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
+import { seedProject, gql } from './seed.ts';
+import { hasNode, startService } from './targets.ts';
+
+/**
+ * Scenario `collab` (issue 14): ROOMS rooms × 2 editors, each typing RATE small updates per
+ * second, against the service's gateway and, in the same run, the y-websocket server of the npm
+ * registry (y-websocket 1.5.4's bin/server.js, installed as `y-websocket-server-ref`) under Node.
+ * The load comes from bench/collab-load.ts in its own process. Reported beside the main table:
+ * updates/s, update-to-peer p50/p99, server CPU (cores), peak RSS, and the service's saves/s.
+ */
+export interface CollabFigures {
+  editors: number;
+  updatesPerSecond: number;
+  delivered: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  firstError?: string;
+  cores?: number;
+  rssMb?: number;
+  savesPerSecond?: number;
+}
+
+const ROOMS = Number(process.env.BENCH_COLLAB_ROOMS || 1000);
+const RATE = 5;
+const KEY_ROOMS = 10;
+
+async function drive(urls: string[], server: Child, quick: boolean): Promise<CollabFigures> {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'collab.json');
+  const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
+  writeFileSync(file, JSON.stringify({ urls, rate: RATE, warmupMs: quick ? 3_000 : 5_000, durationMs }));
+  const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: 'collab-load', cwd: join(import.meta.dir, '..') });
+  let out = '';
+  // Server CPU and peak RSS over the measured window only (the load child marks it).
+  let cpu: ReturnType<typeof cpuWindow> | undefined;
+  let rss: ReturnType<typeof rssWindow> | undefined;
+  let used: { cores: number } | undefined;
+  let peak: number | undefined;
+  child.proc.stdout?.on('data', (c: Buffer) => {
+    out += c.toString();
+    if (!cpu && out.includes('COLLABSTART')) {
+      cpu = cpuWindow(server.pid);
+      rss = rssWindow(server.pid);
+    }
+    if (cpu && !used && out.includes('COLLABSTOP')) {
+      used = cpu.end();
+      peak = rss!.end();
+    }
+  });
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), 300_000);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = /COLLABJSON (\{.*\})/.exec(out);
+  if (!m) throw new Error(`collab load printed no result: ${child.tail()}`);
+  return { ...(JSON.parse(m[1]!) as CollabFigures), cores: used?.cores, rssMb: peak };
+}
+
+export async function runCollab(databaseUrl: string, quick: boolean): Promise<{ service: CollabFigures | string; reference: CollabFigures | string }> {
+  let service: CollabFigures | string;
+  let reference: CollabFigures | string;
+  const svc = await startService(databaseUrl, {});
+  try {
+    const s = await seedProject(svc.url, svc.rootToken, databaseUrl);
+    const sql = connect(databaseUrl, { max: 4 });
+    try {
+      const keys: string[] = [];
+      for (let i = 0; i < Math.ceil(ROOMS / KEY_ROOMS); i++) {
+        keys.push((await insertApiKey(sql, { tenantId: s.tenantId, projectId: s.projectId, kind: 'sk', name: `collab-${i}`, scopes: ['records:read', 'records:write', 'drafts:read'], rateLimit: 1_000_000_000 })).key);
+      }
+      const ids: string[] = [];
+      for (let i = 0; i < ROOMS; i += 16) {
+        const batch = Array.from({ length: Math.min(16, ROOMS - i) }, (_, j) => gql(svc.url, s.secretKey, 'mutation($d: PadInput!) { createPad(data: $d) { _id } }', { d: { title: `pad ${i + j}`, body: '' } }));
+        for (const r of await Promise.all(batch)) ids.push(r.data.createPad._id as string);
+      }
+      const ws = svc.gatewayUrl.replace(/^http/, 'ws');
+      const urls = ids.map((id, i) => `${ws}/pad:${id}:default?apiKey=${keys[Math.floor(i / KEY_ROOMS)]}`);
+      const count = async () => Number((await sql`select count(*)::int as n from record_versions where action = 'updated'`)[0]!.n);
+      process.stderr.write(`bench: collab (${ROOMS} rooms × 2 editors, ${RATE} updates/s each) … `);
+      const before = await count();
+      const t0 = performance.now();
+      const f = await drive(urls, svc.child, quick);
+      // Saves of the last keystrokes land up to the debounce (2 s) after the load stops.
+      await Bun.sleep(2_500);
+      const saves = (await count()) - before;
+      f.savesPerSecond = saves / ((performance.now() - t0) / 1000);
+      service = f;
+      process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+    } finally {
+      await sql.end({ timeout: 2 });
+    }
+  } catch (err) {
+    service = (err as Error).message.split('\n')[0]!.slice(0, 160);
+  } finally {
+    await svc.stop();
+  }
+  if (!hasNode()) reference = 'node is not on PATH';
+  else {
+    const port = await freePort();
+    const ref = startChild('node', [join(import.meta.dir, '..', 'node_modules', 'y-websocket-server-ref', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
+    try {
+      await waitHttp(`http://127.0.0.1:${port}/`, ref);
+      process.stderr.write('bench: collab reference y-websocket 1.5.4 server under Node … ');
+      const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
+      const f = await drive(urls, ref, quick);
+      reference = f;
+      process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+    } catch (err) {
+      reference = (err as Error).message.split('\n')[0]!.slice(0, 160);
+    } finally {
+      await ref.stop('SIGTERM', 5_000);
+    }
+  }
+  return { service, reference };
+}
+
+const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+
+/** The `## Collaboration` section of the results. */
+export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string }): string[] {
+  const row = (name: string, f: CollabFigures | string) =>
+    typeof f === 'string'
+      ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | |`
+      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} |`;
+  const lines = [
+    '## Collaboration (`collab`)',
+    '',
+    `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts, one process). Latency: an editor's update until the room's other editor sees it.`,
+    '',
+    '| server | editors | updates/s | p50 ms | p99 ms | server CPU (cores) | peak RSS MB | saves/s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    row('svc gateway', r.service),
+    row('y-websocket 1.5.4 server (Node)', r.reference),
+  ];
+  const s = r.service;
+  const ref = r.reference;
+  if (typeof s !== 'string' && typeof ref !== 'string' && s.cores && ref.cores) {
+    const perCore = (f: CollabFigures) => f.updatesPerSecond / f.cores!;
+    lines.push('', `Updates per CPU-second: svc ${perCore(s).toFixed(0)}, reference ${perCore(ref).toFixed(0)} (× ${(perCore(s) / perCore(ref)).toFixed(2)}). The load is fixed (both servers get the same offered rate), so throughput is compared per core.`);
+  }
+  for (const [n, f] of [['svc', s], ['reference', ref]] as const) if (typeof f !== 'string' && f.errors > 0) lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
+  lines.push('');
+  return lines;
+}

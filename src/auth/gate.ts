@@ -1,0 +1,192 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { PermissionDenied, Unauthenticated } from '../errors.ts';
+import { hashSecret } from '../ids.ts';
+import { kindOfKey } from './keys.ts';
+import { isPublicKey, isTenantKey, type CustomerPrincipal, type KeyPrincipal, type RequestPrincipal } from './principal.ts';
+import { rateLimitError, rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.ts';
+import { AUTH_REQUIRED, headerOf, isLive, MAX_HEADER, originAllowed, type HeaderSource, type KeyResolver } from './resolve.ts';
+import { INSUFFICIENT } from './scopes.ts';
+
+/**
+ * The one way in for every surface that takes an API key: GraphQL over HTTP, REST, and the
+ * WebSocket / SSE upgrades of the gateway (graphql-ws, /sse, /_events, collaboration rooms).
+ * It authenticates the key (cache, origin rules), resolves a customer token when a resolver is
+ * installed, counts the rate limit and hands back the headers every response carries. Errors
+ * are SvcErrors of the spec's table; a refusal carries its response headers (`err.headers`).
+ *
+ * Browsers cannot set headers on a WebSocket or an EventSource, so upgrades may pass the URL's
+ * query parameters: `apiKey`, `projectId` and `token` stand in for `x-api-key`, `X-Project-Id`
+ * and `Authorization: Bearer`. A header wins over a parameter. Plain HTTP surfaces pass none.
+ */
+
+/**
+ * Customer access token → the customer it names, for the key it came with. Installed by the
+ * Service (src/identity builds it); throws `Unauthenticated` for a token it does not accept.
+ */
+export type CustomerResolver = (token: string, key: KeyPrincipal) => CustomerPrincipal | Promise<CustomerPrincipal>;
+
+export type QueryParams = URLSearchParams | Record<string, string | undefined>;
+
+export interface GateRequest {
+  headers: HeaderSource;
+  /** URL query parameters of a WebSocket upgrade or an EventSource request (see above). */
+  params?: QueryParams | null;
+  /** The request being served: its log line then names the key and the project. */
+  request?: Request;
+}
+
+/** A caller that passed the rate limit, with the headers every response to it carries. */
+export interface Admission extends RequestPrincipal {
+  headers: Record<string, string>;
+}
+
+export interface GateOptions {
+  keys: KeyResolver;
+  limiter: RateLimiter;
+  customers?: CustomerResolver | undefined;
+  /** Told of every authenticated request that came with `request` (the request log). */
+  onAuthenticated?: ((request: Request, key: KeyPrincipal) => void) | undefined;
+  /** `SVC_METRICS_TOKEN`: GET /metrics then needs it as a Bearer token. */
+  metricsToken?: string | undefined;
+}
+
+function paramOf(params: QueryParams | null | undefined, name: string): string | null {
+  if (!params) return null;
+  const v = params instanceof URLSearchParams ? params.get(name) : params[name];
+  return typeof v === 'string' && v !== '' ? v : null;
+}
+
+
+/** `Bearer <token>` → the token. (Kept here: auth sits below identity, which verifies it.) */
+function bearerToken(value: string): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(value);
+  return m ? m[1]! : null;
+}
+
+export class Gate {
+  readonly keys: KeyResolver;
+  readonly limiter: RateLimiter;
+  #customers: CustomerResolver | undefined;
+  readonly #onAuthenticated: GateOptions['onAuthenticated'];
+  readonly #metricsToken: Buffer | undefined;
+  #refusals = 0;
+
+  constructor(opts: GateOptions) {
+    this.keys = opts.keys;
+    this.limiter = opts.limiter;
+    this.#customers = opts.customers;
+    this.#onAuthenticated = opts.onAuthenticated;
+    this.#metricsToken = opts.metricsToken ? createHash('sha256').update(opts.metricsToken).digest() : undefined;
+  }
+
+  /**
+   * GET /metrics: open when no SVC_METRICS_TOKEN is set, else `Authorization: Bearer <token>`
+   * (compared in constant time). Throws UNAUTHENTICATED.
+   */
+  checkMetricsAccess(headers: HeaderSource): void {
+    if (!this.#metricsToken) return;
+    const auth = headerOf(headers, 'authorization');
+    const given = auth === null ? null : bearerToken(auth);
+    if (given !== null && timingSafeEqual(createHash('sha256').update(given).digest(), this.#metricsToken)) return;
+    throw new Unauthenticated(AUTH_REQUIRED, undefined, { 'www-authenticate': 'Bearer' });
+  }
+
+  /** Installs the customer-token resolver (the Service does, once identity provides one). */
+  useCustomers(resolver: CustomerResolver | undefined): void {
+    this.#customers = resolver;
+  }
+
+  /** Requests refused by the rate limit since start (metrics). */
+  get refusals(): number {
+    return this.#refusals;
+  }
+
+  /** Authenticates and counts one request: what REST routes and upgrades call. */
+  async admit(req: GateRequest, cost = 1): Promise<Admission> {
+    const caller = await this.authenticate(req);
+    return { ...caller, headers: await this.charge(caller.key, cost) };
+  }
+
+  /**
+   * The key and customer of a request, without counting it (GET /schema is not counted; the
+   * GraphQL route counts after it has read the body, since a batch counts each operation).
+   */
+  async authenticate(req: GateRequest): Promise<RequestPrincipal> {
+    const key = await this.authenticateKey(req);
+    if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
+    const auth = headerOf(req.headers, 'authorization');
+    // An Authorization header that is no Bearer token is a token that does not verify.
+    const token = auth !== null ? (bearerToken(auth) ?? '') : paramOf(req.params, 'token');
+    if (token === null) return { key, customer: null };
+    // Nobody to verify it (a gate built without identity): refuse rather than serve as the key.
+    if (!this.#customers) throw new Unauthenticated(AUTH_REQUIRED);
+    return { key, customer: await this.#customers(token, key) };
+  }
+
+  /**
+   * Counts `cost` requests against the key's hourly limit (each operation of a batch is one)
+   * and returns the rate-limit headers, or throws RATE_LIMITED carrying them and Retry-After.
+   */
+  async charge(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): Promise<Record<string, string>> {
+    const decision = await this.take(key, cost);
+    const headers = rateLimitHeaders(decision);
+    if (decision.allowed) return headers;
+    this.#refusals++;
+    const err = rateLimitError(decision);
+    err.headers = { ...headers, 'retry-after': String(decision.retryAfter) };
+    throw err;
+  }
+
+  /**
+   * The raw decision (never throws). Returns the decision itself, no promise, unless this is the
+   * key's first request of the window in this process: `await` works on both.
+   */
+  take(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): RateDecision | Promise<RateDecision> {
+    return this.limiter.take(key, cost, this.keys.rateLimitOf(key.keyId));
+  }
+
+  /**
+   * Request → KeyPrincipal: missing, malformed, unknown, disabled, expired or deleted key →
+   * UNAUTHENTICATED; a secret key from a browser or a public key from an origin off its list →
+   * PERMISSION_DENIED `Insufficient permissions`; tenant keys need X-Project-Id (resolve.ts).
+   */
+  async authenticateKey(req: GateRequest): Promise<KeyPrincipal> {
+    const { headers, params } = req;
+    const value = headerOf(headers, 'x-api-key') ?? paramOf(params, 'apiKey');
+    if (!value) throw new Unauthenticated(AUTH_REQUIRED);
+    const resolver = this.keys;
+    // Hot path: a header value seen before maps straight to its cached entry (two Map reads, no
+    // regex, no SHA-256). Only values that resolved to a stored key are remembered.
+    let entry = resolver.peekValue(value);
+    if (!entry) {
+      if (value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
+      const trimmed = value.trim();
+      if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
+      const hash = hashSecret(trimmed);
+      entry = resolver.peek(hash) ?? (await resolver.lookupHash(hash));
+      if (entry.row) resolver.rememberValue(value, hash);
+    }
+    const row = entry.row;
+    if (!row || !isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
+    if (!isPublicKey(row.kind)) {
+      // Secret keys are server-side only: anything a browser stamps on its requests refuses them.
+      if (headerOf(headers, 'origin') !== null || headerOf(headers, 'sec-fetch-site') !== null) throw new PermissionDenied(INSUFFICIENT);
+    } else if (row.allowed_origins && row.allowed_origins.length > 0) {
+      // A domain-restricted key needs a matching Origin; without one there is nothing to match.
+      const origin = headerOf(headers, 'origin');
+      if (origin === null || origin.length > MAX_HEADER || !originAllowed(origin, row.allowed_origins)) {
+        throw new PermissionDenied(INSUFFICIENT);
+      }
+    }
+    // Project-bound keys ignore X-Project-Id entirely: only tenant keys read it.
+    if (!isTenantKey(row.kind)) return resolver.principalOf(entry, null);
+    const project = headerOf(headers, 'x-project-id') ?? paramOf(params, 'projectId');
+    return resolver.principalOf(entry, project === null ? null : project.trim());
+  }
+
+  /** Flushes the rate limiter's last counts and lets go of the bus; part of Service.close. */
+  async close(): Promise<void> {
+    this.keys.close();
+    await this.limiter.stop();
+  }
+}

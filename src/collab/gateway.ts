@@ -1,0 +1,160 @@
+import type { Server, ServerWebSocket } from 'bun';
+import { UPGRADED, type GatewayModule, type GatewaySocketData } from '../gateway-module.ts';
+import type { ModelDef } from '../projects/types.ts';
+import type { KeyPrincipal } from '../auth/principal.ts';
+import { hasScope } from '../auth/scopes.ts';
+import { BadUserInput, NotFound, PermissionDenied, SvcError, errorBody, toSvcError } from '../errors.ts';
+import { CloseCode, MAX_FRAME_BYTES, parseRoomName } from './protocol.ts';
+import type { Conn, Room } from './room.ts';
+import type { CollabRooms } from './rooms.ts';
+import { recordExists } from './store.ts';
+
+/**
+ * Collaboration rooms on the realtime gateway: the upgrade route `/{modelKey}:{recordId}:{variantId}`
+ * (CONTRACT §10), `GET /api/collab/room-status/{room}`, and the socket handlers. The socket is
+ * accepted only after every check, so a refusal is a plain HTTP answer (400/401/403/404/429).
+ */
+export interface Joiner {
+  /** Counts against the room limit: `key:<id>` or `customer:<id>`. */
+  identity: string;
+  /** Recorded as the editor (`userId` of events and history). */
+  userId: string;
+  projectId: string;
+  /** 'write', 'read' (awareness only) or null (refused) for a record of a model. */
+  access(model: ModelDef, recordId: string): 'write' | 'read' | null | Promise<'write' | 'read' | null>;
+}
+
+/** Resolves the `token` / `apiKey` (+ `projectId`) query parameters of an upgrade. */
+export type JoinAuth = (req: Request, url: URL) => Promise<Joiner>;
+
+export interface CollabSocketData {
+  kind: 'collab';
+  key: string;
+  identity: string;
+  userId: string;
+  readOnly: boolean;
+  conn?: Conn;
+  room?: Room;
+  /** Frames that arrived before the room was attached (bounded). */
+  queue: Uint8Array[] | null;
+  closed: boolean;
+}
+
+type Socket = ServerWebSocket<CollabSocketData>;
+const MAX_QUEUED = 64;
+/** Seconds a client refused by the room limit should wait (rooms free when editors leave). */
+export const ROOM_LIMIT_RETRY_AFTER = 30;
+
+/** What a key may do in a room of `model`. Drafts are what a room shows, so reading needs drafts:read on versioned models. */
+export function keyAccess(p: KeyPrincipal, model: ModelDef): 'write' | 'read' | null {
+  if (p.allowedModels && !p.allowedModels.includes(model.key)) return null;
+  if (hasScope(p, `records:write:${model.key}`)) return 'write';
+  if (hasScope(p, `records:read:${model.key}`) && (model.versioned === false || hasScope(p, 'drafts:read'))) return 'read';
+  return null;
+}
+
+function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
+}
+
+function errorResponse(err: unknown): Response {
+  if (!(err instanceof SvcError)) console.error('collab join failed:', err instanceof Error ? err.message : err);
+  const e = toSvcError(err);
+  const headers: Record<string, string> = {};
+  if (e.details && typeof e.details.retryAfter === 'number') headers['retry-after'] = String(e.details.retryAfter);
+  return json(errorBody(e), e.status, headers);
+}
+
+export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule<CollabSocketData> {
+  return {
+    name: 'collab',
+    started(server: { publish(topic: string, data: Uint8Array): unknown }) {
+      rooms.attachServer(server);
+    },
+    drain: () => rooms.drain(),
+    async fetch(req: Request, url: URL, server: Server<GatewaySocketData>): Promise<Response | typeof UPGRADED | undefined> {
+      const path = url.pathname;
+      if (path.startsWith('/api/collab/room-status/')) {
+        if (req.method !== 'GET') return undefined;
+        const name = safeDecode(path.slice('/api/collab/room-status/'.length));
+        if (!name || !parseRoomName(name)) return errorResponse(new BadUserInput('A room name has the form <modelKey>:<recordId>:<variantId>'));
+        return json(await rooms.status(name));
+      }
+      const name = safeDecode(path.slice(1));
+      if (!name || !name.includes(':') || name.includes('/')) return undefined;
+      try {
+        if (!parseRoomName(name)) throw new BadUserInput('A room name has the form <modelKey>:<recordId>:<variantId>');
+        if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket') throw new BadUserInput('A collaboration room is a WebSocket: send an upgrade request');
+        const joiner = await auth(req, url);
+        const { info } = await rooms.resolve(joiner.projectId, name);
+        const access = await joiner.access(info.model, info.recordId);
+        if (!access) throw new PermissionDenied('Joining this room needs write access to the record');
+        if (!(await recordExists(rooms.sql, info.projectId, info.model.key, info.recordId))) throw new NotFound('No such record');
+        const limit = await rooms.checkLimit(joiner.identity, info.key);
+        if (!limit.ok) {
+          return json({ error: 'room_limit_exceeded', limit: rooms.roomLimit, held: limit.held }, 429, { 'retry-after': String(ROOM_LIMIT_RETRY_AFTER) });
+        }
+        rooms.hold(joiner.identity, info.key);
+        const data: CollabSocketData = { kind: 'collab', key: info.key, identity: joiner.identity, userId: joiner.userId, readOnly: access === 'read', queue: [], closed: false };
+        if (!server.upgrade(req, { data })) {
+          rooms.release(joiner.identity, info.key);
+          throw new BadUserInput('WebSocket upgrade failed');
+        }
+        return UPGRADED;
+      } catch (err) {
+        return errorResponse(err);
+      }
+    },
+    websocket: {
+      async open(ws: Socket) {
+        const d = ws.data;
+        const conn: Conn = { ws, userId: d.userId, readOnly: d.readOnly, awarenessIds: new Set() };
+        d.conn = conn;
+        try {
+          // The room may unload between the join check and this open: get a live one.
+          for (;;) {
+            const room = await rooms.room(d.key);
+            if (d.closed) return;
+            if (room.join(conn)) {
+              d.room = room;
+              break;
+            }
+          }
+        } catch (err) {
+          const gone = err instanceof SvcError && err.status === 404;
+          if (!gone) console.error('collab room load failed:', err instanceof Error ? err.message : err);
+          ws.close(gone ? CloseCode.RecordGone : CloseCode.Restart, gone ? 'record not found' : 'room unavailable');
+          return;
+        }
+        const queued = d.queue ?? [];
+        d.queue = null;
+        for (const f of queued) d.room.frame(conn, f);
+      },
+      message(ws: Socket, message: string | Buffer) {
+        const d = ws.data;
+        if (typeof message === 'string') return ws.close(CloseCode.BadFrame, 'expected binary y-websocket frames');
+        if (message.byteLength > MAX_FRAME_BYTES) return ws.close(CloseCode.TooLarge, 'frame too large');
+        // A copy: the room handles the frame later, from its mailbox.
+        const frame = new Uint8Array(message);
+        if (d.room) d.room.frame(d.conn!, frame);
+        else if (d.queue && d.queue.length < MAX_QUEUED) d.queue.push(frame);
+        else ws.close(CloseCode.BadFrame, 'too many frames before the room opened');
+      },
+      close(ws: Socket) {
+        const d = ws.data;
+        if (d.closed) return;
+        d.closed = true;
+        if (d.room && d.conn) d.room.leave(d.conn);
+        rooms.release(d.identity, d.key);
+      },
+    },
+  };
+}
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}

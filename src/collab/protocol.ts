@@ -1,0 +1,130 @@
+import * as Y from 'yjs';
+import * as encoding from 'lib0/encoding';
+import * as decoding from 'lib0/decoding';
+import * as syncProtocol from 'y-protocols/sync';
+
+/**
+ * The y-websocket wire format (what `WebsocketProvider` speaks), with no I/O: parse a client
+ * frame into a typed message, build the frames the server sends. Encoding and decoding go
+ * through lib0 and y-protocols; nothing here writes bytes by hand.
+ */
+export const MESSAGE_SYNC = 0;
+export const MESSAGE_AWARENESS = 1;
+export const MESSAGE_AUTH = 2;
+export const MESSAGE_QUERY_AWARENESS = 3;
+
+/** Close codes of a room socket (4xxx like graphql-ws: the HTTP status they stand for). */
+export const CloseCode = {
+  /** A frame that is not y-websocket, or an update that does not decode. */
+  BadFrame: 4400,
+  /** The key or token lost its access while connected. */
+  Forbidden: 4403,
+  /** The record (or its model) was deleted while the room was open. */
+  RecordGone: 4404,
+  /** A frame larger than MAX_FRAME_BYTES. */
+  TooLarge: 4413,
+  /** The process is shutting down; the client reconnects (to another process). */
+  Restart: 1012,
+} as const;
+
+/** Largest frame a client may send: far above any keystroke, far below a flood. */
+export const MAX_FRAME_BYTES = 2 * 1024 * 1024;
+
+export type Frame =
+  | { type: 'sync-step1'; stateVector: Uint8Array }
+  | { type: 'sync-step2'; update: Uint8Array }
+  | { type: 'update'; update: Uint8Array }
+  | { type: 'awareness'; update: Uint8Array }
+  | { type: 'query-awareness' }
+  | { type: 'auth' };
+
+export class FrameError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FrameError';
+  }
+}
+
+/**
+ * Parses one client frame. Updates are decoded in full (Y.decodeUpdate) before anyone applies
+ * them: Yjs integrates structs before it reads the delete set, so a frame truncated in its
+ * delete set would otherwise be half applied.
+ */
+export function parseFrame(data: Uint8Array): Frame {
+  if (data.byteLength === 0) throw new FrameError('empty frame');
+  try {
+    const decoder = decoding.createDecoder(data);
+    const type = decoding.readVarUint(decoder);
+    switch (type) {
+      case MESSAGE_SYNC: {
+        const sub = decoding.readVarUint(decoder);
+        const payload = decoding.readVarUint8Array(decoder);
+        if (sub === syncProtocol.messageYjsSyncStep1) {
+          Y.decodeStateVector(payload);
+          return { type: 'sync-step1', stateVector: payload };
+        }
+        if (sub === syncProtocol.messageYjsSyncStep2 || sub === syncProtocol.messageYjsUpdate) {
+          Y.decodeUpdate(payload);
+          return { type: sub === syncProtocol.messageYjsUpdate ? 'update' : 'sync-step2', update: payload };
+        }
+        throw new FrameError(`unknown sync message ${sub}`);
+      }
+      case MESSAGE_AWARENESS:
+        return { type: 'awareness', update: decoding.readVarUint8Array(decoder) };
+      case MESSAGE_QUERY_AWARENESS:
+        return { type: 'query-awareness' };
+      case MESSAGE_AUTH:
+        return { type: 'auth' };
+      default:
+        throw new FrameError(`unknown message type ${type}`);
+    }
+  } catch (err) {
+    if (err instanceof FrameError) throw err;
+    throw new FrameError('malformed frame');
+  }
+}
+
+export function syncStep1Frame(doc: Y.Doc): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_SYNC);
+  syncProtocol.writeSyncStep1(e, doc);
+  return encoding.toUint8Array(e);
+}
+
+export function syncStep2Frame(doc: Y.Doc, stateVector: Uint8Array): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_SYNC);
+  syncProtocol.writeSyncStep2(e, doc, stateVector);
+  return encoding.toUint8Array(e);
+}
+
+export function updateFrame(update: Uint8Array): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_SYNC);
+  syncProtocol.writeUpdate(e, update);
+  return encoding.toUint8Array(e);
+}
+
+export function awarenessFrame(update: Uint8Array): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_AWARENESS);
+  encoding.writeVarUint8Array(e, update);
+  return encoding.toUint8Array(e);
+}
+
+/** Room names of CONTRACT §10: `<modelKey>:<recordId>:<variantId>`. */
+const ROOM_RE = /^([A-Za-z][A-Za-z0-9_]{0,63}):([A-Za-z0-9_-]{1,128}):([A-Za-z0-9_-]{1,64})$/;
+
+export interface RoomName {
+  name: string;
+  modelKey: string;
+  recordId: string;
+  variantId: string;
+}
+
+export function parseRoomName(name: string): RoomName | null {
+  const m = ROOM_RE.exec(name);
+  return m ? { name, modelKey: m[1]!, recordId: m[2]!, variantId: m[3]! } : null;
+}
+
+export const DEFAULT_VARIANT = 'default';

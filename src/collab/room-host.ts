@@ -1,0 +1,33 @@
+import type { ModelDef } from '../projects/types.ts';
+import type { ModelLookup } from '../content/validate.ts';
+
+/** What a room needs of a WebSocket (Bun's ServerWebSocket fits; tests may pass their own). */
+export interface RoomSocket {
+  send(data: Uint8Array): unknown;
+  publish(topic: string, data: Uint8Array): unknown;
+  subscribe(topic: string): void;
+  unsubscribe(topic: string): void;
+  close(code?: number, reason?: string): void;
+}
+
+export interface Conn {
+  ws: RoomSocket;
+  /** Who edits: the key id or the customer id; the autosave is attributed to the last one. */
+  userId: string | null;
+  /** records:read joiners: awareness only, their document updates are ignored. */
+  readOnly: boolean;
+  /** Awareness client ids this socket announced, removed when it leaves. */
+  awarenessIds: Set<number>;
+}
+
+/** What identifies a room and what the room needs to know about its record. */
+export interface RoomInfo {
+  /** `<projectId>/<roomName>`: unique across projects, the key of every table and topic. */
+  key: string;
+  projectId: string;
+  model: ModelDef;
+  recordId: string;
+  locale: string;
+  defaultLocale: string;
+  models: ModelLookup;
+}

@@ -1,0 +1,314 @@
+import { randomUUID } from 'node:crypto';
+import type { EventBus } from '../actors/bus.ts';
+import { ActorRegistry } from '../actors/registry.ts';
+import type { Sql } from '../store/db.ts';
+import type { ProjectSnapshot } from '../projects/actor.ts';
+import type { ModelDef } from '../projects/types.ts';
+import { NotFound } from '../errors.ts';
+import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
+import { Room, type RoomHost, type RoomInfo } from './room.ts';
+import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, setPresence } from './store.ts';
+
+/**
+ * The collaboration rooms of one process: the room registry, the relay that makes a room open
+ * in several processes one room (update rows + NOTIFY of their ids, sql/012_collab.sql), the
+ * per-room advisory locks that elect one saver, presence for the room limit and room status,
+ * and the bus hook that merges record writes into open rooms.
+ */
+export interface CollabOptions {
+  /** Open rooms per identity (spec Limits: 10). */
+  roomLimit?: number;
+  debounceMs?: number;
+  maxWaitMs?: number;
+  /** How long an unused room without sockets may stay loaded (safety net; rooms unload at once). */
+  idleMs?: number;
+  heartbeatMs?: number;
+}
+
+export interface CollabDeps {
+  sql: Sql;
+  bus: EventBus;
+  project(id: string): Promise<ProjectSnapshot>;
+}
+
+const CHANNEL = 'svc_collab';
+const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
+
+type Notice =
+  | { t: 'u'; p: string; r: string; id: number }
+  | { t: 'join' | 'leave'; p: string; r: string }
+  | { t: 'here'; p: string; r: string; to: string };
+
+export class CollabRooms {
+  readonly processId = randomUUID();
+  readonly roomLimit: number;
+  readonly registry: ActorRegistry<Room>;
+  readonly #deps: CollabDeps;
+  readonly #host: RoomHost;
+  #server: { publish(topic: string, data: Uint8Array): unknown } | undefined;
+  #lockConn: Promise<Sql & { release(): void }> | undefined;
+  /** identity → room key → sockets, in this process. */
+  readonly #holds = new Map<string, Map<string, number>>();
+  /** record id → loaded room keys, for merges and deletes. */
+  readonly #byRecord = new Map<string, Set<string>>();
+  #unlisten: (() => Promise<void>) | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #beat: ReturnType<typeof setInterval> | undefined;
+  #relayChain: Promise<unknown> = Promise.resolve();
+  #presenceChain: Promise<unknown> = Promise.resolve();
+  #fetchChain: Promise<unknown> = Promise.resolve();
+  #pendingIds: number[] = [];
+  #closed = false;
+
+  constructor(deps: CollabDeps, opts: CollabOptions = {}) {
+    this.#deps = deps;
+    this.roomLimit = opts.roomLimit ?? 10;
+    const self = this;
+    this.#host = {
+      sql: deps.sql,
+      debounceMs: opts.debounceMs ?? 2_000,
+      maxWaitMs: opts.maxWaitMs ?? 10_000,
+      publish: (topic, data) => void this.#server?.publish(topic, data),
+      relay: (room, kind, data, userId) => {
+        this.#relayChain = this.#relayChain
+          .then(() => relayUpdate(deps.sql, CHANNEL, room.key, this.processId, kind, userId, data))
+          .catch((e) => console.error('collab relay failed:', e instanceof Error ? e.message : e));
+      },
+      tryLock: (key) => self.#lock(key),
+      unlock: (key) => self.#unlock(key),
+      bus: deps.bus,
+      unloaded: (room) => {
+        const set = this.#byRecord.get(room.info.recordId);
+        set?.delete(room.key);
+        if (set?.size === 0) this.#byRecord.delete(room.info.recordId);
+        if (!this.#closed) this.#notify({ t: 'leave', p: this.processId, r: room.key });
+      },
+      idle: (room) => {
+        // Outside the room's mailbox: stopping waits for it to drain.
+        setTimeout(() => {
+          if (this.registry.peek(room.key) === room && room.canUnload()) void this.registry.evict(room.key);
+        }, 0);
+      },
+    };
+    this.registry = new ActorRegistry<Room>((key) => this.#spawn(key), { idleMs: opts.idleMs ?? 30_000 });
+    this.#heartbeatMs = opts.heartbeatMs ?? 5_000;
+  }
+
+  readonly #heartbeatMs: number;
+
+  get sql(): Sql {
+    return this.#deps.sql;
+  }
+
+  async start(): Promise<void> {
+    const sub = await this.#deps.sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
+    this.#unlisten = () => sub.unlisten();
+    await heartbeat(this.#deps.sql, this.processId);
+    this.#beat = setInterval(() => void heartbeat(this.#deps.sql, this.processId).catch(() => {}), this.#heartbeatMs);
+    this.#beat.unref?.();
+    this.#unsubscribe = this.#deps.bus.subscribe((e) => {
+      if (e.type !== 'record.changed') return;
+      const keys = this.#byRecord.get(e.recordId);
+      if (!keys) return;
+      for (const key of keys) {
+        const room = this.registry.peek(key);
+        if (!room || room.info.projectId !== e.projectId) continue;
+        if (e.action === 'deleted') room.closeAll(CloseCode.RecordGone, 'record deleted');
+        else if (e.action === 'updated' || e.action === 'created') room.merge();
+      }
+    });
+  }
+
+  /** The gateway's server: rooms publish to their topic through it. */
+  attachServer(server: { publish(topic: string, data: Uint8Array): unknown }): void {
+    this.#server = server;
+  }
+
+  /**
+   * What a room name addresses in a project: its model, record and locale. NotFound when the
+   * model or the record does not exist in this project (a record of another project included).
+   */
+  async resolve(projectId: string, name: string): Promise<{ info: RoomInfo; snapshot: ProjectSnapshot }> {
+    const parsed = parseRoomName(name);
+    if (!parsed) throw new NotFound('No such room');
+    const snapshot = await this.#deps.project(projectId);
+    const model = snapshot.models.find((m) => m.key === parsed.modelKey);
+    if (!model) throw new NotFound(`No model "${parsed.modelKey}"`);
+    const locale = parsed.variantId === DEFAULT_VARIANT ? snapshot.defaultLocale : parsed.variantId;
+    if (!LOCALE_RE.test(locale)) throw new NotFound(`No variant "${parsed.variantId}"`);
+    const all = new Map(snapshot.models.map((m) => [m.key, m] as [string, ModelDef]));
+    const info: RoomInfo = {
+      key: `${projectId}/${name}`,
+      projectId,
+      model,
+      recordId: parsed.recordId,
+      locale,
+      defaultLocale: snapshot.defaultLocale,
+      models: (k) => all.get(k),
+    };
+    return { info, snapshot };
+  }
+
+  async #spawn(key: string): Promise<Room> {
+    const slash = key.indexOf('/');
+    const { info } = await this.resolve(key.slice(0, slash), key.slice(slash + 1));
+    const room = await Room.load(info, this.#host);
+    let set = this.#byRecord.get(info.recordId);
+    if (!set) this.#byRecord.set(info.recordId, (set = new Set()));
+    set.add(key);
+    this.#notify({ t: 'join', p: this.processId, r: key });
+    return room;
+  }
+
+  /** The live room for a key, loading it if needed. */
+  room(key: string): Promise<Room> {
+    return this.registry.get(key);
+  }
+
+  // ---- identities and limits ----
+
+  /**
+   * Whether `identity` may open one more socket to `key`: a room it holds already (here or in
+   * another process) never counts twice. Returns the rooms held when the limit refuses it.
+   */
+  async checkLimit(identity: string, key: string): Promise<{ ok: true } | { ok: false; held: number }> {
+    const local = this.#holds.get(identity);
+    if (local?.has(key)) return { ok: true };
+    const held = new Set(local?.keys() ?? []);
+    for (const r of await remoteHeldRooms(this.#deps.sql, identity, this.processId)) held.add(r);
+    if (held.has(key) || held.size < this.roomLimit) return { ok: true };
+    return { ok: false, held: held.size };
+  }
+
+  hold(identity: string, key: string): void {
+    let rooms = this.#holds.get(identity);
+    if (!rooms) this.#holds.set(identity, (rooms = new Map()));
+    const n = (rooms.get(key) ?? 0) + 1;
+    rooms.set(key, n);
+    this.#presence(key, identity, n);
+  }
+
+  release(identity: string, key: string): void {
+    const rooms = this.#holds.get(identity);
+    const n = (rooms?.get(key) ?? 0) - 1;
+    if (n > 0) rooms!.set(key, n);
+    else {
+      rooms?.delete(key);
+      if (rooms?.size === 0) this.#holds.delete(identity);
+    }
+    this.#presence(key, identity, Math.max(0, n));
+  }
+
+  #presence(key: string, identity: string, clients: number): void {
+    this.#presenceChain = this.#presenceChain
+      .then(() => setPresence(this.#deps.sql, key, this.processId, identity, clients))
+      .catch((e) => console.error('collab presence failed:', e instanceof Error ? e.message : e));
+  }
+
+  /** `{ exists, clients }` of a room name across every process (GET /api/collab/room-status). */
+  async status(name: string): Promise<{ exists: boolean; clients: number }> {
+    await this.#presenceChain;
+    let local = 0;
+    let loaded = false;
+    for (const key of this.registry.keys()) {
+      if (!key.endsWith(`/${name}`)) continue;
+      loaded = true;
+      local += this.registry.peek(key)?.conns.size ?? 0;
+    }
+    const remote = await remoteClients(this.#deps.sql, name, this.processId);
+    return { exists: loaded || remote > 0, clients: local + remote };
+  }
+
+  // ---- saves ----
+
+  /** `saveCollabDraft(roomName)`: the room's document into the record's working version. */
+  async saveDraft(projectId: string, name: string, userId: string | null): Promise<boolean> {
+    const { info } = await this.resolve(projectId, name);
+    const room = await this.room(info.key);
+    const saved = await room.saveDraft(userId);
+    if (room.conns.size === 0) this.#host.idle(room);
+    return saved;
+  }
+
+  /** SIGTERM: every room saves, then its sockets are told to reconnect elsewhere. */
+  async drain(): Promise<void> {
+    const rooms = [...this.registry.keys()].map((k) => this.registry.peek(k)!).filter(Boolean);
+    await Promise.all(rooms.map((r) => r.flush().catch((e) => console.error('collab final save failed:', e instanceof Error ? e.message : e))));
+    for (const r of rooms) r.closeAll(CloseCode.Restart, 'server restarting');
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.drain();
+    this.#closed = true;
+    clearInterval(this.#beat);
+    this.#unsubscribe?.();
+    await this.registry.stopAll();
+    await this.#relayChain;
+    await this.#presenceChain;
+    await this.#unlisten?.().catch(() => {});
+    await forgetProcess(this.#deps.sql, this.processId).catch(() => {});
+    const conn = this.#lockConn;
+    this.#lockConn = undefined;
+    if (conn) (await conn.catch(() => undefined))?.release();
+  }
+
+  // ---- the saver lock: session advisory locks on one reserved connection ----
+
+  #conn(): Promise<Sql & { release(): void }> {
+    this.#lockConn ??= (this.#deps.sql as unknown as { reserve(): Promise<Sql & { release(): void }> }).reserve();
+    return this.#lockConn;
+  }
+
+  async #lock(key: string): Promise<boolean> {
+    const c = await this.#conn();
+    const [row] = await c`select pg_try_advisory_lock(hashtextextended(${key}, 727014)) as ok`;
+    return row?.ok === true;
+  }
+
+  async #unlock(key: string): Promise<void> {
+    if (!this.#lockConn) return;
+    const c = await this.#lockConn;
+    await c`select pg_advisory_unlock(hashtextextended(${key}, 727014))`;
+  }
+
+  // ---- relay between processes ----
+
+  #notify(n: Notice): void {
+    this.#relayChain = this.#relayChain
+      .then(() => this.#deps.sql`select pg_notify(${CHANNEL}, ${JSON.stringify(n)})`)
+      .catch(() => {});
+  }
+
+  #onNotice(payload: string): void {
+    let n: Notice;
+    try {
+      n = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    if (n.p === this.processId) return;
+    const room = this.registry.peek(n.r);
+    if (!room) return;
+    if (n.t === 'u') {
+      this.#pendingIds.push(n.id);
+      if (this.#pendingIds.length === 1) this.#fetchChain = this.#fetchChain.then(() => this.#fetchRows());
+    } else if (n.t === 'join') {
+      room.peer(n.p, true);
+      this.#notify({ t: 'here', p: this.processId, r: n.r, to: n.p });
+    } else if (n.t === 'here') {
+      if (n.to === this.processId) room.peer(n.p, true);
+    } else room.peers.delete(n.p);
+  }
+
+  async #fetchRows(): Promise<void> {
+    const ids = this.#pendingIds;
+    this.#pendingIds = [];
+    if (ids.length === 0) return;
+    try {
+      for (const row of await relayRows(this.#deps.sql, ids)) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
+    } catch (e) {
+      console.error('collab relay read failed:', e instanceof Error ? e.message : e);
+    }
+  }
+}

@@ -1,0 +1,111 @@
+import type postgres from 'postgres';
+import type { Sql } from '../store/db.ts';
+import type { Content } from './content.ts';
+
+/** The SQL of collaboration rooms (sql/012_collab.sql). Every query names its project or room. */
+type Tx = Sql | postgres.TransactionSql<Record<string, never>>;
+const q = (tx: Tx) => tx as unknown as Sql;
+
+export interface StoredState {
+  state: Uint8Array;
+  base: Content;
+}
+
+export async function loadState(tx: Tx, room: string): Promise<StoredState | null> {
+  const [row] = await q(tx)<{ state: Uint8Array; base: Content }[]>`select state, base from collab_state where room = ${room}`;
+  return row ? { state: new Uint8Array(row.state), base: row.base } : null;
+}
+
+/** Stores the first state of a room unless another process stored one first (then false). */
+export async function insertState(tx: Tx, room: string, projectId: string, recordId: string, s: StoredState): Promise<boolean> {
+  const rows = await q(tx)`insert into collab_state (room, project_id, record_id, state, base)
+    values (${room}, ${projectId}, ${recordId}, ${Buffer.from(s.state)}, ${q(tx).json(s.base as never)})
+    on conflict (room) do nothing returning room`;
+  return rows.length > 0;
+}
+
+export async function writeState(tx: Tx, room: string, s: StoredState): Promise<void> {
+  await q(tx)`update collab_state set state = ${Buffer.from(s.state)}, base = ${q(tx).json(s.base as never)}, updated_at = now()
+    where room = ${room}`;
+}
+
+/** The working version of one record locale; `lock` takes the record row for the transaction. */
+export async function readDraft(tx: Tx, projectId: string, modelKey: string, recordId: string, locale: string, defaultLocale: string, lock = false): Promise<Content | null> {
+  const rows = await q(tx).unsafe(
+    `select c.locale, c.data from records r
+       left join record_content c on c.record_id = r.id and c.stage = 'draft' and c.locale in ($4, $5)
+     where r.project_id = $1 and r.id = $2 and r.model_key = $3${lock ? ' for update of r' : ''}`,
+    [projectId, recordId, modelKey, locale, defaultLocale],
+  );
+  if (rows.length === 0) return null;
+  // A locale never written starts as the default locale's content (as updateRecord does).
+  const own = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === defaultLocale);
+  return (own?.data as Content | undefined) ?? {};
+}
+
+export async function recordExists(tx: Tx, projectId: string, modelKey: string, recordId: string): Promise<boolean> {
+  const rows = await q(tx)`select 1 from records where project_id = ${projectId} and id = ${recordId} and model_key = ${modelKey}`;
+  return rows.length > 0;
+}
+
+/** A process counts for presence while its heartbeat is younger than this. */
+export const PROCESS_TTL_SECONDS = 20;
+
+export async function heartbeat(sql: Sql, processId: string): Promise<void> {
+  await sql`insert into collab_processes (process_id) values (${processId})
+    on conflict (process_id) do update set seen_at = now()`;
+  // Housekeeping rides on the heartbeat: relay rows are read within milliseconds of their NOTIFY.
+  await sql`delete from collab_updates where created_at < now() - interval '60 seconds'`;
+  await sql`delete from collab_presence p where not exists (select 1 from collab_processes c
+    where c.process_id = p.process_id and c.seen_at > now() - make_interval(secs => ${PROCESS_TTL_SECONDS}))`;
+}
+
+export async function forgetProcess(sql: Sql, processId: string): Promise<void> {
+  await sql`delete from collab_presence where process_id = ${processId}`;
+  await sql`delete from collab_processes where process_id = ${processId}`;
+}
+
+export async function setPresence(sql: Sql, room: string, processId: string, identity: string, clients: number): Promise<void> {
+  if (clients <= 0) await sql`delete from collab_presence where room = ${room} and process_id = ${processId} and identity = ${identity}`;
+  else {
+    await sql`insert into collab_presence (room, process_id, identity, clients) values (${room}, ${processId}, ${identity}, ${clients})
+      on conflict (room, process_id, identity) do update set clients = excluded.clients`;
+  }
+}
+
+const LIVE = `exists (select 1 from collab_processes c where c.process_id = p.process_id
+  and c.seen_at > now() - make_interval(secs => ${PROCESS_TTL_SECONDS}))`;
+
+/** Rooms an identity holds in other live processes. */
+export async function remoteHeldRooms(sql: Sql, identity: string, processId: string): Promise<string[]> {
+  const rows = await sql.unsafe(`select distinct room from collab_presence p where identity = $1 and process_id <> $2 and ${LIVE}`, [identity, processId]);
+  return rows.map((r) => r.room as string);
+}
+
+/** Sockets connected to a room (by its name, in any project) in other live processes. */
+export async function remoteClients(sql: Sql, name: string, processId: string): Promise<number> {
+  const [row] = await sql.unsafe(`select coalesce(sum(clients), 0)::int as n from collab_presence p
+    where right(room, length($1) + 1) = '/' || $1 and process_id <> $2 and ${LIVE}`, [name, processId]);
+  return (row?.n as number) ?? 0;
+}
+
+/** One relay row plus the NOTIFY of its id, in one statement. */
+export async function relayUpdate(sql: Sql, channel: string, room: string, origin: string, kind: 0 | 1, userId: string | null, data: Uint8Array): Promise<void> {
+  await sql`with i as (
+      insert into collab_updates (room, origin, kind, user_id, data) values (${room}, ${origin}, ${kind}, ${userId}, ${Buffer.from(data)})
+      returning id
+    ) select pg_notify(${channel}, json_build_object('t', 'u', 'p', ${origin}::text, 'r', ${room}::text, 'id', i.id)::text) from i`;
+}
+
+export interface RelayRow {
+  id: number;
+  room: string;
+  kind: 0 | 1;
+  user_id: string | null;
+  data: Uint8Array;
+}
+
+export async function relayRows(sql: Sql, ids: number[]): Promise<RelayRow[]> {
+  const rows = await sql<RelayRow[]>`select id::int as id, room, kind, user_id, data from collab_updates where id = any(${ids}::bigint[]) order by id`;
+  return rows.map((r) => ({ ...r, data: new Uint8Array(r.data) }));
+}

@@ -1,0 +1,383 @@
+import { randomBytes } from 'node:crypto';
+import { BUS_CHANNEL, type BusEvent, type EventBus } from '../actors/bus.ts';
+import { BadUserInput, NotFound, type SvcError } from '../errors.ts';
+import type { ContentSql } from '../store/db.ts';
+import type { RecordAction } from './types.ts';
+import type { ModelDef } from '../projects/types.ts';
+
+/**
+ * Write transactions (issue 11). A `WriteTx` is built in JS without I/O — the statements of its
+ * writes, any follow-up statements (an outbox row, a hook's queue entry) and statements whose
+ * rows the caller reads back — and `WriteCommitter.commit` sends it in one go:
+ *
+ *   BEGIN; <statements…>; select pg_notify(…) — once, every event; COMMIT
+ *
+ * pipelined on one connection, so PostgreSQL never waits on the service inside an open
+ * transaction, and a write costs one commit. A statement that fails aborts the transaction and
+ * the pipelined COMMIT then rolls it back: a failed write changes nothing and announces nothing.
+ *
+ * Group commit: transactions submitted while others are in flight are sent together as one
+ * transaction (one commit, one NOTIFY). NOTIFY serialises committing transactions on a
+ * database-wide lock held through the WAL flush, so one NOTIFY per group rather than per write
+ * is what lets writes scale (docs/decisions.md); the NOTIFY stays inside the transaction so
+ * committed listeners (realtime) hear every write in commit order. If a group fails, each of
+ * its transactions is run again alone, so one bad write never fails another.
+ */
+export interface PendingEvent {
+  action: RecordAction;
+  recordId: string;
+  modelKey: string;
+}
+
+/** One write: its statements, in order, and the change it announces after the commit. */
+export interface WriteStep {
+  recordId: string;
+  statements: Statement[];
+  event: PendingEvent;
+  /** A create's checked row, so consecutive creates can go as one statement (import.ts createMany). */
+  created?: { model: ModelDef; naturalKey: string | null; locale: string; data: Record<string, unknown>; id: string };
+}
+
+export interface Statement {
+  text: string;
+  params: unknown[];
+  /** This statement's own reading of a database error (a duplicate natural key is a CONFLICT). */
+  mapError?: (err: DbError) => SvcError | undefined;
+}
+
+/** A database error with its SQLSTATE in `code` (Bun's client keeps it in `errno`). */
+export interface DbError extends Error {
+  code: string;
+  constraint?: string;
+  detail?: string;
+}
+
+/** Where a statement's rows will be once the transaction committed. */
+export interface Handle<T> {
+  readonly index: number;
+  readonly _rows?: T;
+}
+
+/**
+ * Statements to append to a write transaction, from its record events (an outbox row per
+ * change, queued hooks), with the events those add. Runs when the transaction is sent.
+ */
+export type Follower = (events: readonly BusEvent[]) => { statements: Statement[]; events?: BusEvent[] } | undefined;
+
+export class WriteTx {
+  readonly statements: Statement[] = [];
+  readonly events: BusEvent[] = [];
+  /**
+   * The one case that reads before it can build: batch operations addressed by `_id` alone need
+   * the records' models to check their data. Sent with BEGIN; `then` adds the writes. Such a
+   * transaction runs alone (never grouped) and waits on JS once, for `then`.
+   */
+  prelude: { statement: Statement; then: (rows: Record<string, unknown>[]) => void } | undefined;
+
+  constructor(readonly ctx: { projectId: string; userId: string | null }) {}
+
+  /** Adds one record write and its change event. */
+  write(step: WriteStep): this {
+    this.statements.push(...step.statements);
+    this.events.push({ type: 'record.changed', projectId: this.ctx.projectId, action: step.event.action, recordId: step.event.recordId, modelKey: step.event.modelKey, userId: this.ctx.userId });
+    return this;
+  }
+
+  /** Adds a statement whose rows are wanted back (the written record, read inside the transaction). */
+  read<T>(statement: Statement): Handle<T> {
+    this.statements.push(statement);
+    return { index: this.statements.length - 1 };
+  }
+
+  /** Adds a statement that must commit with the writes (an outbox row, a queued hook). */
+  follow(statement: Statement): this {
+    this.statements.push(statement);
+    return this;
+  }
+
+  /** Adds statements built from this transaction's events once its writes are all known. */
+  finish(fn: Follower): this {
+    this.finishers.push(fn);
+    return this;
+  }
+
+  readonly finishers: Follower[] = [];
+}
+
+export interface Committed {
+  rows<T>(handle: Handle<T>): T[];
+}
+
+interface Unit {
+  tx: WriteTx;
+  /** Statements after the followers ran: the tx's own, then theirs. */
+  all: Statement[];
+  /** Its events and the followers'. */
+  events: BusEvent[];
+  resolve: (c: Committed) => void;
+  reject: (err: unknown) => void;
+}
+
+type Outcome = { ok: true; results: unknown[][] } | { ok: false; error: unknown; rolledBack: boolean };
+
+/** SQLSTATEs the write statements raise (sql/009_records_write.sql). */
+function mapState(err: DbError): SvcError | undefined {
+  if (err.code === 'SV404') return new NotFound(err.message);
+  if (err.code === 'SV400') return new BadUserInput(err.message, err.detail ? { field: err.detail } : undefined);
+  return undefined;
+}
+
+/** The client's error for a failed transaction: the first statement that claims it, else by SQLSTATE. */
+export function clientError(err: unknown, statements: readonly Statement[]): unknown {
+  const db = dbError(err);
+  if (!db) return err;
+  for (const s of statements) {
+    const mine = s.mapError?.(db);
+    if (mine) return mine;
+  }
+  return mapState(db) ?? db;
+}
+
+function dbError(err: unknown): DbError | undefined {
+  const e = err as { errno?: unknown; code?: unknown; constraint?: string; detail?: string; message?: string };
+  const state = typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno) ? e.errno : typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : undefined;
+  if (!state) return undefined;
+  return Object.assign(new Error(e.message ?? 'database error', { cause: err }), { code: state, constraint: e.constraint, detail: e.detail });
+}
+
+type Conn = Awaited<ReturnType<ContentSql['reserve']>>;
+
+/**
+ * A transaction travels as ONE simple-protocol message (`begin; …; commit`): PostgreSQL then
+ * runs it without ever waiting for the client. Bun's client, given the statements as separate
+ * pipelined extended-protocol queries, left the backend idle in transaction (ClientRead) between
+ * BEGIN, the statements and COMMIT (docs/decisions.md). So parameters are inlined as literals:
+ * strings dollar-quoted with a tag that cannot occur in them (no escaping rules involved,
+ * whatever standard_conforming_strings says), numbers and booleans as such, arrays as ARRAY[…].
+ */
+export function literal(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new BadUserInput('numbers must be finite');
+    return `(${String(v)})`;
+  }
+  if (Array.isArray(v)) return `array[${v.map(literal).join(',')}]`;
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  // PostgreSQL text cannot hold NUL, and a NUL would end the query message.
+  if (s.includes('\0')) throw new BadUserInput('text must not contain NUL characters');
+  // The body ends at the first occurrence of the closing tag: it must be the one appended. A
+  // plain `$q$` serves almost every value; otherwise the tag is random, so a value cannot be
+  // built to defeat it, and one check (linear in the value) suffices — a search through
+  // predictable tags would be quadratic in a value stuffed with them.
+  if (closesAtEnd(s, 'q')) return `$q$${s}$q$`;
+  let tag: string;
+  do tag = `q${randomBytes(12).toString('hex')}`;
+  while (!closesAtEnd(s, tag));
+  return `$${tag}$${s}$${tag}$`;
+}
+
+/** True when `$tag$` first occurs in `s + $tag$` at the appended one (overlaps included). */
+function closesAtEnd(s: string, tag: string): boolean {
+  return (s + `$${tag}$`).indexOf(`$${tag}$`) === s.length;
+}
+
+/** A statement's text with its `$n` placeholders replaced by literals. */
+export function inline(st: Statement): string {
+  return st.text.replace(/\$(\d+)/g, (_, n: string) => {
+    const i = Number(n) - 1;
+    if (i < 0 || i >= st.params.length) throw new Error(`statement has no parameter $${n}`);
+    return literal(st.params[i]);
+  });
+}
+
+/** The NOTIFY of a transaction's events, in order: usually one statement and one payload. */
+function notifyStatements(frames: ReturnType<EventBus['frames']>): string[] {
+  const out: string[] = [];
+  let payloads: string[] = [];
+  const flush = () => {
+    if (payloads.length) out.push(`select pg_notify(${literal(BUS_CHANNEL)}, p) from unnest(${literal(payloads)}::text[]) as p`);
+    payloads = [];
+  };
+  for (const f of frames) {
+    if ('payload' in f) {
+      payloads.push(f.payload);
+      continue;
+    }
+    // Too large for a NOTIFY: stored, and the notification carries the row id (bus.ts `#heard`).
+    flush();
+    out.push(`with s as (insert into bus_payloads (payload) values (${literal(f.stored)}) returning id)
+      select pg_notify(${literal(BUS_CHANNEL)}, ${literal(f.head)} || '"refs":["' || s.id || '"]}') from s`);
+  }
+  flush();
+  return out;
+}
+
+export interface CommitterOptions {
+  /** Transactions in flight at once (connections held). */
+  inFlight?: number;
+  /** Most transactions per group. */
+  maxGroup?: number;
+  /** Most statements per group (a group never splits a transaction). */
+  maxStatements?: number;
+}
+
+export class WriteCommitter {
+  readonly #queue: Unit[] = [];
+  readonly #followers: Follower[] = [];
+  readonly #inFlightMax: number;
+  readonly #maxGroup: number;
+  readonly #maxStatements: number;
+  #inFlight = 0;
+  #idle: (() => void)[] = [];
+  #closed = false;
+  /** Transactions and groups committed (tests and the bench read these). */
+  readonly stats = { transactions: 0, groups: 0, retriedAlone: 0 };
+
+  constructor(
+    private readonly sql: ContentSql,
+    private readonly bus: EventBus,
+    opts: CommitterOptions = {},
+  ) {
+    this.#inFlightMax = opts.inFlight ?? Number(process.env.SVC_WRITE_INFLIGHT || 2);
+    this.#maxGroup = opts.maxGroup ?? 64;
+    this.#maxStatements = opts.maxStatements ?? 5_000;
+  }
+
+  /** Adds statements to every write transaction from now on (see `Follower`). */
+  follow(fn: Follower): () => void {
+    this.#followers.push(fn);
+    return () => void this.#followers.splice(this.#followers.indexOf(fn) >>> 0, 1);
+  }
+
+  /** Commits `tx` (possibly together with others); rejects with the write's error if it fails. */
+  commit(tx: WriteTx): Promise<Committed> {
+    if (this.#closed) return Promise.reject(new Error('the service is shutting down'));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ tx, all: [], events: [], resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** Stops taking transactions and waits for those in flight. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#inFlight > 0 || this.#queue.length > 0) await new Promise<void>((r) => this.#idle.push(r));
+  }
+
+  #pump(): void {
+    while (this.#inFlight < this.#inFlightMax && this.#queue.length > 0) {
+      const group = this.#take();
+      this.#inFlight++;
+      void this.#run(group).finally(() => {
+        this.#inFlight--;
+        this.#pump();
+        if (this.#inFlight === 0 && this.#queue.length === 0) for (const r of this.#idle.splice(0)) r();
+      });
+    }
+  }
+
+  #take(): Unit[] {
+    const first = this.#queue.shift()!;
+    if (first.tx.prelude) return [first];
+    const group = [first];
+    let statements = first.tx.statements.length;
+    while (group.length < this.#maxGroup && this.#queue.length > 0) {
+      const next = this.#queue[0]!;
+      if (next.tx.prelude || statements + next.tx.statements.length > this.#maxStatements) break;
+      statements += next.tx.statements.length;
+      group.push(this.#queue.shift()!);
+    }
+    return group;
+  }
+
+  async #run(units: Unit[]): Promise<void> {
+    let conn: Conn;
+    try {
+      conn = await this.sql.reserve();
+    } catch (err) {
+      for (const u of units) u.reject(err);
+      return;
+    }
+    try {
+      const outcome = await this.#attempt(conn, units);
+      if (outcome.ok) return this.#settle(units, outcome.results);
+      if (units.length > 1 && outcome.rolledBack) {
+        // Some transaction of the group failed and took the others with it: each alone now.
+        this.stats.retriedAlone += units.length;
+        for (const u of units) {
+          const alone = await this.#attempt(conn, [u]);
+          if (alone.ok) this.#settle([u], alone.results);
+          else u.reject(alone.error);
+        }
+        return;
+      }
+      for (const u of units) u.reject(outcome.error);
+    } finally {
+      conn.release();
+    }
+  }
+
+  #settle(units: Unit[], results: unknown[][]): void {
+    this.stats.groups++;
+    this.stats.transactions += units.length;
+    // This process's caches hear of the changes once they are durable; others through the NOTIFY.
+    this.bus.deliverLocal(units.flatMap((u) => u.events));
+    let at = 0;
+    for (const u of units) {
+      const mine = results.slice(at, at + u.all.length);
+      at += u.all.length;
+      u.resolve({ rows: <T>(h: Handle<T>) => (mine[h.index] ?? []) as T[] });
+    }
+  }
+
+  async #attempt(conn: Conn, units: Unit[]): Promise<Outcome> {
+    let text = 'begin';
+    const only = units.length === 1 ? units[0]! : undefined;
+    if (only?.tx.prelude) {
+      const pre = only.tx.prelude;
+      try {
+        const [, rows] = (await conn.unsafe(`begin;\n${inline(pre.statement)}`)) as unknown as [unknown, Record<string, unknown>[]];
+        pre.then([...rows]);
+      } catch (err) {
+        await conn.unsafe('rollback').catch(() => {});
+        return { ok: false, error: this.#clientError(err, [pre.statement]), rolledBack: dbError(err) !== undefined || !(err instanceof Error && 'errno' in err) };
+      }
+      text = '';
+    }
+    const events: BusEvent[] = [];
+    const statements: Statement[] = [];
+    for (const u of units) {
+      u.all = [...u.tx.statements];
+      u.events = [...u.tx.events];
+      for (const f of [...u.tx.finishers, ...this.#followers]) {
+        const more = f(u.tx.events);
+        if (!more) continue;
+        u.all.push(...more.statements);
+        u.events.push(...(more.events ?? []));
+      }
+      statements.push(...u.all);
+      events.push(...u.events);
+    }
+    const parts = text ? [text] : [];
+    for (const st of statements) parts.push(inline(st));
+    if (this.bus.bridged) parts.push(...notifyStatements(this.bus.frames(events)));
+    parts.push('commit');
+    let results: unknown[][];
+    try {
+      results = (await conn.unsafe(parts.join(';\n'))) as unknown as unknown[][];
+    } catch (err) {
+      // A failed statement aborted the transaction and skipped the rest, COMMIT included.
+      const db = dbError(err);
+      if (db) await conn.unsafe('rollback').catch(() => {});
+      // Without the server's answer the outcome is unknown (the connection failed): never retried.
+      return { ok: false, error: this.#clientError(err, statements), rolledBack: db !== undefined };
+    }
+    const start = text ? 1 : 0;
+    return { ok: true, results: results.slice(start, start + statements.length) };
+  }
+
+  #clientError(err: unknown, statements: readonly Statement[]): unknown {
+    return clientError(err, statements);
+  }
+}

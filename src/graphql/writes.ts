@@ -1,0 +1,62 @@
+import { NotFound } from '../errors.ts';
+import { byIdsStatement } from '../content/read.ts';
+import type { ContentRow, ReadScope, RecordNode } from '../content/types.ts';
+import type { WriteContext, WriteStep } from '../content/write.ts';
+import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
+import type { GqlContext } from './context.ts';
+import { hookStatement } from '../operations/hooks.ts';
+import { node } from './resolvers.ts';
+
+/**
+ * How GraphQL mutations write: build the transaction (writes, then a read of what they wrote),
+ * commit it through the service's WriteCommitter (one commit, events after it), and answer
+ * from the rows read inside the transaction — no read after the commit (issue 11).
+ */
+export function writeContext(ctx: GqlContext): WriteContext {
+  const all = new Map(ctx.snapshot.models.map((m) => [m.key, m]));
+  // Customer writes are attributed to the customer, everything else to the key.
+  return { projectId: ctx.snapshot.id, defaultLocale: ctx.snapshot.defaultLocale, userId: writerId(ctx), models: (k) => all.get(k) };
+}
+
+const writerId = (ctx: GqlContext): string | null => ctx.customer?.customerId ?? ctx.principal.keyId;
+
+export function draftScope(ctx: GqlContext, locale: string | null | undefined): ReadScope {
+  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
+}
+
+export function newTx(ctx: GqlContext): WriteTx {
+  ctx.noStore = true;
+  const tx = new WriteTx({ projectId: ctx.snapshot.id, userId: writerId(ctx) });
+  // Hook outbox: the executions commit with the records, or not at all (src/operations/hooks.ts).
+  const hooks = ctx.snapshot.hooks;
+  if (hooks.length) {
+    tx.finish((events) => {
+      const changes = events.flatMap((e) => (e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : []));
+      const q = hookStatement(ctx.snapshot.id, hooks, changes, writerId(ctx));
+      return q && { statements: [q.statement], events: q.events };
+    });
+  }
+  return tx;
+}
+
+export function commit(ctx: GqlContext, tx: WriteTx): Promise<Committed> {
+  return ctx.svc.writes.commit(tx);
+}
+
+/** Reads back, inside the transaction, the working version of records it wrote. */
+export function readBack(tx: WriteTx, scope: ReadScope, ids: readonly string[], restrictTo: readonly string[] | null): Handle<ContentRow> {
+  return tx.read<ContentRow>(byIdsStatement(scope, ids, restrictTo));
+}
+
+/** One write and the record as it stands after it (the per-model mutations). */
+export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string | null | undefined, follow: Statement[] = []): Promise<RecordNode> {
+  const tx = newTx(ctx).write(step);
+  for (const st of follow) tx.follow(st);
+  const scope = draftScope(ctx, locale);
+  const h = readBack(tx, scope, [step.recordId], null);
+  const done = await commit(ctx, tx);
+  const row = done.rows(h)[0];
+  const n = row ? node(ctx, row, scope) : null;
+  if (!n) throw new NotFound(`No record with _id "${step.recordId}"`);
+  return n;
+}

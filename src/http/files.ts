@@ -1,0 +1,30 @@
+import { Elysia } from 'elysia';
+import type { Service } from '../service.ts';
+import { requireScope } from '../auth/scopes.ts';
+import { handleUpload } from '../files/upload.ts';
+import { deliverFile } from '../files/deliver.ts';
+import { fileView, publicBase } from '../files/store.ts';
+import { LocalDiskStorage } from '../files/storage.ts';
+
+/** The multipart framing allowed on top of the file itself (boundaries, part headers, fields). */
+export const UPLOAD_OVERHEAD = 64 * 1024;
+export const UPLOAD_PATH = '/api/files/upload';
+
+/** Files over REST (docs/files.md): the multipart upload, and delivery of file URLs (no key). */
+export function fileRoutes(svc: Service) {
+  const storage = new LocalDiskStorage(svc.settings.dataDir);
+  const deps = { sql: svc.sql, storage, maxBytes: svc.settings.filesMaxBytes };
+  return new Elysia({ name: 'svc.files' })
+    .post(UPLOAD_PATH, async ({ request }) => {
+      const admission = await svc.gate.admit({ headers: request.headers, request });
+      requireScope(admission.key, 'files:write');
+      const row = await handleUpload(deps, admission, request);
+      const { id, url, filename, contentType, size, width, height, alt, folder, createdAt } = fileView(row, publicBase(svc.settings.baseUrl, request.url));
+      return new Response(JSON.stringify({ id, url, filename, contentType, size, width, height, alt, folder, createdAt }), {
+        status: 201,
+        headers: { ...admission.headers, 'content-type': 'application/json', 'cache-control': 'no-store' },
+      });
+    }, { parse: 'none' })
+    .get('/api/files/:id/:name', ({ params, request }) => deliverFile(svc.sql, storage, params.id, request))
+    .head('/api/files/:id/:name', ({ params, request }) => deliverFile(svc.sql, storage, params.id, request));
+}

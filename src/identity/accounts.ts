@@ -1,0 +1,263 @@
+import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import type { Sql } from '../store/db.ts';
+import type { ModelDef } from '../projects/types.ts';
+import { BadUserInput, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { secretsKey } from '../secrets/vault.ts';
+import type { Identity } from './identity.ts';
+import { sendMail } from './mailer.ts';
+import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './sessions.ts';
+import { stampScopes } from './stamping.ts';
+
+/**
+ * Customer accounts of one project (CONTRACT §8): registration, password and one-time-code
+ * login, refresh, logout. Passwords are argon2id (`Bun.password`, hashed off the event loop);
+ * one-time codes are HMAC'd with the vault key, single use, valid 10 minutes, 5 tries each.
+ * Failed logins are counted per email and per client IP over 15 minutes (in PostgreSQL, so
+ * every process sees the same count); past the limit a login is RATE_LIMITED whatever the
+ * password. An unknown email and a wrong password get the same answer, after the same work.
+ */
+export interface ProjectView {
+  id: string;
+  settings: Record<string, unknown>;
+  models: readonly ModelDef[];
+}
+
+export interface CustomerView {
+  id: string;
+  email: string;
+  name: string | null;
+  roles: string[];
+}
+
+export interface AuthPayload extends Omit<IssuedTokens, 'sessionId'> {
+  customer: CustomerView;
+}
+
+export const INVALID_LOGIN = 'Invalid email or password';
+export const INVALID_CODE = 'Invalid or expired code';
+const WINDOW_MINUTES = 15;
+export const EMAIL_FAILURE_LIMIT = 10;
+export const IP_FAILURE_LIMIT = 100;
+const OTP_MINUTES = 10;
+const OTP_TRIES = 5;
+const OTP_REQUESTS_PER_WINDOW = 5;
+const EMAIL_RE = /^[^\s@"<>(),;:\\]+@[^\s@"<>(),;:\\]+\.[^\s@"<>(),;:\\]+$/;
+const COMMON = new Set(['password', 'password1', '12345678', '123456789', '1234567890', 'qwertyuiop', 'qwerty123', 'iloveyou', 'letmein1', 'abc12345', '11111111', '00000000']);
+
+const setting = (p: ProjectView, key: string, fallback: boolean): boolean => (typeof p.settings[key] === 'boolean' ? (p.settings[key] as boolean) : fallback);
+
+function tokenTtl(p: ProjectView): number | undefined {
+  const v = p.settings.customerAccessTokenTtlSeconds;
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+export function normalizeEmail(v: unknown): string {
+  if (typeof v !== 'string' || v.trim() === '') throw new BadUserInput('email is required', { field: 'email' });
+  const e = v.trim().toLowerCase();
+  if (e.length > 254 || !EMAIL_RE.test(e)) throw new BadUserInput('email is not a valid email address', { field: 'email' });
+  return e;
+}
+
+/** Weak: under 8 characters, over 256, fewer than 5 distinct characters, or a well-known password. */
+export function checkPassword(v: unknown, email: string): string {
+  if (typeof v !== 'string' || v === '') throw new BadUserInput('password is required', { field: 'password' });
+  if (v.length < 8) throw new BadUserInput('password must be at least 8 characters', { field: 'password' });
+  if (v.length > 256) throw new BadUserInput('password must be at most 256 characters', { field: 'password' });
+  if (new Set(v).size < 5 || COMMON.has(v.toLowerCase()) || v.toLowerCase() === email) throw new BadUserInput('password is too weak: use a longer, less common one', { field: 'password' });
+  return v;
+}
+
+let dummyHash: Promise<string> | undefined;
+/** Verifies against a fixed hash so an unknown email costs what a wrong password costs. */
+function burnVerify(password: string): Promise<boolean> {
+  dummyHash ??= Bun.password.hash('svc-dummy-password-for-timing', { algorithm: 'argon2id' });
+  return dummyHash.then((h) => Bun.password.verify(password, h));
+}
+
+async function checkThrottle(sql: Sql, projectId: string, subjects: { subject: string; limit: number }[]): Promise<void> {
+  const rows = await sql<{ subject: string; n: number }[]>`
+    select subject, count(*)::int as n from customer_login_failures
+    where project_id = ${projectId} and subject in ${sql(subjects.map((s) => s.subject))}
+      and failed_at > now() - make_interval(mins => ${WINDOW_MINUTES})
+    group by subject`;
+  for (const r of rows) {
+    const limit = subjects.find((s) => s.subject === r.subject)!.limit;
+    if (r.n >= limit) throw new RateLimited('Too many failed logins; try again later');
+  }
+}
+
+async function recordFailure(sql: Sql, projectId: string, subjects: string[]): Promise<void> {
+  await sql`insert into customer_login_failures (project_id, subject) select ${projectId}, unnest(${subjects}::text[])`;
+  await sql`delete from customer_login_failures where project_id = ${projectId} and subject in ${sql(subjects)}
+            and failed_at < now() - make_interval(mins => ${WINDOW_MINUTES})`;
+}
+
+function subjects(email: string, ip: string | null): { subject: string; limit: number }[] {
+  const out = [{ subject: `email:${email}`, limit: EMAIL_FAILURE_LIMIT }];
+  if (ip) out.push({ subject: `ip:${ip}`, limit: IP_FAILURE_LIMIT });
+  return out;
+}
+
+async function loadCustomer(sql: Sql, projectId: string, customerId: string): Promise<{ id: string; email: string; name: string | null } | null> {
+  const [row] = await sql<{ id: string; email: string; name: string | null }[]>`
+    select id, email, name from customers where id = ${customerId} and project_id = ${projectId} and disabled_at is null`;
+  return row ?? null;
+}
+
+/** Writes a session for a customer (and, first, the customer when `create` is given) in one transaction. */
+async function login(id: Identity, project: ProjectView, customer: { id: string; email: string; name: string | null }, create?: { passwordHash: string | null; verified: boolean }): Promise<AuthPayload> {
+  const stamp = await stampScopes(id.sql, project.id, customer.id, project.models);
+  const subject: SessionSubject = { projectId: project.id, customerId: customer.id, email: customer.email, scopes: stamp.scopes, roles: stamp.roles, ttlSeconds: tokenTtl(project) };
+  const row = await id.sql.begin(async (tx) => {
+    if (create) {
+      const inserted = await tx`
+        insert into customers (id, project_id, email, name, password_hash, email_verified_at, last_login_at)
+        values (${customer.id}, ${project.id}, ${customer.email}, ${customer.name}, ${create.passwordHash}, ${create.verified ? tx`now()` : null}, now())
+        on conflict (project_id, email) do nothing returning id`;
+      if (inserted.length === 0) throw new BadUserInput('email is already registered', { field: 'email' });
+    } else {
+      await tx`update customers set last_login_at = now() where id = ${customer.id} and project_id = ${project.id}`;
+    }
+    return insertSession(tx as unknown as Sql, subject);
+  });
+  const issued = await issueTokens(id.tokens, subject, row);
+  return { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresIn: issued.expiresIn, customer: { ...customer, roles: stamp.roles } };
+}
+
+export async function registerCustomer(id: Identity, project: ProjectView, input: { email: unknown; password: unknown; name?: unknown }): Promise<AuthPayload> {
+  if (!setting(project, 'customerSignupEnabled', true)) throw new PermissionDenied('Customer sign-up is disabled for this project');
+  if (!setting(project, 'customerPasswordEnabled', true)) throw new PermissionDenied('Password login is disabled for this project');
+  const email = normalizeEmail(input.email);
+  const password = checkPassword(input.password, email);
+  let name: string | null = null;
+  if (input.name !== undefined && input.name !== null) {
+    if (typeof input.name !== 'string' || input.name.length > 200) throw new BadUserInput('name must be a string of at most 200 characters', { field: 'name' });
+    name = input.name.trim() || null;
+  }
+  const [dup] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email}`;
+  if (dup) throw new BadUserInput('email is already registered', { field: 'email' });
+  const passwordHash = await Bun.password.hash(password, { algorithm: 'argon2id' });
+  const payload = await login(id, project, { id: newId('cus'), email, name }, { passwordHash, verified: false });
+  if (setting(project, 'customerWelcomeEmailEnabled', true)) {
+    const from = typeof project.settings.displayName === 'string' ? project.settings.displayName : undefined;
+    await sendMail(id.mail, {
+      projectId: project.id,
+      to: email,
+      list: 'welcome',
+      subject: from ? `Welcome to ${from}` : 'Welcome',
+      text: `Hello${name ? ` ${name}` : ''},\n\nyour account is ready.`,
+      fromName: typeof project.settings.fromName === 'string' ? project.settings.fromName : from,
+      replyTo: typeof project.settings.replyTo === 'string' ? project.settings.replyTo : undefined,
+    }).catch((err) => console.error('welcome mail failed:', (err as Error).message));
+  }
+  return payload;
+}
+
+export async function loginCustomer(id: Identity, project: ProjectView, input: { email: unknown; password: unknown }, ip: string | null): Promise<AuthPayload> {
+  if (!setting(project, 'customerPasswordEnabled', true)) throw new PermissionDenied('Password login is disabled for this project');
+  const email = normalizeEmail(input.email);
+  if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256) throw new BadUserInput('password is required', { field: 'password' });
+  const subs = subjects(email, ip);
+  await checkThrottle(id.sql, project.id, subs);
+  const [row] = await id.sql<{ id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]>`
+    select id, email, name, password_hash, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
+  const ok = row?.password_hash && !row.disabled_at ? await Bun.password.verify(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
+  if (!ok || !row) {
+    await recordFailure(id.sql, project.id, subs.map((s) => s.subject));
+    throw new Unauthenticated(INVALID_LOGIN);
+  }
+  await id.sql`delete from customer_login_failures where project_id = ${project.id} and subject = ${`email:${email}`}`;
+  return login(id, project, { id: row.id, email: row.email, name: row.name });
+}
+
+function codeHash(dataDir: string, projectId: string, email: string, code: string): string {
+  return createHmac('sha256', secretsKey(dataDir)).update(`otp\0${projectId}\0${email}\0${code}`).digest('hex');
+}
+
+/** Always true for a well-formed email (no account enumeration); the code goes by mail. */
+export async function requestCustomerOtp(id: Identity, project: ProjectView, input: { email: unknown }): Promise<boolean> {
+  if (!setting(project, 'customerOtpEnabled', false)) throw new PermissionDenied('One-time codes are disabled for this project');
+  const email = normalizeEmail(input.email);
+  const [recent] = await id.sql<{ n: number }[]>`
+    select count(*)::int as n from customer_otps
+    where project_id = ${project.id} and email = ${email} and created_at > now() - make_interval(mins => ${WINDOW_MINUTES})`;
+  if (recent!.n >= OTP_REQUESTS_PER_WINDOW) throw new RateLimited('Too many codes requested; try again later');
+  const [known] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email} and disabled_at is null`;
+  // Unknown addresses get a code only when a first login may create the account.
+  if (!known && !setting(project, 'customerSignupEnabled', true)) return true;
+  const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
+  await id.sql`insert into customer_otps (id, project_id, email, code_hash, expires_at)
+               values (${newId('otp')}, ${project.id}, ${email}, ${codeHash(id.mail.settings.dataDir, project.id, email, code)},
+                       now() + make_interval(mins => ${OTP_MINUTES}))`;
+  const from = typeof project.settings.displayName === 'string' ? project.settings.displayName : undefined;
+  await sendMail(id.mail, {
+    projectId: project.id,
+    to: email,
+    list: 'otp',
+    subject: `Your login code: ${code}`,
+    text: `Your login code is ${code}. It is valid for ${OTP_MINUTES} minutes and can be used once.`,
+    fromName: typeof project.settings.fromName === 'string' ? project.settings.fromName : from,
+  });
+  return true;
+}
+
+export async function loginCustomerWithOtp(id: Identity, project: ProjectView, input: { email: unknown; code: unknown }, ip: string | null): Promise<AuthPayload> {
+  if (!setting(project, 'customerOtpEnabled', false)) throw new PermissionDenied('One-time codes are disabled for this project');
+  const email = normalizeEmail(input.email);
+  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim())) throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
+  const code = input.code.trim();
+  const subs = subjects(email, ip);
+  await checkThrottle(id.sql, project.id, subs);
+  const want = Buffer.from(codeHash(id.mail.settings.dataDir, project.id, email, code));
+  const matched = await id.sql.begin(async (tx) => {
+    const rows = await tx<{ id: string; code_hash: string }[]>`
+      select id, code_hash from customer_otps
+      where project_id = ${project.id} and email = ${email} and used_at is null and expires_at > now() and attempts < ${OTP_TRIES}
+      order by created_at desc limit 3 for update`;
+    const hit = rows.find((r) => r.code_hash.length === want.length && timingSafeEqual(Buffer.from(r.code_hash), want));
+    if (!hit) {
+      if (rows.length) await tx`update customer_otps set attempts = attempts + 1 where id in ${tx(rows.map((r) => r.id))}`;
+      return false;
+    }
+    // Single use: this code and any older one for the address.
+    await tx`update customer_otps set used_at = now() where project_id = ${project.id} and email = ${email} and used_at is null`;
+    return true;
+  });
+  if (!matched) {
+    await recordFailure(id.sql, project.id, subs.map((s) => s.subject));
+    throw new Unauthenticated(INVALID_CODE);
+  }
+  const [row] = await id.sql<{ id: string; email: string; name: string | null; disabled_at: Date | null }[]>`
+    select id, email, name, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
+  if (row?.disabled_at) throw new Unauthenticated(INVALID_CODE);
+  if (row) {
+    await id.sql`update customers set email_verified_at = coalesce(email_verified_at, now()) where id = ${row.id}`;
+    return login(id, project, row);
+  }
+  if (!setting(project, 'customerSignupEnabled', true)) throw new Unauthenticated(INVALID_CODE);
+  return login(id, project, { id: newId('cus'), email, name: null }, { passwordHash: null, verified: true });
+}
+
+export async function refreshCustomerToken(id: Identity, project: ProjectView, input: { refreshToken: unknown }): Promise<AuthPayload> {
+  const out = await refreshSession(id.sql, id.tokens, project.id, input.refreshToken as string, tokenTtl(project));
+  const customer = await currentCustomer(id.sql, project, out.customerId);
+  if (!customer) throw new Unauthenticated('Invalid or expired token');
+  return { accessToken: out.accessToken, refreshToken: out.refreshToken, expiresIn: out.expiresIn, customer };
+}
+
+/** Revokes the refresh token's session, else the access token's; false when there was nothing live to revoke. */
+export async function logoutCustomer(id: Identity, projectId: string, input: { refreshToken?: unknown }, current: { sessionId: string } | null): Promise<boolean> {
+  if (input.refreshToken !== undefined && input.refreshToken !== null) {
+    const s = await sessionOfRefreshToken(id.sql, projectId, input.refreshToken as string);
+    return s ? revokeSession(id.sql, id.tokens, projectId, s.sessionId) : false;
+  }
+  return current ? revokeSession(id.sql, id.tokens, projectId, current.sessionId) : false;
+}
+
+export async function currentCustomer(sql: Sql, project: ProjectView, customerId: string): Promise<CustomerView | null> {
+  const c = await loadCustomer(sql, project.id, customerId);
+  if (!c) return null;
+  const { roles } = await stampScopes(sql, project.id, customerId, project.models);
+  return { ...c, roles };
+}

@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import type { BusEvent } from '../actors/bus.ts';
+import { announce, TERMINAL, type ExecutionRow } from './store.ts';
+import { perform, type AbortReason, type CallDeps } from './call.ts';
+
+/**
+ * Claims pending executions and runs each as an in-process actor (one AbortController, one
+ * deadline timer, one call). Runs in processes with SVC_ROLE all or worker. The database is
+ * the queue: a claim is one statement with FOR UPDATE SKIP LOCKED, so processes never take the
+ * same row; a claim carries a lease this worker renews while the call is in flight, and a row
+ * whose lease ran out (the process died) is claimed again by anyone (at-least-once).
+ *
+ * Fairness: a project with `projectConcurrency` calls in flight (across processes) is skipped
+ * until one finishes, so one tenant's backlog cannot starve the others.
+ */
+export interface DispatcherOptions {
+  leaseMs: number;
+  pollMs: number;
+  projectConcurrency: number;
+  /** Calls in flight in this process at most. */
+  capacity: number;
+}
+
+export class Dispatcher {
+  readonly owner = `wrk_${randomBytes(8).toString('hex')}`;
+  readonly #deps: CallDeps;
+  readonly #opts: DispatcherOptions;
+  readonly #runs = new Map<string, AbortController>();
+  #stopped = true;
+  #wake: (() => void) | null = null;
+  #poked = false;
+  #loop: Promise<void> | undefined;
+  #leaseTimer: ReturnType<typeof setInterval> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #lastSweep = 0;
+
+  constructor(deps: Omit<CallDeps, 'owner'>, opts: DispatcherOptions) {
+    this.#deps = { ...deps, owner: this.owner };
+    this.#opts = opts;
+  }
+
+  /** The API's public address for callback URLs (known only after listen with PORT=0). */
+  setBaseUrl(url: string): void {
+    this.#deps.baseUrl = url;
+  }
+
+  get inFlight(): number {
+    return this.#runs.size;
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#unsubscribe = this.#deps.bus.subscribe((e) => this.#onEvent(e));
+    this.#leaseTimer = setInterval(() => void this.#renew(), Math.max(50, Math.floor(this.#opts.leaseMs / 3)));
+    this.#leaseTimer.unref?.();
+    this.#loop = this.#run();
+  }
+
+  /** Wakes the claim loop (a new pending execution somewhere). */
+  poke(): void {
+    this.#poked = true;
+    this.#wake?.();
+  }
+
+  #onEvent(e: BusEvent): void {
+    if (e.type !== 'execution.changed') return;
+    if (e.status === 'pending') this.poke();
+    else if (TERMINAL.has(e.status)) {
+      // Cancelled (or finished by a callback) while our call is in flight: stop the call.
+      this.#runs.get(e.executionId)?.abort('cancelled' satisfies AbortReason);
+      this.poke();
+    }
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      let claimed = 0;
+      try {
+        const now = Date.now();
+        if (now - this.#lastSweep >= this.#opts.pollMs) {
+          this.#lastSweep = now;
+          await this.#sweep();
+        }
+        claimed = await this.#claim();
+      } catch (err) {
+        if (!this.#stopped) console.error('operations dispatcher:', (err as Error).message);
+      }
+      if (this.#stopped) break;
+      if (claimed > 0 && this.#runs.size < this.#opts.capacity) continue;
+      await this.#sleep(this.#opts.pollMs);
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    if (this.#poked) {
+      this.#poked = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = null;
+        this.#poked = false;
+        done();
+      };
+    });
+  }
+
+  async #claim(): Promise<number> {
+    const room = this.#opts.capacity - this.#runs.size;
+    if (room <= 0) return 0;
+    const { sql } = this.#deps;
+    const cap = this.#opts.projectConcurrency;
+    const rows = await sql<ExecutionRow[]>`
+      with busy as (
+        select project_id, count(*)::int as n from operation_executions
+        where status in ('dispatched', 'running') and not accepted and lease_until > now()
+        group by project_id
+      ), ranked as (
+        select e.id, row_number() over (partition by e.project_id order by e.next_run_at, e.id) + coalesce(b.n, 0) as slot
+        from (
+          select id, project_id, next_run_at from operation_executions
+          where ((status = 'pending' and next_run_at <= now())
+              or (status in ('dispatched', 'running') and not accepted and lease_until < now()))
+            and project_id not in (select project_id from busy where n >= ${cap})
+          order by next_run_at limit ${room * 4}
+        ) e left join busy b on b.project_id = e.project_id
+      ), cand as (
+        select id from operation_executions
+        where id in (select id from ranked where slot <= ${cap})
+          and ((status = 'pending' and next_run_at <= now())
+            or (status in ('dispatched', 'running') and not accepted and lease_until < now()))
+        order by next_run_at limit ${room}
+        for update skip locked
+      )
+      update operation_executions e set
+        status = 'dispatched', lease_owner = ${this.owner},
+        lease_until = now() + ${this.#opts.leaseMs}::int * interval '1 millisecond',
+        deadline_at = now() + e.timeout_ms * interval '1 millisecond',
+        attempts = e.attempts + 1, accepted = false, progress_pct = null, updated_at = now()
+      from cand where e.id = cand.id
+      returning e.*`;
+    if (!rows.length) return 0;
+    for (const row of rows) this.#start(row);
+    await announce(this.#deps.bus, rows);
+    return rows.length;
+  }
+
+  #start(row: ExecutionRow): void {
+    const controller = new AbortController();
+    this.#runs.set(row.id, controller);
+    const timer = setTimeout(() => controller.abort('timeout' satisfies AbortReason), row.timeout_ms);
+    perform(this.#deps, row, controller.signal)
+      .catch((err) => console.error(`operations: execution ${row.id}:`, (err as Error).message))
+      .finally(() => {
+        clearTimeout(timer);
+        this.#runs.delete(row.id);
+        if (!this.#stopped) this.poke();
+      });
+  }
+
+  /** Keeps the leases of in-flight calls; runs every leaseMs / 3. */
+  async #renew(): Promise<void> {
+    if (this.#runs.size === 0) return;
+    await this.#deps.sql`
+      update operation_executions set lease_until = now() + ${this.#opts.leaseMs}::int * interval '1 millisecond'
+      where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted`.catch(() => {});
+  }
+
+  /** Executions waiting for callbacks past their deadline time out (any worker may do it). */
+  async #sweep(): Promise<void> {
+    const rows = await this.#deps.sql<ExecutionRow[]>`
+      update operation_executions set status = 'timed_out', finished_at = now(), updated_at = now(), progress_pct = null,
+        error = jsonb_build_object('reason', 'timeout', 'timeoutMs', timeout_ms)
+      where id in (
+        select id from operation_executions
+        where status in ('dispatched', 'running') and accepted and deadline_at < now()
+        limit 500 for update skip locked)
+      returning *`;
+    await announce(this.#deps.bus, rows);
+  }
+
+  /** Stops claiming, aborts calls in flight and hands their executions back for others to claim. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#unsubscribe?.();
+    clearInterval(this.#leaseTimer);
+    this.#wake?.();
+    await this.#loop;
+    for (const c of this.#runs.values()) c.abort('shutdown' satisfies AbortReason);
+    const back = await this.#deps.sql<ExecutionRow[]>`
+      update operation_executions set status = 'pending', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0), updated_at = now()
+      where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted returning *`.catch(() => [] as ExecutionRow[]);
+    await announce(this.#deps.bus, back).catch(() => {});
+  }
+}

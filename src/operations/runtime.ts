@@ -1,0 +1,53 @@
+import type { Sql } from '../store/db.ts';
+import type { EventBus } from '../actors/bus.ts';
+import type { OperationsSettings, Role } from '../env.ts';
+import { SigningSecrets } from './signing.ts';
+import { Dispatcher } from './dispatcher.ts';
+import { Scheduler } from './scheduler.ts';
+
+/** Read with the other settings in src/env.ts. */
+export type { OperationsSettings };
+
+/**
+ * What a process runs of operations: the signing secrets (every process: API processes check
+ * callbacks), and in processes with role `all` or `worker` the dispatcher and the scheduler.
+ */
+export class OperationsRuntime {
+  readonly secrets: SigningSecrets;
+  readonly dispatcher: Dispatcher | null;
+  readonly scheduler: Scheduler | null;
+  readonly #settings: OperationsSettings;
+  readonly #unsubscribe: () => void;
+
+  constructor(deps: { sql: Sql; bus: EventBus; dataDir: string; baseUrl: string; role: Role; settings: OperationsSettings }) {
+    const { sql, bus, settings } = deps;
+    this.#settings = settings;
+    this.secrets = new SigningSecrets(sql, deps.dataDir);
+    const works = deps.role === 'all' || deps.role === 'worker';
+    this.dispatcher = works
+      ? new Dispatcher(
+          { sql, bus, secrets: this.secrets, policy: { publicOnly: settings.publicOnly }, baseUrl: deps.baseUrl, retryBaseMs: settings.retryBaseMs },
+          { leaseMs: settings.leaseMs, pollMs: settings.pollMs, projectConcurrency: settings.projectConcurrency, capacity: settings.capacity },
+        )
+      : null;
+    this.scheduler = works ? new Scheduler(sql, bus) : null;
+    // A rotation in any process: drop the cached secrets of that project.
+    this.#unsubscribe = bus.subscribe((e) => {
+      if (e.type === 'custom' && e.topic === 'operations.signing-secret') this.secrets.forget(e.projectId);
+    });
+  }
+
+  setBaseUrl(url: string): void {
+    this.dispatcher?.setBaseUrl(url);
+  }
+
+  start(): void {
+    this.dispatcher?.start();
+    this.scheduler?.start(this.#settings.scheduleTickMs);
+  }
+
+  async stop(): Promise<void> {
+    this.#unsubscribe();
+    await Promise.all([this.dispatcher?.stop(), this.scheduler?.stop()]);
+  }
+}

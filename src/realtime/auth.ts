@@ -1,0 +1,136 @@
+import type { Gate } from '../auth/gate.ts';
+import type { GraphqlDeps } from '../graphql/context.ts';
+import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
+import { hasScope } from '../auth/scopes.ts';
+import { NotFound, PermissionDenied } from '../errors.ts';
+import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
+import type { Channel } from './protocol/channels.ts';
+
+/** What realtime needs from the process: the gate, and what GraphQL needs (subscriptions). */
+export type RealtimeDeps = GraphqlDeps & { gate: Gate };
+
+/**
+ * Who a realtime connection is (CONTRACT §10): a key from `apiKey` (plus `projectId` for tenant
+ * keys) through the one gate, with a customer from `token` beside it, or on `/sse` and `/_events`
+ * a customer `token` alone (the project is its audience: src/identity/token-only.ts, shared with
+ * collaboration rooms). Query parameters, since browsers cannot set headers on EventSource and
+ * WebSocket, or the equivalent headers. The credentials are kept so a key change or a session
+ * revocation can re-check them while the connection lives.
+ */
+export interface RealtimeCredentials {
+  headers: Record<string, string>;
+  params: Record<string, string>;
+}
+
+export interface RealtimeIdentity {
+  /** Null for a token-only connection: the token's scopes then decide. */
+  key: KeyPrincipal | null;
+  customer: CustomerPrincipal | null;
+  /** The project the connection acts on (the key's, or the token's audience). */
+  projectId: string;
+  credentials: RealtimeCredentials;
+}
+
+/** An identity that came with a key (graphql-ws always needs one: the schema is the key's). */
+export interface KeyedIdentity extends RealtimeIdentity {
+  key: KeyPrincipal;
+}
+
+const HEADERS = ['x-api-key', 'x-project-id', 'authorization', 'origin', 'sec-fetch-site'];
+const PARAMS = ['apiKey', 'projectId', 'token'];
+
+/** The credentials of a gateway request (query parameters and the headers the gate reads). */
+export function credentialsOf(req: Request, url: URL): RealtimeCredentials {
+  const headers: Record<string, string> = {};
+  const params: Record<string, string> = {};
+  for (const h of HEADERS) {
+    const v = req.headers.get(h);
+    if (v !== null) headers[h] = v;
+  }
+  for (const p of PARAMS) {
+    const v = url.searchParams.get(p);
+    if (v !== null) params[p] = v;
+  }
+  return { headers, params };
+}
+
+/** A key through the gate, with the customer of a token beside it. */
+export async function authenticateRealtime(svc: { gate: Gate }, credentials: RealtimeCredentials): Promise<KeyedIdentity> {
+  const { key, customer } = await svc.gate.authenticate(credentials);
+  return { key, customer, projectId: key.projectId, credentials };
+}
+
+/**
+ * `/sse/{channel}` and `/_events`: `token` with no key is a customer on their own (verified for
+ * the token's audience: signature, expiry, revocation); anything else goes through the gate.
+ */
+export async function authenticateGateway(svc: { gate: Gate }, verifyToken: VerifyToken, credentials: RealtimeCredentials): Promise<RealtimeIdentity> {
+  const token = credentials.params.token;
+  if (token && !credentials.params.apiKey && !credentials.headers['x-api-key']) {
+    const customer = await verifyTokenAlone(verifyToken, token);
+    return { key: null, customer, projectId: customer.projectId, credentials };
+  }
+  return authenticateRealtime(svc, credentials);
+}
+
+/** Per-identity caps count customers apart from the key they share. */
+export function identityOf(who: RealtimeIdentity): string {
+  if (who.customer) return `customer:${who.projectId}:${who.customer.customerId}`;
+  return `key:${who.key!.keyId}`;
+}
+
+/** Whether an execution id names one of this project's executions (another project's reads as unknown). */
+export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<boolean> {
+  const rows = await svc.sql`select 1 from operation_executions where id = ${executionId} and project_id = ${projectId}`;
+  return rows.length > 0;
+}
+
+const denied = (scope: string) => new PermissionDenied(`missing required scope: ${scope}`);
+
+/**
+ * Whether an identity may subscribe to a channel of its project. Throws NotFound for a channel
+ * that names nothing in the project, PermissionDenied (with the spec's scope message) otherwise.
+ */
+export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity, channel: Channel): Promise<void> {
+  const key = who.key;
+  // With a key its scopes decide; a token alone brings the scopes stamped into it (`scope`).
+  const holder = key ?? who.customer!.scopes;
+  const allowedModels = key?.allowedModels ?? null;
+  if (channel.kind === 'changes') {
+    if (channel.modelKey === '*') {
+      // A model-restricted key would see unlisted models on the wildcard channel.
+      if (allowedModels) throw new PermissionDenied('A model-restricted key cannot subscribe to changes:*');
+      if (!hasScope(holder, 'records:read')) throw denied('records:read');
+      return;
+    }
+    const snapshot = (await svc.projects.get(who.projectId)).snapshot;
+    if (!snapshot.models.some((m) => m.key === channel.modelKey)) throw new NotFound(`Unknown channel: no model "${channel.modelKey}"`);
+    if (allowedModels && !allowedModels.includes(channel.modelKey)) throw denied(`records:read:${channel.modelKey}`);
+    if (!hasScope(holder, `records:read:${channel.modelKey}`)) throw denied(`records:read:${channel.modelKey}`);
+    return;
+  }
+  if (channel.kind === 'jobs') {
+    if (!hasScope(holder, 'operations:read')) throw denied('operations:read');
+    if (channel.executionId !== '*' && !(await executionInProject(svc, who.projectId, channel.executionId))) {
+      throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
+    }
+    return;
+  }
+  if (!who.customer || who.customer.customerId !== channel.customerId) throw new PermissionDenied('A customer may subscribe only to their own notifications');
+  if (!hasScope(holder, 'notifications:read')) throw denied('notifications:read');
+}
+
+/** Re-checks stored credentials (a key.changed or a revocation arrived): false when they fail. */
+export async function stillValid(svc: { gate: Gate }, who: RealtimeIdentity, verifyToken?: VerifyToken): Promise<boolean> {
+  try {
+    if (!who.key) {
+      if (!verifyToken) return false;
+      const again = await authenticateGateway(svc, verifyToken, who.credentials);
+      return again.customer?.sessionId === who.customer?.sessionId && again.projectId === who.projectId;
+    }
+    const again = await authenticateRealtime(svc, who.credentials);
+    return again.key.keyId === who.key.keyId && again.key.fingerprint === who.key.fingerprint;
+  } catch {
+    return false;
+  }
+}

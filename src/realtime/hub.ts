@@ -1,0 +1,171 @@
+import type { BusEvent, EventBus } from '../actors/bus.ts';
+import { ActorRegistry } from '../actors/registry.ts';
+import { ChannelActor, type TopicPublisher } from './channel.ts';
+import { parseChannel, type Channel } from './protocol/channels.ts';
+import type { EventFrame } from './protocol/frames.ts';
+
+/**
+ * A process's realtime state: one ChannelActor per live channel (created on first subscriber,
+ * unloaded once the last has been gone for `channelIdleMs`), fed from the bus's committed
+ * stream, so every process delivers every process's events, after commit and in commit order.
+ * Connected clients (SSE streams, `/_events` and `/graphql/ws` sockets) register here for the
+ * per-identity caps, the revocation checks and the drain on shutdown.
+ */
+export interface HubOptions {
+  /** How long a channel without subscribers keeps its replay buffer. */
+  channelIdleMs?: number;
+  /** Open connections (streams and sockets) per identity (key, or customer). */
+  maxConnectionsPerIdentity?: number;
+  /** Channels per `/_events` socket and subscriptions per `/graphql/ws` socket. */
+  maxSubscriptionsPerConnection?: number;
+  /** SSE heartbeat interval (spec "Limits": 30 s). */
+  heartbeatMs?: number;
+  /** Bytes an SSE stream may have queued before it is dropped as a slow consumer. */
+  sseBufferBytes?: number;
+}
+
+export interface Client {
+  /** Who the per-identity cap counts: `key:<id>` or `customer:<id>`. */
+  identity: string;
+  keyId: string | null;
+  customerId: string | null;
+  /** The customer's login session, when a token came with the key. */
+  sessionId: string | null;
+  /** Re-checks the credentials; false closes the client with 4403. */
+  recheck(): Promise<boolean>;
+  close(code: number, reason: string): void;
+}
+
+export class TooManyConnections extends Error {
+  constructor(readonly limit: number, readonly held: number) {
+    super(`At most ${limit} realtime connections per identity`);
+  }
+}
+
+const keyOf = (projectId: string, channel: string) => `${projectId}|${channel}`;
+
+/** The channels and event of a bus event; null for events realtime clients do not see. */
+export function framesOf(e: BusEvent): { projectId: string; channels: string[]; event: Omit<EventFrame, 'channel'> } | null {
+  switch (e.type) {
+    case 'record.changed':
+      return {
+        projectId: e.projectId,
+        channels: [`changes:${e.modelKey}`, 'changes:*'],
+        event: { event: `record.${e.action}`, data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId } },
+      };
+    case 'execution.changed':
+      return {
+        projectId: e.projectId,
+        channels: [`jobs:${e.executionId}`, 'jobs:*'],
+        event: {
+          event: `job.${e.status}`,
+          data: { id: e.executionId, operationKey: e.operationKey ?? null, status: e.status, progressPct: e.progressPct, progressMessage: e.progressMessage, resultJson: e.resultJson ?? null, errorJson: e.errorJson ?? null },
+        },
+      };
+    case 'notification.created':
+      return {
+        projectId: e.projectId,
+        channels: [`notifications:${e.customerId}`],
+        event: { event: `notification.${e.kind}`, data: { ...e.data, customerId: e.customerId, kind: e.kind } },
+      };
+    default:
+      return null;
+  }
+}
+
+export class RealtimeHub {
+  readonly options: Required<HubOptions>;
+  readonly #channels: ActorRegistry<ChannelActor>;
+  readonly #clients = new Set<Client>();
+  readonly #perIdentity = new Map<string, number>();
+  readonly #unsubscribe: (() => void)[] = [];
+  #publish: TopicPublisher | undefined;
+
+  constructor(bus: EventBus, opts: HubOptions = {}) {
+    this.options = {
+      channelIdleMs: opts.channelIdleMs ?? 60_000,
+      maxConnectionsPerIdentity: opts.maxConnectionsPerIdentity ?? 1000,
+      maxSubscriptionsPerConnection: opts.maxSubscriptionsPerConnection ?? 100,
+      heartbeatMs: opts.heartbeatMs ?? 30_000,
+      sseBufferBytes: opts.sseBufferBytes ?? 1024 * 1024,
+    };
+    this.#channels = new ActorRegistry((key) => {
+      const bar = key.indexOf('|');
+      return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
+    }, { idleMs: this.options.channelIdleMs });
+    this.#unsubscribe.push(bus.subscribeCommitted((e) => this.#route(e)));
+    this.#unsubscribe.push(
+      bus.subscribe((e) => {
+        // After the key cache dropped the key (its listener may come after this one).
+        if (e.type === 'key.changed') setTimeout(() => this.#recheck((c) => c.keyId === e.keyId), 0);
+      }),
+    );
+  }
+
+  /** The gateway's native topic publish (uWebSockets fan-out to `/_events` sockets). */
+  setPublisher(publish: TopicPublisher): void {
+    this.#publish = publish;
+    for (const key of this.#channels.keys()) this.#channels.peek(key)?.setPublisher(publish);
+  }
+
+  #route(e: BusEvent): void {
+    const f = framesOf(e);
+    if (!f) return;
+    for (const name of f.channels) this.#channels.peek(keyOf(f.projectId, name))?.deliver(f.event);
+  }
+
+  /** The live actor of a project's channel, spawned on first use. */
+  channel(projectId: string, channel: Channel): Promise<ChannelActor> {
+    return this.#channels.get(keyOf(projectId, channel.name));
+  }
+
+  /** Counts a connection for its identity; throws TooManyConnections past the cap. */
+  register(client: Client): () => void {
+    const held = this.#perIdentity.get(client.identity) ?? 0;
+    if (held >= this.options.maxConnectionsPerIdentity) throw new TooManyConnections(this.options.maxConnectionsPerIdentity, held);
+    this.#perIdentity.set(client.identity, held + 1);
+    this.#clients.add(client);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#clients.delete(client);
+      const n = (this.#perIdentity.get(client.identity) ?? 1) - 1;
+      if (n <= 0) this.#perIdentity.delete(client.identity);
+      else this.#perIdentity.set(client.identity, n);
+    };
+  }
+
+  /** Closes with 4403 every matching client whose credentials no longer hold. */
+  #recheck(match: (c: Client) => boolean): void {
+    for (const c of this.#clients) {
+      if (!match(c)) continue;
+      c.recheck().then(
+        (ok) => ok || c.close(4403, 'Forbidden'),
+        () => c.close(4403, 'Forbidden'),
+      );
+    }
+  }
+
+  /** A customer's session ended (logout, revocation): its connections close with 4403. */
+  sessionRevoked(sessionId: string): void {
+    this.#recheck((c) => c.sessionId === sessionId);
+  }
+
+  status(): { channels: number; clients: number } {
+    let channels = 0;
+    for (const key of this.#channels.keys()) if ((this.#channels.peek(key)?.subscribers ?? 0) > 0) channels++;
+    return { channels, clients: this.#clients.size };
+  }
+
+  /** SIGTERM: every client gets a close it can reconnect on (1012), then the channels stop. */
+  drain(): void {
+    for (const c of [...this.#clients]) c.close(1012, 'Service restart');
+  }
+
+  async close(): Promise<void> {
+    for (const u of this.#unsubscribe) u();
+    this.drain();
+    await this.#channels.stopAll();
+  }
+}

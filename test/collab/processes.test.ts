@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { eventually } from '../support/eventually.ts';
+import { freePort } from '../../src/store/ports.ts';
+import { MODELS, editor, roomOf, synced, type Editor } from './support.ts';
+
+/**
+ * A room whose editors are connected to different processes is one room (CONTRACT §2): updates
+ * and awareness cross through PostgreSQL, room status counts every process, one process saves,
+ * and a process stopped with SIGTERM saves what its editors typed before it exits.
+ */
+const ROOT = join(import.meta.dir, '..', '..');
+let a: TestServer;
+let bUrl: string;
+let b: ReturnType<typeof Bun.spawn>;
+let p: GqlProject;
+let key: string;
+const open: Editor[] = [];
+
+async function spawnGateway(): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
+  const [port, rport] = [await freePort(), await freePort()];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  Object.assign(env, { DATABASE_URL: a.databaseUrl, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir });
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' });
+  const url = `http://127.0.0.1:${rport}`;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {}
+    if (Date.now() > end) throw new Error('process never became healthy');
+    await Bun.sleep(100);
+  }
+  return { proc, url };
+}
+
+beforeAll(async () => {
+  a = await startTestServer();
+  p = await gqlProject(a, MODELS, 'collab-procs');
+  key = await p.key('sk', ALL_SECRET);
+  ({ proc: b, url: bUrl } = await spawnGateway());
+}, 60_000);
+
+afterAll(async () => {
+  for (const e of open) e.close();
+  if (b.exitCode === null) b.kill('SIGTERM');
+  await b.exited;
+  await a.stop();
+});
+
+const on = (gateway: string, room: string) => {
+  const e = editor(gateway, room, { apiKey: key });
+  open.push(e);
+  return e;
+};
+
+async function create(T: 'Note' | 'Article', title: string): Promise<string> {
+  const r = await p.gql(key, `mutation($t: String!) { create${T}(data: { title: $t }) { _id } }`, { t: title });
+  return r.body.data[`create${T}`]._id;
+}
+
+async function published(id: string): Promise<any> {
+  return (await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id })).body.data.record?.content;
+}
+
+describe('collaboration across processes', () => {
+  test('editors on two processes share one room: edits, presence and room status', async () => {
+    const id = await create('Note', 'Shared');
+    const x = on(a.gatewayUrl, roomOf('note', id));
+    await synced(x);
+    x.text('title').insert(6, ' by x');
+    const y = on(bUrl, roomOf('note', id));
+    await synced(y);
+    // y joined after x typed: it gets x's unsaved edit from x's process.
+    await eventually(() => y.text('title').toString() === 'Shared by x', 10_000);
+    y.text('title').insert(0, 'Y: ');
+    await eventually(() => x.text('title').toString() === 'Y: Shared by x', 10_000);
+    y.provider.awareness.setLocalStateField('user', { name: 'Yves' });
+    await eventually(() => [...x.provider.awareness.getStates().values()].some((s) => s.user?.name === 'Yves'), 10_000);
+    for (const url of [a.gatewayUrl, bUrl]) {
+      const s = await (await fetch(`${url}/api/collab/room-status/${roomOf('note', id)}`)).json();
+      expect(s).toEqual({ exists: true, clients: 2 });
+    }
+    // One process saves: the record gets both edits once.
+    const end = Date.now() + 15_000;
+    while ((await published(id))?.title !== 'Y: Shared by x' && Date.now() < end) await Bun.sleep(100);
+    expect((await published(id)).title).toBe('Y: Shared by x');
+    x.close();
+    y.close();
+  }, 60_000);
+
+  test('SIGTERM: a process saves what its editors typed before it exits', async () => {
+    const id = await create('Note', 'Before');
+    const y = on(bUrl, roomOf('note', id));
+    const z = on(bUrl, roomOf('note', id));
+    await synced(y, z);
+    y.text('title').insert(6, ' and after');
+    // Acknowledged: the room applied it (it relayed it to the other editor).
+    await eventually(() => z.text('title').toString() === 'Before and after', 10_000);
+    b.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+    expect((await published(id)).title).toBe('Before and after');
+  }, 60_000);
+});

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import * as Y from 'yjs';
+import * as decoding from 'lib0/decoding';
+import * as encoding from 'lib0/encoding';
+import * as syncProtocol from 'y-protocols/sync';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { eventually } from '../support/eventually.ts';
+import { CollabRooms } from '../../src/collab/rooms.ts';
+import type { Conn, RoomSocket } from '../../src/collab/room.ts';
+import { MESSAGE_SYNC, syncStep1Frame, updateFrame } from '../../src/collab/protocol.ts';
+import type { BusEvent } from '../../src/actors/bus.ts';
+import { MODELS, roomOf } from './support.ts';
+
+/**
+ * The room actor driven directly (no gateway), with saves that would otherwise wait a minute:
+ * what is saved comes from the last disconnect, not from the debounce.
+ */
+let server: TestServer;
+let p: GqlProject;
+let key: string;
+let rooms: CollabRooms;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  p = await gqlProject(server, MODELS, 'collab-room');
+  key = await p.key('sk', ALL_SECRET);
+  const svc = server.svc;
+  rooms = new CollabRooms({ sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot }, { debounceMs: 60_000, maxWaitMs: 60_000 });
+  await rooms.start();
+}, 60_000);
+afterAll(async () => {
+  await rooms.close();
+  await server.stop();
+}, 60_000);
+
+/** A client speaking y-protocols to the room through a socket stand-in. */
+function client(userId: string): { conn: Conn; doc: Y.Doc; closed: number[] } {
+  const doc = new Y.Doc();
+  const closed: number[] = [];
+  const ws: RoomSocket = {
+    send(data) {
+      const decoder = decoding.createDecoder(data);
+      if (decoding.readVarUint(decoder) !== MESSAGE_SYNC) return;
+      const reply = encoding.createEncoder();
+      syncProtocol.readSyncMessage(decoder, reply, doc, 'server');
+    },
+    publish() {},
+    subscribe() {},
+    unsubscribe() {},
+    close(code) {
+      closed.push(code ?? 0);
+    },
+  };
+  return { conn: { ws, userId, readOnly: false, awarenessIds: new Set() }, doc, closed };
+}
+
+describe('room actor', () => {
+  test('the last disconnect saves at once, attributed to the last editor, and frees the room', async () => {
+    const created = await p.gql(key, `mutation { createNote(data: { title: "Flush", body: "" }) { _id } }`);
+    const id = created.body.data.createNote._id as string;
+    const events: BusEvent[] = [];
+    const off = server.svc.bus.subscribe((e) => void (e.type === 'record.changed' && e.recordId === id && events.push(e)));
+    const { info } = await rooms.resolve(p.projectId, roomOf('note', id));
+    const room = await rooms.room(info.key);
+    const c = client('editor-1');
+    expect(room.join(c.conn)).toBe(true);
+    room.frame(c.conn, syncStep1Frame(c.doc));
+    await eventually(() => (c.doc.getMap('content').get('title') as Y.Text | undefined)?.toString() === 'Flush', 10_000);
+    c.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && room.frame(c.conn, updateFrame(u)));
+    (c.doc.getMap('content').get('body') as Y.Text).insert(0, 'saved on leave');
+    room.leave(c.conn);
+    await eventually(() => events.some((e) => e.type === 'record.changed' && e.action === 'updated'), 10_000);
+    const ev = events.find((e) => e.type === 'record.changed' && e.action === 'updated');
+    expect(ev).toMatchObject({ userId: 'editor-1', modelKey: 'note' });
+    const rec = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
+    expect(rec.body.data.record.content.body).toBe('saved on leave');
+    await eventually(() => !rooms.registry.peek(info.key), 10_000);
+    expect(c.closed).toEqual([]);
+    off();
+  }, 30_000);
+
+  test('a value the model refuses stays in the room and out of the record; the rest is saved', async () => {
+    const created = await p.gql(key, `mutation { createNote(data: { title: "Typed", stars: 1 }) { _id } }`);
+    const id = created.body.data.createNote._id as string;
+    const { info } = await rooms.resolve(p.projectId, roomOf('note', id));
+    const room = await rooms.room(info.key);
+    const c = client('editor-2');
+    room.join(c.conn);
+    room.frame(c.conn, syncStep1Frame(c.doc));
+    await eventually(() => c.doc.getMap('content').get('stars') === 1, 10_000);
+    c.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && room.frame(c.conn, updateFrame(u)));
+    c.doc.transact(() => {
+      c.doc.getMap('content').set('stars', 'lots');
+      (c.doc.getMap('content').get('title') as Y.Text).insert(5, ' ok');
+    });
+    await room.flush();
+    const rec = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
+    expect(rec.body.data.record.content).toMatchObject({ title: 'Typed ok', stars: 1 });
+    room.leave(c.conn);
+  }, 30_000);
+});

@@ -1,0 +1,72 @@
+import * as Y from 'yjs';
+import { WebsocketProvider } from 'y-websocket';
+import type { ModelDef } from '../../src/projects/types.ts';
+import { eventually } from '../support/eventually.ts';
+
+/** Test models: a versioned article and an unversioned (live) note. */
+export const MODELS: ModelDef[] = [
+  {
+    key: 'article',
+    name: 'Article',
+    fields: [
+      { key: 'title', type: 'text', required: true },
+      { key: 'body', type: 'richtext' },
+      { key: 'views', type: 'number' },
+    ],
+  },
+  {
+    key: 'note',
+    name: 'Note',
+    versioned: false,
+    fields: [
+      { key: 'title', type: 'text', required: true },
+      { key: 'body', type: 'text' },
+      { key: 'stars', type: 'number' },
+    ],
+  },
+];
+
+export interface Editor {
+  doc: Y.Doc;
+  provider: WebsocketProvider;
+  content: Y.Map<unknown>;
+  text(field: string): Y.Text;
+  close(): void;
+}
+
+/** A y-websocket client (the library users use) joined to a room of the gateway. */
+export function editor(gatewayUrl: string, room: string, params: Record<string, string>): Editor {
+  const doc = new Y.Doc();
+  const provider = new WebsocketProvider(gatewayUrl.replace(/^http/, 'ws'), room, doc, { params, disableBc: true, maxBackoffTime: 200 });
+  const content = doc.getMap('content');
+  return {
+    doc,
+    provider,
+    content,
+    text: (field) => content.get(field) as Y.Text,
+    close: () => {
+      provider.destroy();
+      doc.destroy();
+    },
+  };
+}
+
+export async function synced(...eds: Editor[]): Promise<void> {
+  await eventually(() => eds.every((e) => e.provider.synced), 10_000);
+}
+
+/** The room name of a record's default variant. */
+export const roomOf = (model: string, id: string) => `${model}:${id}:default`;
+
+/** An upgrade attempt with plain fetch: the status and body a refused join answers with. */
+export async function tryJoin(gatewayUrl: string, room: string, params: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+  const u = new URL(`${gatewayUrl}/${room}`);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  const res = await fetch(u, { headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = JSON.parse(text);
+  } catch {}
+  return { status: res.status, body, headers: res.headers };
+}

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import postgres from 'postgres';
+import { connect, connectContentSql } from '../../src/store/db.ts';
+import { EventBus } from '../../src/actors/bus.ts';
+import { ActorRegistry } from '../../src/actors/registry.ts';
+import { ProjectActor } from '../../src/projects/actor.ts';
+import { WriteCommitter } from '../../src/content/tx.ts';
+import { execute } from '../../src/graphql/execute.ts';
+import type { GraphqlDeps } from '../../src/graphql/context.ts';
+import type { KeyPrincipal } from '../../src/auth/principal.ts';
+import { serverUrl } from '../support/db.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
+
+/**
+ * Issue 11: exactly one commit per mutation and per batchRecordOperations, counted the way
+ * PostgreSQL counts them — `pg_stat_database.xact_commit` of a database of its own. A backend
+ * reports its counters when it exits, so each phase opens its own pools, runs GraphQL writes
+ * through the real execution path, closes every connection and waits for the counter to settle.
+ * Two phases with the same setup differ only by the writes, so the difference is their commits.
+ * The server's autovacuum visits every database now and then and its transactions count too, so
+ * a difference may carry a couple of them: `about` allows that, far below what one more commit
+ * per write would add (20 writes: 20 ± 2 against 40).
+ */
+function about(actual: number, expected: number): void {
+  expect(actual).toBeGreaterThanOrEqual(expected - 2);
+  expect(actual).toBeLessThanOrEqual(expected + 2);
+}
+let server: TestServer;
+let dbName: string;
+let projectId: string;
+let tenantId: string;
+const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+
+beforeAll(async () => {
+  server = await startTestServer();
+  const p = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', required: true }, { key: 'slug', type: 'text', queryable: true }] }]);
+  await p.key('sk', ALL_SECRET);
+  await server.svc.indexes.idle();
+  projectId = p.projectId;
+  tenantId = p.tenantId;
+  dbName = new URL(server.databaseUrl).pathname.slice(1);
+  await server.stop();
+  // Autovacuum and autoanalyze transactions would count too.
+  const db = postgres(server.databaseUrl, { max: 1, onnotice: () => {} });
+  for (const t of ['records', 'record_content', 'record_versions']) await db.unsafe(`alter table ${t} set (autovacuum_enabled = false)`);
+  await db.end();
+}, 60_000);
+afterAll(() => admin.end());
+
+async function settledCommits(): Promise<number> {
+  let last = -1;
+  for (let stable = 0; stable < 3; ) {
+    const [busy] = await admin<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = ${dbName}`;
+    const [row] = await admin<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${dbName}`;
+    const n = Number(row!.n);
+    stable = busy!.n === 0 && n === last ? stable + 1 : 0;
+    last = n;
+    await Bun.sleep(200);
+  }
+  return last;
+}
+
+const principal = (): KeyPrincipal => ({
+  keyId: 'key_commits', kind: 'sk', tenantId, projectId, scopes: new Set(ALL_SECRET), allowedModels: null, allowedFileTypes: null, fingerprint: 'commits-test',
+});
+
+/** Opens the write path on the test database, runs `work`, closes it; returns the commits it made. */
+type Gql = (query: string, variables?: Record<string, unknown>) => Promise<any>;
+
+/**
+ * `listen`: the bus LISTENs and writes NOTIFY inside their transactions, as in the service.
+ * PostgreSQL then counts one more transaction in the listening backend each time it reads
+ * notifications, so `heard(n)` lets a phase wait until n messages arrived before it writes again
+ * (one read per message, never two messages in one read).
+ */
+async function phase(listen: boolean, work: (gql: Gql, heard: (n: number) => Promise<void>) => Promise<void>): Promise<number> {
+  const before = await settledCommits();
+  const sql = connect(server.databaseUrl, { max: 1 });
+  const contentSql = connectContentSql(server.databaseUrl, { max: 1 });
+  const readSql = connectContentSql(server.databaseUrl, { max: 1 });
+  const bus = new EventBus();
+  if (listen) await bus.attach(sql, (c, p) => contentSql.unsafe('select pg_notify($1, $2)', [c, p]), { watchdogMs: 3_600_000 });
+  let messages = 0;
+  let last = '';
+  bus.subscribeCommitted((e) => {
+    const key = JSON.stringify(e);
+    if (key !== last) messages++;
+    last = key;
+  });
+  const heard = async (n: number) => {
+    if (!listen) return;
+    for (let i = 0; messages < n; i++) {
+      if (i > 200) throw new Error(`heard ${messages} of ${n} notifications`);
+      await Bun.sleep(10);
+    }
+  };
+  const writes = new WriteCommitter(contentSql, bus);
+  const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 3_600_000 });
+  const deps: GraphqlDeps = { settings: { production: false, responseCache: true }, projects, sql, contentSql, writes, readSql, bus };
+  const gql = async (query: string, variables?: Record<string, unknown>) => {
+    const r = await execute(deps, principal(), { query, variables }, { method: 'POST', customer: null });
+    const errors = r.result.errors;
+    if (errors?.length) throw new Error(errors.map((e) => `${(e.originalError as { code?: string } | undefined)?.code ?? e.extensions?.code}: ${e.message}`).join('; '));
+    return r.body ? JSON.parse(r.body).data : r.result.data;
+  };
+  try {
+    // The same first requests in every phase: the project loads, each pool opens its connection.
+    await gql('{ notes(first: 1, preview: true) { totalCount } }');
+    await gql(CREATE, { d: { title: 'warm-up' } });
+    await heard(1);
+    await work(gql, heard);
+  } finally {
+    await writes.close();
+    await projects.stopAll();
+    await bus.detach();
+    await Promise.all([contentSql.close({ timeout: 5 }), readSql.close({ timeout: 5 })]);
+    await sql.end({ timeout: 5 });
+  }
+  return (await settledCommits()) - before;
+}
+
+const CREATE = 'mutation($d: NoteInput!, $k: String) { createNote(naturalKey: $k, data: $d) { _id title } }';
+const PUBLISH = 'mutation($id: ID!) { publishNoteVersion(_id: $id) { _id _publishedAt } }';
+
+describe('commits per write (pg_stat_database.xact_commit)', () => {
+  test('one commit per mutation and per batchRecordOperations; a failed write commits nothing', async () => {
+    const base = await phase(false, async () => {});
+    const pairs = await phase(false, async (gql) => {
+      for (let i = 0; i < 10; i++) {
+        const c = await gql(CREATE, { d: { title: `t${i}`, slug: `s${i}` }, k: `n${i}` });
+        expect(c.createNote.title).toBe(`t${i}`);
+        await gql(PUBLISH, { id: c.createNote._id });
+      }
+    });
+    about(pairs - base, 20);
+    const batch = await phase(false, async (gql) => {
+      const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { title: `b${i}` } }));
+      const r = await gql('mutation($o: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $o) { _id } }', { o: ops });
+      expect(r.batchRecordOperations).toHaveLength(100);
+    });
+    about(batch - base, 1);
+    const failed = await phase(false, async (gql) => {
+      await expect(gql(CREATE, { d: { title: 'dup' }, k: 'n1' })).rejects.toThrow('CONFLICT');
+      await expect(gql(PUBLISH, { id: 'rec_missing' })).rejects.toThrow('NOT_FOUND');
+    });
+    about(failed - base, 0);
+  }, 120_000);
+
+  test('with LISTEN/NOTIFY: the events travel in the write\'s own commit; the only other transactions are the listener\'s reads', async () => {
+    const base = await phase(true, async () => {});
+    const pairs = await phase(true, async (gql, heard) => {
+      for (let i = 0; i < 5; i++) {
+        const c = await gql(CREATE, { d: { title: `l${i}` }, k: `l${i}` });
+        await heard(2 * i + 2);
+        await gql(PUBLISH, { id: c.createNote._id });
+        await heard(2 * i + 3);
+      }
+    });
+    // 10 write commits, and 10 reads of the notification queue by the listening backend.
+    about(pairs - base, 20);
+  }, 120_000);
+});

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createHmac } from 'node:crypto';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
+import { freePort } from '../../src/store/ports.ts';
+import { sign } from '../../src/operations/signing.ts';
+import { endpoint, EXECUTION, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
+
+let server: TestServer;
+let ep: Endpoint;
+let p: OpsProject;
+let key: string;
+let secret: string;
+const hang: { release?: () => void } = {};
+
+beforeAll(async () => {
+  server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50' });
+  ep = endpoint({
+    '/ok': (_r, body) => Response.json({ echoed: body.input, ok: true }),
+    '/accept': () => new Response(null, { status: 202 }),
+    '/boom': () => new Response('boom', { status: 500 }),
+    '/html': () => new Response('<html>hi</html>', { headers: { 'content-type': 'text/html' } }),
+    '/huge': () => new Response('x'.repeat(10 * 1024 * 1024)),
+    '/hang': (req) => new Promise<Response>((resolve) => {
+      hang.release = () => resolve(Response.json({ late: true }));
+      req.signal.addEventListener('abort', () => resolve(new Response('aborted')));
+    }),
+  });
+  const refused = await freePort();
+  p = await opsProject(server);
+  await p.push({
+    operationBaseUrl: ep.url,
+    operations: [
+      { key: 'ok', endpoint: '/ok' },
+      { key: 'accept', endpoint: '/accept', timeoutSeconds: 60 },
+      { key: 'accept-quick', endpoint: '/accept', timeoutSeconds: 0.5 },
+      { key: 'boom', endpoint: '/boom' },
+      { key: 'html', endpoint: '/html' },
+      { key: 'huge', endpoint: '/huge' },
+      { key: 'hang', endpoint: '/hang', timeoutSeconds: 60 },
+      { key: 'hang-quick', endpoint: '/hang', timeoutSeconds: 0.5 },
+      { key: 'refused', endpoint: `http://127.0.0.1:${refused}/x` },
+    ],
+  });
+  key = await p.key(['operations:execute', 'operations:read']);
+  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+  secret = ((await res.json()) as { secret: string }).secret;
+}, 30_000);
+
+afterAll(async () => {
+  ep.stop();
+  await server.stop();
+});
+
+async function run(op: string, input: unknown = { n: 1 }): Promise<string> {
+  const r = await p.gql(key, `mutation($k: String!, $i: JSON) { executeOperation(key: $k, input: $i) { id status } }`, { k: op, i: input });
+  expect(r.errors).toBeUndefined();
+  expect(r.data.executeOperation.status).toBe('pending');
+  return r.data.executeOperation.id;
+}
+
+const statuses = (id: string) => p.events.filter((e) => e.executionId === id).map((e) => e.status);
+
+function callback(id: string, body: unknown, signature?: string) {
+  const raw = JSON.stringify(body);
+  return fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-svc-signature': signature ?? sign(secret, raw) },
+    body: raw,
+  });
+}
+
+describe('operation executions (CONTRACT §9)', () => {
+  test('2xx JSON completes with the body as resultJson; the call is signed with the project secret', async () => {
+    const r = await p.gql(key, `mutation { executeOk(input: { hello: "world" }) { ${EXECUTION} } }`);
+    const id = r.data.executeOk.id;
+    const done = await waitStatus(p, key, id);
+    expect(done).toMatchObject({ status: 'completed', resultJson: { echoed: { hello: 'world' }, ok: true }, errorJson: null, progressPct: null, attempts: 1, trigger: 'api' });
+    const call = ep.calls.find((c) => c.body?.executionId === id)!;
+    expect(call.body).toEqual({ executionId: id, operationKey: 'ok', projectId: p.projectId, input: { hello: 'world' }, callbackUrl: `${server.apiUrl}/v1/operations/executions/${id}/callback` });
+    expect(call.headers.get('x-svc-execution-id')).toBe(id);
+    const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(call.headers.get('x-svc-signature')!)!;
+    expect(v1).toBe(createHmac('sha256', secret).update(`${t}.${call.raw}`).digest('hex'));
+    await eventually(() => statuses(id).length === 3);
+    expect(statuses(id)).toEqual(['pending', 'dispatched', 'completed']);
+  });
+
+  test('202 keeps it running; signed callbacks report progress and finish it; bad or late callbacks are refused', async () => {
+    const id = await run('accept');
+    await waitStatus(p, key, id, 'running');
+    expect((await callback(id, { progressPct: 40, progressMessage: 'resizing' })).status).toBe(200);
+    const mid = await waitStatus(p, key, id, 'running');
+    expect(mid).toMatchObject({ progressPct: 40, progressMessage: 'resizing' });
+    const forged = await callback(id, { status: 'completed', result: { evil: true } }, `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`);
+    expect(forged.status).toBe(401);
+    expect((await callback(id, { progressPct: 140 })).status).toBe(400);
+    expect((await callback(id, { status: 'completed', result: { url: 'https://cdn/x.png' } })).status).toBe(200);
+    expect(await waitStatus(p, key, id)).toMatchObject({ status: 'completed', resultJson: { url: 'https://cdn/x.png' }, progressPct: null });
+    const late = await callback(id, { progressPct: 90 });
+    expect(late.status).toBe(409);
+    expect(((await late.json()) as { error: string }).error).toBe('CONFLICT');
+    expect((await callback('exe_nope', {})).status).toBe(404);
+    await eventually(() => statuses(id).length === 5);
+    expect(statuses(id)).toEqual(['pending', 'dispatched', 'running', 'running', 'completed']);
+    const progress = p.events.filter((e) => e.executionId === id).map((e) => e.progressPct);
+    expect(progress).toEqual([null, null, null, 40, null]);
+  });
+
+  test('failures: non-2xx, HTML, 10 MB, refused connection each end failed with a stated reason', async () => {
+    const [boom, html, huge, refused] = await Promise.all(['boom', 'html', 'huge', 'refused'].map((k) => run(k)));
+    expect(await waitStatus(p, key, boom!)).toMatchObject({ status: 'failed', errorJson: { status: 500, body: 'boom' }, resultJson: null });
+    expect(await waitStatus(p, key, html!)).toMatchObject({ status: 'failed', errorJson: { status: 200, body: '<html>hi</html>', reason: 'invalid_json' } });
+    expect(await waitStatus(p, key, huge!)).toMatchObject({ status: 'failed', errorJson: { status: 200, reason: 'response_too_large', limitBytes: 1048576 } });
+    expect(await waitStatus(p, key, refused!)).toMatchObject({ status: 'failed', errorJson: { status: null, reason: 'unreachable' } });
+  });
+
+  test('past the timeout: a hanging call and a 202 without callbacks end timed_out', async () => {
+    const hung = await run('hang-quick');
+    const silent = await run('accept-quick');
+    expect(await waitStatus(p, key, hung)).toMatchObject({ status: 'timed_out', errorJson: { reason: 'timeout', timeoutMs: 500 } });
+    expect(await waitStatus(p, key, silent)).toMatchObject({ status: 'timed_out', errorJson: { reason: 'timeout', timeoutMs: 500 } });
+    await eventually(() => ep.aborted.has(hung), 5000);
+  });
+
+  test('cancel aborts the call in flight; a second cancel is a CONFLICT', async () => {
+    const id = await run('hang');
+    await eventually(() => ep.calls.some((c) => c.body?.executionId === id), 10_000);
+    const c = await p.gql(key, `mutation($id: String!) { cancelOperationExecution(id: $id) { id status } }`, { id });
+    expect(c.data.cancelOperationExecution).toEqual({ id, status: 'cancelled' });
+    await eventually(() => ep.aborted.has(id), 5000);
+    hang.release?.();
+    const again = await p.gql(key, `mutation($id: String!) { cancelOperationExecution(id: $id) { id status } }`, { id });
+    expect(again.errors[0].extensions.code).toBe('CONFLICT');
+    expect((await waitStatus(p, key, id)).status).toBe('cancelled');
+    await eventually(() => statuses(id).length >= 3);
+    expect(statuses(id)).toEqual(['pending', 'dispatched', 'cancelled']);
+  });
+});
+
+describe('per-operation scopes', () => {
+  test('unlisted execute<Op> is absent; executeOperation names the missing scope; cancel needs unscoped operations:execute', async () => {
+    const scoped = await p.key(['operations:execute:ok', 'operations:read']);
+    const ok = await p.gql(scoped, `mutation { executeOk { id status } }`);
+    expect(ok.data.executeOk.status).toBe('pending');
+    const absent = await p.gql(scoped, `mutation { executeBoom { id } }`);
+    expect(absent.errors[0].message).toStartWith('Cannot query field "executeBoom"');
+    const types = await p.gql(scoped, `{ __schema { mutationType { fields { name } } } }`);
+    const names = types.data.__schema.mutationType.fields.map((f: { name: string }) => f.name);
+    expect(names).toContain('executeOk');
+    expect(names).not.toContain('executeBoom');
+    const generic = await p.gql(scoped, `mutation { executeOperation(key: "boom") { id } }`);
+    expect(generic.errors[0].message).toBe('missing required scope: operations:execute:boom');
+    const cancel = await p.gql(scoped, `mutation($id: String!) { cancelOperationExecution(id: $id) { id } }`, { id: ok.data.executeOk.id });
+    expect(cancel.errors[0].message).toBe('missing required scope: operations:execute');
+    const unknown = await p.gql(key, `mutation { executeOperation(key: "nope") { id } }`);
+    expect(unknown.errors[0].extensions.code).toBe('NOT_FOUND');
+    const noRead = await p.key(['operations:execute']);
+    const read = await p.gql(noRead, `{ operationExecution(id: "x") { id } }`);
+    expect(read.errors[0].message).toBe('missing required scope: operations:read');
+  });
+});

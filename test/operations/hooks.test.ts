@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { cli, startTestServer, type TestServer } from '../support/server.ts';
+import { eventually } from '../support/eventually.ts';
+import { endpoint, opsProject, type Endpoint, type OpsProject } from './support.ts';
+
+let server: TestServer;
+let ep: Endpoint;
+let p: OpsProject;
+let key: string;
+let flaky = 0;
+
+beforeAll(async () => {
+  server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50', SVC_OPERATIONS_RETRY_MS: '20' });
+  ep = endpoint({
+    '/ok': (_r, body) => Response.json({ seen: body.input.recordId }),
+    '/boom': () => new Response('down', { status: 503 }),
+    '/flaky': () => (++flaky <= 2 ? new Response('try again', { status: 500 }) : Response.json({ ok: true })),
+  });
+  p = await opsProject(server, 'hooks');
+  await p.push({
+    operationBaseUrl: ep.url,
+    models: [
+      { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
+      { key: 'note', name: 'Note', fields: [{ key: 'text', type: 'text' }] },
+    ],
+    operations: [{ key: 'index', endpoint: '/ok' }, { key: 'alert', endpoint: '/boom' }, { key: 'sync', endpoint: '/flaky' }],
+    hooks: [
+      { key: 'indexPost', event: 'RECORD_CREATED', operationKey: 'index', filter: { modelKey: 'post' } },
+      { key: 'unindex', event: 'RECORD_DELETED', operationKey: 'index' },
+      { key: 'syncPost', event: 'RECORD_UPDATED', operationKey: 'sync', filter: { modelKey: 'post' } },
+      { key: 'alertNote', event: 'RECORD_CREATED', operationKey: 'alert', filter: { modelKey: 'note' } },
+    ],
+  });
+  key = await p.key(['records:read', 'records:write', 'records:delete', 'operations:read']);
+}, 30_000);
+
+afterAll(async () => {
+  ep.stop();
+  await server.stop();
+});
+
+const hookRows = () => server.svc.sql<{ id: string; trigger_key: string; status: string; attempts: number; dead_letter: boolean; input: any }[]>`
+  select id, trigger_key, status, attempts, dead_letter, input from operation_executions where project_id = ${p.projectId} and trigger = 'hook' order by created_at`;
+
+describe('hooks', () => {
+  test('a created record runs its hook once with { event, modelKey, recordId, userId }; filter.modelKey restricts it', async () => {
+    const r = await p.gql(key, `mutation { createPost(data: { title: "Hi" }) { _id } }`);
+    const id = r.data.createPost._id;
+    await eventually(() => ep.calls.some((c) => c.path === '/ok' && c.body.input.recordId === id), 10_000);
+    const call = ep.calls.find((c) => c.path === '/ok' && c.body.input.recordId === id)!;
+    expect(call.body.operationKey).toBe('index');
+    expect(call.body.input).toMatchObject({ event: 'RECORD_CREATED', modelKey: 'post', recordId: id });
+    expect(typeof call.body.input.userId).toBe('string');
+    const rows = (await hookRows()).filter((h) => h.input.recordId === id);
+    expect(rows.map((h) => h.trigger_key)).toEqual(['indexPost']);
+  });
+
+  test('a failing hook is retried with back-off, then dead-lettered and listed by `svc executions list --dead-letter`', async () => {
+    const r = await p.gql(key, `mutation { createNote(data: { text: "x" }) { _id } }`);
+    const id = r.data.createNote._id;
+    let row: any;
+    const end = Date.now() + 15_000;
+    while (Date.now() < end) {
+      row = (await hookRows()).find((h) => h.input.recordId === id);
+      if (row?.status === 'failed') break;
+      await Bun.sleep(50);
+    }
+    expect(row).toMatchObject({ trigger_key: 'alertNote', status: 'failed', attempts: 5, dead_letter: true });
+    expect(ep.calls.filter((c) => c.body?.executionId === row.id).length).toBe(5);
+    const listed = await cli(server, p.ownerKey, 'executions', 'list', '--project', p.projectId, '--dead-letter', '--json');
+    expect(listed.code).toBe(0);
+    expect(listed.json.executions.map((e: any) => e.id)).toEqual([row.id]);
+    expect(listed.json.executions[0]).toMatchObject({ status: 'failed', deadLetter: true, trigger: 'hook', errorJson: { status: 503, body: 'down' } });
+    const shown = await cli(server, p.ownerKey, 'executions', 'show', row.id, '--project', p.projectId, '--json');
+    expect(shown.json).toMatchObject({ id: row.id, input: { event: 'RECORD_CREATED', modelKey: 'note', recordId: id } });
+  });
+
+  test('a call that fails twice succeeds on the third attempt', async () => {
+    const r = await p.gql(key, `mutation { createPost(data: { title: "a" }) { _id } }`);
+    const id = r.data.createPost._id;
+    await p.gql(key, `mutation($id: ID!) { updatePost(_id: $id, data: { title: "b" }) { _id } }`, { id });
+    let row: any;
+    const end = Date.now() + 15_000;
+    while (Date.now() < end) {
+      row = (await hookRows()).find((h) => h.input.recordId === id && h.trigger_key === 'syncPost');
+      if (row?.status === 'completed') break;
+      await Bun.sleep(50);
+    }
+    expect(row).toMatchObject({ status: 'completed', attempts: 3, dead_letter: false });
+  });
+
+  test('a rolled-back batch queues no hook; a delete runs the unfiltered hook', async () => {
+    const before = (await hookRows()).length;
+    const bad = await p.gql(key, `mutation { batchRecordOperations(operations: [
+      { action: CREATE, modelKey: "post", data: { title: "never" } },
+      { action: UPDATE, _id: "rec_missing", data: { title: "x" } }]) { _id } }`);
+    expect(bad.errors[0].extensions.code).toBe('NOT_FOUND');
+    const r = await p.gql(key, `mutation { createNote(data: { text: "gone soon" }) { _id } }`);
+    const id = r.data.createNote._id;
+    await p.gql(key, `mutation($id: ID!) { deleteNote(_id: $id) }`, { id });
+    await eventually(() => ep.calls.some((c) => c.body?.input?.event === 'RECORD_DELETED' && c.body.input.recordId === id), 10_000);
+    // alertNote (created) + unindex (deleted); nothing from the rolled-back batch.
+    const added = (await hookRows()).slice(before);
+    expect(added.map((h) => [h.trigger_key, h.input.recordId])).toEqual([['alertNote', id], ['unindex', id]]);
+  });
+});

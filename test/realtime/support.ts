@@ -1,0 +1,37 @@
+import { EventSource } from 'eventsource';
+
+/** An EventSource on a gateway channel, collecting what it receives. */
+export function sse(gatewayUrl: string, channel: string, params: Record<string, string>, headers: Record<string, string> = {}) {
+  const url = `${gatewayUrl}/sse/${encodeURIComponent(channel)}?${new URLSearchParams(params)}`;
+  const es = new EventSource(url, {
+    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
+  });
+  const events: any[] = [];
+  const ids: string[] = [];
+  let connected = false;
+  es.addEventListener('connected', () => (connected = true));
+  es.onmessage = (e) => {
+    events.push(JSON.parse(e.data));
+    ids.push(e.lastEventId);
+  };
+  return { es, events, ids, isConnected: () => connected };
+}
+
+/** A `/_events` socket with a queue of received frames. */
+export async function eventsSocket(gatewayUrl: string, params: Record<string, string>) {
+  const ws = new WebSocket(`${gatewayUrl.replace(/^http/, 'ws')}/_events?${new URLSearchParams(params)}`);
+  const frames: any[] = [];
+  let closed: { code: number; reason: string } | undefined;
+  ws.onmessage = (e) => frames.push(JSON.parse(String(e.data)));
+  ws.onclose = (e) => (closed = { code: e.code, reason: e.reason });
+  await new Promise<void>((resolve, reject) => {
+    ws.onopen = () => resolve();
+    ws.onerror = () => reject(new Error('socket failed'));
+  });
+  return {
+    ws,
+    frames,
+    closed: () => closed,
+    send: (f: unknown) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)),
+  };
+}
