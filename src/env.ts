@@ -37,6 +37,44 @@ export interface Settings {
   metricsToken: string | undefined;
   /** `SVC_FILES_MAX_BYTES`: the largest upload, refused while streaming (docs/files.md; 50 MB). */
   filesMaxBytes: number;
+  /** Files and media beyond the upload limit: SVC_FILES_*, SVC_S3_URL (docs/files.md). */
+  files: FilesSettings;
+}
+
+/** Files and media (src/files, docs/files.md). */
+export interface FilesSettings {
+  /** SVC_FILES_QUOTA_BYTES: the stored bytes of one project, soft-deleted files included (10 GB). */
+  quotaBytes: number;
+  /** SVC_FILES_RETENTION_DAYS: soft-deleted files are deleted for good after this many days (30). */
+  retentionDays: number;
+  /** SVC_FILES_MAX_INPUT_PIXELS: the largest image accepted or decoded (width × height; 50 MP). */
+  maxInputPixels: number;
+  /** SVC_FILES_MAX_OUTPUT_PIXELS: the largest transformed image (16 MP); each side at most 8192. */
+  maxOutputPixels: number;
+  /** SVC_FILES_TRANSFORM_CONCURRENCY: images transformed at once per process (default: cores). */
+  transformConcurrency: number;
+  /** SVC_FILES_VARIANT_CACHE_BYTES: transformed images kept in memory per process (64 MB). */
+  variantCacheBytes: number;
+  /** SVC_FILES_UPLOAD_URL_TTL: seconds a signed upload URL stays valid (900). */
+  uploadUrlTtlSec: number;
+  /** SVC_S3_URL: `s3://key:secret@host:port/bucket?region=…` selects S3-compatible storage. */
+  s3Url: string | undefined;
+  /** SVC_FFMPEG: the ffmpeg binary for video posters and HLS (default: `ffmpeg` on PATH; `off`). */
+  ffmpeg: string;
+}
+
+function readFilesSettings(env: Record<string, string | undefined>): FilesSettings {
+  return {
+    quotaBytes: byteCount(env.SVC_FILES_QUOTA_BYTES, 10 * 1024 ** 3, 'SVC_FILES_QUOTA_BYTES'),
+    retentionDays: int(env.SVC_FILES_RETENTION_DAYS, 30, 'SVC_FILES_RETENTION_DAYS', 0, 36_500),
+    maxInputPixels: byteCount(env.SVC_FILES_MAX_INPUT_PIXELS, 50_000_000, 'SVC_FILES_MAX_INPUT_PIXELS'),
+    maxOutputPixels: byteCount(env.SVC_FILES_MAX_OUTPUT_PIXELS, 16_777_216, 'SVC_FILES_MAX_OUTPUT_PIXELS'),
+    transformConcurrency: int(env.SVC_FILES_TRANSFORM_CONCURRENCY, Math.max(1, availableParallelism()), 'SVC_FILES_TRANSFORM_CONCURRENCY', 1, 64),
+    variantCacheBytes: byteCount(env.SVC_FILES_VARIANT_CACHE_BYTES, 64 * 1024 * 1024, 'SVC_FILES_VARIANT_CACHE_BYTES'),
+    uploadUrlTtlSec: int(env.SVC_FILES_UPLOAD_URL_TTL, 900, 'SVC_FILES_UPLOAD_URL_TTL', 10, 7 * 86_400),
+    s3Url: env.SVC_S3_URL || undefined,
+    ffmpeg: env.SVC_FFMPEG || 'ffmpeg',
+  };
 }
 
 export type LogMode = 'text' | 'json' | 'off';
@@ -103,6 +141,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     log,
     metricsToken: env.SVC_METRICS_TOKEN || undefined,
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
+    files: readFilesSettings(env),
   };
 }
 

@@ -20,6 +20,7 @@ import { OperationsRuntime } from './operations/runtime.ts';
 import { closeIdentity, startIdentity } from './identity/identity.ts';
 import { CollabRooms } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
+import { FilesRuntime } from './files/runtime.ts';
 
 /**
  * The composition root: everything a process shares between its listeners — the database, the
@@ -46,6 +47,8 @@ export interface Service {
   operations: OperationsRuntime;
   /** Collaboration rooms of this process (src/collab). */
   collab: CollabRooms;
+  /** Files and media: storage backend, image transforms, background jobs (src/files). */
+  files: FilesRuntime;
   /** GET /metrics: each capability registers its series here (src/metrics/registry.ts). */
   metrics: MetricsRegistry;
   /** Counts and logs every request of every listener (src/metrics/requests.ts). */
@@ -100,6 +103,7 @@ export async function openService(settings: Settings): Promise<Service> {
   const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
   const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot });
   await collab.start();
+  const files = new FilesRuntime(sql, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir });
   const metrics = new MetricsRegistry();
   const requests = new RequestLog(metrics, settings.log);
   const gate = new Gate({
@@ -124,6 +128,7 @@ export async function openService(settings: Settings): Promise<Service> {
     gate,
     operations,
     collab,
+    files,
     metrics,
     requests,
     cacheStats,

@@ -1,28 +1,53 @@
 import type { Sql } from '../store/db.ts';
 import type { FileStorage } from './storage.ts';
-import { liveFile } from './store.ts';
+import { liveFile, type FileRow } from './store.ts';
+import type { ImageTransformer } from './images.ts';
+import { parseTransform, wantsTransform } from './transform.ts';
 
 /**
  * GET of a file URL. The URL names the file id, whose bytes never change, so it is cached for a
  * year as immutable; the ETag is the SHA-256. Conditional requests answer 304; one `Range`
  * answers 206 (several ranges get the whole file, which RFC 9110 allows). A soft-deleted or
  * unknown file answers 404 with no hint which. Served with `nosniff` and a sandbox CSP so an
- * uploaded HTML or SVG cannot run script on this origin.
+ * uploaded HTML or SVG cannot run script on this origin. Transform parameters in the query
+ * (src/files/transform.ts) answer a generated variant, immutable as well (its URL names it).
  */
-export async function deliverFile(sql: Sql, storage: FileStorage, id: string, request: Request): Promise<Response> {
-  const row = /^file_[0-9a-f]{24}$/.test(id) ? await liveFile(sql, id) : null;
-  const blob = row ? await storage.open(row.sha256) : null;
-  if (!row || !blob) return Response.json({ error: 'NOT_FOUND', message: 'File not found' }, { status: 404 });
-  const etag = `"${row.sha256}"`;
+export interface DeliverDeps {
+  sql: Sql;
+  storage: FileStorage;
+  images: ImageTransformer;
+  maxOutputPixels: number;
+}
+
+const notFound = () => Response.json({ error: 'NOT_FOUND', message: 'File not found' }, { status: 404 });
+
+export async function deliverFile(deps: DeliverDeps, id: string, request: Request): Promise<Response> {
+  const row = /^file_[0-9a-f]{24}$/.test(id) ? await liveFile(deps.sql, id) : null;
+  if (!row) return notFound();
+  const q = request.url.indexOf('?');
+  const query = q < 0 ? null : new URLSearchParams(request.url.slice(q + 1));
+  if (query && wantsTransform(query)) {
+    const spec = parseTransform(query, { contentType: row.content_type, width: row.width, height: row.height }, deps.maxOutputPixels);
+    const v = await deps.images.variant(row.sha256, spec);
+    const blob = new Blob([v.bytes as Uint8Array<ArrayBuffer>]);
+    return serve(request, row, { file: blob, size: blob.size }, `"${row.sha256}-${v.name.replace(/\.\w+$/, '')}"`, v.contentType);
+  }
+  const blob = await deps.storage.open(row.sha256);
+  if (!blob) return notFound();
+  return serve(request, row, blob, `"${row.sha256}"`, row.content_type);
+}
+
+/** Bytes with the immutable caching, validators and Range of a file URL. */
+export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filename'>, blob: { file: Blob; size: number }, etag: string, contentType: string): Response {
   const headers: Record<string, string> = {
     etag,
     'last-modified': row.created_at.toUTCString(),
     'cache-control': 'public, max-age=31536000, immutable',
     'accept-ranges': 'bytes',
-    'content-type': row.content_type,
+    'content-type': contentType,
     'x-content-type-options': 'nosniff',
     'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
-    'content-disposition': `${row.content_type.startsWith('image/') || row.content_type.startsWith('video/') ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.filename)}`,
+    'content-disposition': `${contentType.startsWith('image/') || contentType.startsWith('video/') ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.filename)}`,
   };
   const inm = request.headers.get('if-none-match');
   const ims = request.headers.get('if-modified-since');

@@ -20,6 +20,8 @@ export interface UploadDeps {
   sql: Sql;
   storage: FileStorage;
   maxBytes: number;
+  /** Images with more pixels (width × height from the header) are refused: decompression bombs. */
+  maxInputPixels: number;
 }
 
 const MAX_TEXT = 1000;
@@ -37,6 +39,13 @@ function folderOf(v: string | undefined): string | null {
   const parts = v.split('/').map((p) => p.trim()).filter(Boolean);
   if (parts.some((p) => p === '.' || p === '..') || v.length > 200) throw new BadUserInput('folder must be a path of names without . or ..');
   return parts.join('/') || null;
+}
+
+/** A header naming more pixels than we decode (a small file that inflates to gigabytes). */
+export function checkPixels(kind: { width: number | null; height: number | null }, maxInputPixels: number): void {
+  if (kind.width !== null && kind.height !== null && kind.width * kind.height > maxInputPixels) {
+    throw new BadUserInput(`The image is ${kind.width}×${kind.height} pixels; at most ${maxInputPixels} pixels are accepted`, { limit: maxInputPixels });
+  }
 }
 
 export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal, request: Request): Promise<FileRow> {
@@ -112,6 +121,7 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
     if (size === 0) throw new BadUserInput('The file is empty');
     const kind = await sniff(Buffer.concat(head));
     if ('invalid' in kind) throw new BadUserInput(kind.invalid);
+    checkPixels(kind, deps.maxInputPixels);
     if (!typeAllowed(principal.key.allowedFileTypes, kind.contentType)) {
       throw new PermissionDenied(`This key may not upload ${kind.contentType} files`, { contentType: kind.contentType });
     }

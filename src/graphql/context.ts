@@ -1,3 +1,4 @@
+import type { FilesRuntime } from '../files/runtime.ts';
 import type { Settings } from '../env.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 import type { EventBus } from '../actors/bus.ts';
@@ -25,6 +26,8 @@ export interface GraphqlDeps {
   bus: EventBus;
   /** Collaboration rooms (`saveCollabDraft`); absent where no rooms run. */
   collab?: { saveDraft(projectId: string, roomName: string, userId: string | null): Promise<boolean> };
+  /** Files and media (src/files): storage and limits; absent where no files are served. */
+  files?: FilesRuntime;
   /** Response-cache lookups, counted for GET /metrics (the Service passes its counters). */
   cacheStats?: { hits: number; misses: number };
 }

@@ -7,7 +7,7 @@ import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import { listFiles, type Owner } from '../files/list.ts';
 import { permanentlyDeleteFile, restoreFile, softDeleteFile } from '../files/lifecycle.ts';
-import { LocalDiskStorage } from '../files/storage.ts';
+import { LocalDiskStorage, type FileStorage } from '../files/storage.ts';
 import { fileView, projectFile, type FileRow } from '../files/store.ts';
 import type { GqlContext } from './context.ts';
 
@@ -81,7 +81,8 @@ export function fileQueries(principal: KeyPrincipal): GraphQLFieldConfigMap<unkn
   return out;
 }
 
-function storageOf(ctx: GqlContext): LocalDiskStorage {
+function storageOf(ctx: GqlContext): FileStorage {
+  if (ctx.svc.files) return ctx.svc.files.storage;
   return new LocalDiskStorage((ctx.svc.settings as { dataDir?: string }).dataDir ?? '.svc');
 }
 

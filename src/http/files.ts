@@ -4,7 +4,6 @@ import { requireScope } from '../auth/scopes.ts';
 import { handleUpload } from '../files/upload.ts';
 import { deliverFile } from '../files/deliver.ts';
 import { fileView, publicBase } from '../files/store.ts';
-import { LocalDiskStorage } from '../files/storage.ts';
 
 /** The multipart framing allowed on top of the file itself (boundaries, part headers, fields). */
 export const UPLOAD_OVERHEAD = 64 * 1024;
@@ -12,8 +11,9 @@ export const UPLOAD_PATH = '/api/files/upload';
 
 /** Files over REST (docs/files.md): the multipart upload, and delivery of file URLs (no key). */
 export function fileRoutes(svc: Service) {
-  const storage = new LocalDiskStorage(svc.settings.dataDir);
-  const deps = { sql: svc.sql, storage, maxBytes: svc.settings.filesMaxBytes };
+  const { files } = svc;
+  const deps = { sql: svc.sql, storage: files.storage, maxBytes: files.config.maxBytes, maxInputPixels: files.config.maxInputPixels };
+  const deliver = { sql: svc.sql, storage: files.storage, images: files.images, maxOutputPixels: files.config.maxOutputPixels };
   return new Elysia({ name: 'svc.files' })
     .post(UPLOAD_PATH, async ({ request }) => {
       const admission = await svc.gate.admit({ headers: request.headers, request });
@@ -25,6 +25,6 @@ export function fileRoutes(svc: Service) {
         headers: { ...admission.headers, 'content-type': 'application/json', 'cache-control': 'no-store' },
       });
     }, { parse: 'none' })
-    .get('/api/files/:id/:name', ({ params, request }) => deliverFile(svc.sql, storage, params.id, request))
-    .head('/api/files/:id/:name', ({ params, request }) => deliverFile(svc.sql, storage, params.id, request));
+    .get('/api/files/:id/:name', ({ params, request }) => deliverFile(deliver, params.id, request))
+    .head('/api/files/:id/:name', ({ params, request }) => deliverFile(deliver, params.id, request));
 }
