@@ -16,12 +16,13 @@ import { describeMachine, resultsMarkdown, tableLines, type Row } from './report
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
+import { runLoginLoad } from './login-load.ts';
 import type { LoadPlan, LoadResult } from './load.ts';
 import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabLines, runCollab } from './collab.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'operations', ...FANOUT, 'collab'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', ...FANOUT, 'collab'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -78,6 +79,8 @@ const notes: string[] = [];
 const cpuPerRequest = new Map<string, { ns: number; cores: number }>();
 let authCost: AuthCost | { na: string } | undefined;
 let collab: string[] = [];
+/** The login-under-load section (bench/login-load.ts). */
+let loginLines: string[] = [];
 const profiles: string[] = [];
 /** The fan-out section (bench/fanout.ts): its own table, with the relay reference beside it. */
 let fanoutLines: string[] = [];
@@ -207,6 +210,13 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [h]));
         } else if (name === 'auth-cost') {
           authCost = await runAuthCost(s);
+        } else if (name === 'login-load') {
+          const r = await runLoginLoad(svc.endpoint, s.publicKey, planFor(o, svc.endpoint, body(READ_DOC), [pub]), async (n, plan) => {
+            await measure(n, 'read', false, svc!, plan);
+            return rows.find((row) => row.name === n);
+          });
+          loginLines = r.lines;
+          notes.push(...r.notes);
         } else if (name === 'read-filtered') {
           const t0 = Date.now();
           await seedListings(svc.url, s, 240_000);
@@ -426,11 +436,11 @@ async function main(): Promise<number> {
   const wrk = wrkPath();
   const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
   const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);
-  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines(), ...fanoutLines, ...collab];
+  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines(), ...loginLines, ...fanoutLines, ...collab];
   console.log(table.join('\n'));
   for (const n of notes) console.error(`note: ${n}`);
   for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
-  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n') + '\n' + fanoutLines.join('\n') + '\n' + collab.join('\n');
+  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n') + '\n' + loginLines.join('\n') + '\n' + fanoutLines.join('\n') + '\n' + collab.join('\n');
   const file = process.env.BENCH_RESULTS || (o.explicit ? join(OUT_DIR, 'results-partial.md') : join(import.meta.dir, 'RESULTS.md'));
   mkdirSync(join(file, '..'), { recursive: true });
   writeFileSync(file, md);

@@ -20,6 +20,8 @@ export type BusEvent =
   | { type: 'key.changed'; keyId: string; keyHash: string | null }
   /** A customer session was revoked (logout, refresh-token reuse): its access tokens die now. */
   | { type: 'customer.session.revoked'; projectId: string; customerId: string; sessionId: string }
+  /** A customer's profile (attributes that segments read) changed: drop cached copies. */
+  | { type: 'customer.changed'; projectId: string; customerId: string }
   /** The deployment's signing keys changed (rotation): reload the key set. */
   | { type: 'signing-keys.changed' }
   /** A notification for one customer; realtime delivers it as `notification.{kind}` on `notifications:{customerId}`. */

@@ -30,6 +30,8 @@ export const BASE_SCOPES = [
   'operations:read',
   'notifications:read',
   'notifications:write',
+  // Customer profiles (issue 12): setting the attributes segments read. Secret keys only.
+  'customers:write',
   'schedules:read',
   'schedules:write',
   'secrets:read.project',
@@ -75,6 +77,7 @@ const SECRET_ONLY: readonly string[] = [
   'files:delete',
   'search:semantic:write',
   'notifications:write',
+  'customers:write',
   'schedules:write',
   'secrets:read.project',
   'secrets:put.project',

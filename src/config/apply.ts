@@ -137,7 +137,8 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     // NOTIFY inside the transaction: PostgreSQL delivers it to other processes only on commit.
     await svc.bus.stage((text, params) => tx.unsafe(text, params as never[]) as unknown as Promise<unknown[]>, keyEvents);
     // Snapshots carry operations (execute<Op> fields) and hooks (queued by record writes).
-    if (cfg.operations || cfg.hooks) projectChanged = true;
+    // …and segments (targeting evaluates them per read).
+    if (cfg.operations || cfg.hooks || cfg.segments) projectChanged = true;
     return { schemaVersion, projectChanged };
   });
   svc.bus.deliverLocal(keyEvents);

@@ -1,3 +1,4 @@
+import { ruleErrors } from '../content/targeting.ts';
 import { scopeError, parseScopes } from '../auth/scopes.ts';
 import { Checker, ENV_VAR_RE, HOSTNAME_RE, KEY_RE, SLUG_RE, isHttpUrl, join, originProblem, redirectUriProblem, type Obj } from './check.ts';
 import { cronProblem, isTimeZone } from '../operations/cron.ts';
@@ -95,29 +96,7 @@ function checkSchedules(c: Checker, v: unknown, operationKeys: Set<string> | nul
 }
 
 function checkRule(c: Checker, v: unknown, p: string): void {
-  if (Array.isArray(v)) {
-    v.forEach((r, i) => checkRule(c, r, `${p}[${i}]`));
-    return;
-  }
-  const r = c.object(v, p, true);
-  if (!r) return;
-  const type = c.string(r, 'type', p, { required: true });
-  if (type !== 'condition') {
-    // Group nodes (not shown by the spec) may nest rules; check what they hold.
-    if (Array.isArray(r.rules)) checkRule(c, r.rules, `${p}.rules`);
-    return;
-  }
-  const left = c.object(r.left, `${p}.left`, true);
-  if (left) {
-    if (left.type !== 'field') c.add(`${p}.left.type`, "left.type must be 'field'");
-    c.string(left, 'path', `${p}.left`, { required: true });
-  }
-  c.string(r, 'operator', p, { required: true });
-  const right = c.object(r.right, `${p}.right`, true);
-  if (right) {
-    if (right.type !== 'literal') c.add(`${p}.right.type`, "right.type must be 'literal'");
-    if (!('value' in right)) c.add(`${p}.right.value`, 'value is required');
-  }
+  for (const e of ruleErrors(v, p, false)) c.add(e.path, e.message);
 }
 
 function checkSegments(c: Checker, v: unknown): void {

@@ -91,6 +91,10 @@ function checkModel(c: Checker, v: unknown, path: string, modelKeys: Set<string>
   c.string(m, 'key', path, { required: true, pattern: KEY_RE, hint: 'must start with a letter and hold only letters, digits and _ (at most 64)' });
   c.string(m, 'name', path, { required: true, max: 200 });
   c.boolean(m, 'versioned', path);
+  // Model access (records, not fields): `access.read` decides whose records a reader sees;
+  // `self` means a customer sees the records they own.
+  const access = c.object(m.access, join(path, 'access'));
+  if (access) checkPrincipals(c, access, 'read', join(path, 'access'));
   const fields = c.array(m.fields, join(path, 'fields'), true) ?? [];
   c.unique(fields.map((f, i) => ({ key: c.isObject(f) ? f.key : undefined, path: `${path}.fields[${i}].key` })), 'field key');
   const fieldKeys = new Set<string>();

@@ -5,8 +5,36 @@ import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceV
 import type { ContentRow, ReadScope } from './types.ts';
 
 /** Read queries over records; each is exactly one round trip to PostgreSQL. */
-const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.updated_at, r.published_at, c.data`;
-const CONTENT_COLS = `c.record_id as id, c.model_key, c.data`;
+const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.updated_at, r.published_at, r.owner_customer_id, c.data, c.variants`;
+const CONTENT_COLS = `c.record_id as id, c.model_key, c.data, c.variants`;
+
+/**
+ * The reader's row restrictions (model `access.read`, ReadScope.rows) as conditions on the
+ * records join `r`. With `modelKey` (one-model reads) only that model's rule, else all of them.
+ * Empty when nothing is restricted, so the common statements keep their text.
+ */
+export function rowsSql(p: Params, scope: ReadScope, modelKey?: string): string {
+  const rows = scope.rows;
+  if (!rows) return '';
+  if (modelKey !== undefined) {
+    if (rows.closed.includes(modelKey)) return ' and false';
+    if (rows.owned.includes(modelKey)) return rows.viewer === null ? ' and false' : ` and r.owner_customer_id = ${p.add(rows.viewer)}`;
+    return '';
+  }
+  let out = '';
+  if (rows.closed.length) out += ` and c.model_key <> all(${p.add([...rows.closed], 'text[]')})`;
+  if (rows.owned.length) {
+    out += rows.viewer === null
+      ? ` and c.model_key <> all(${p.add([...rows.owned], 'text[]')})`
+      : ` and (c.model_key <> all(${p.add([...rows.owned], 'text[]')}) or r.owner_customer_id = ${p.add(rows.viewer)})`;
+  }
+  return out;
+}
+
+/** Whether a one-model read of this scope must join `records` for its row restriction. */
+export function restrictsModel(scope: ReadScope, modelKey: string): boolean {
+  return !!scope.rows && (scope.rows.closed.includes(modelKey) || scope.rows.owned.includes(modelKey));
+}
 
 /**
  * Records by id in one query (batched reference/select/`record` resolution). One row per id,
@@ -31,7 +59,7 @@ export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKe
   const text = `select distinct on (c.record_id) ${COLS}
     from record_content c join records r on r.id = c.record_id
     where c.project_id = ${project} and c.record_id = any(${idList})
-      and c.stage = ${stage} and c.locale in (${loc}, ${p.add(scope.defaultLocale)})${models}
+      and c.stage = ${stage} and c.locale in (${loc}, ${p.add(scope.defaultLocale)})${models}${rowsSql(p, scope)}
     order by c.record_id, (c.locale = ${loc}) desc`;
   return { text, params: p.values };
 }
@@ -55,7 +83,7 @@ export async function readOne(sql: Sql | ContentSql, scope: ReadScope, model: Mo
     conds.push(`c.data @> ${p.add(JSON.stringify({ [k]: v }))}::jsonb and (c.data->>${literalKey(k)}) is not null`);
   }
   const text = `select ${COLS} from record_content c join records r on r.id = c.record_id
-    where ${conds.join(' and ')} order by (c.locale = ${loc}) desc, c.record_id limit 1`;
+    where ${conds.join(' and ')}${rowsSql(p, scope, model.key)} order by (c.locale = ${loc}) desc, c.record_id limit 1`;
   const [row] = await run<ContentRow>(sql, text, p.values);
   return row ?? null;
 }
@@ -98,14 +126,14 @@ export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model
     `c.stage = ${p.add(scope.stage)}`,
     localeSql(p, scope),
     whereSql(p, model, args.where),
-  ].join(' and ');
+  ].join(' and ') + rowsSql(p, scope, model.key);
   const after = args.after ? afterSql(p, keys, decodeCursor(args.after)) : 'true';
   const limit = p.add(String(args.first + 1), 'text');
-  const withRecord = args.withRecord !== false;
+  const withRecord = args.withRecord !== false || restrictsModel(scope, model.key);
   const cols = withRecord ? COLS : CONTENT_COLS;
   const from = withRecord ? `from record_content c join records r on r.id = c.record_id` : `from record_content c`;
   const text = args.withTotal
-    ? `with matched as (select c.record_id from record_content c where ${base})
+    ? `with matched as (select c.record_id from record_content c${restrictsModel(scope, model.key) ? ' join records r on r.id = c.record_id' : ''} where ${base})
        select ${cols}${sortSelect(keys)}, (select count(*) from matched) as _total ${from}
        where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`
     : `select ${cols}${sortSelect(keys)} ${from} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
@@ -118,13 +146,14 @@ export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model
     else {
       // An empty page still owes the total; only then a second, cheap count runs.
       const q = new Params();
-      const cnt = `select count(*)::int as n from record_content c where ${[
+      const join = restrictsModel(scope, model.key) ? ' join records r on r.id = c.record_id' : '';
+      const cnt = `select count(*)::int as n from record_content c${join} where ${[
         `c.project_id = ${slice(q, scope.projectId)}`,
         `c.model_key = ${slice(q, model.key)}`,
         `c.stage = ${q.add(scope.stage)}`,
         localeSql(q, scope),
         whereSql(q, model, args.where),
-      ].join(' and ')}`;
+      ].join(' and ')}${rowsSql(q, scope, model.key)}`;
       totalCount = (await run<{ n: number }>(sql, cnt, q.values))[0]!.n;
     }
   }
@@ -146,14 +175,15 @@ export async function searchContent(sql: Sql | ContentSql, scope: ReadScope, mod
   if (modelKeys) conds.push(`c.model_key = any(${p.add([...modelKeys], 'text[]')})`);
   const q = p.add(query);
   conds.push(`c.search @@ websearch_to_tsquery('simple', ${q})`);
+  const rows = rowsSql(p, scope);
   const text = `select ${COLS}, ts_rank(c.search, websearch_to_tsquery('simple', ${q})) as _rank, count(*) over () as _total
     from record_content c join records r on r.id = c.record_id
-    where ${conds.join(' and ')}
+    where ${conds.join(' and ')}${rows}
     order by _rank desc, c.record_id asc limit (${p.add(String(first + 1))})::int offset (${p.add(String(offset))})::int`;
-  const rows = await run<SearchRow>(sql, text, p.values);
-  const hasNextPage = rows.length > first;
-  if (hasNextPage) rows.pop();
-  return { rows, hasNextPage, totalCount: rows.length ? Number(rows[0]!._total) : 0 };
+  const found = await run<SearchRow>(sql, text, p.values);
+  const hasNextPage = found.length > first;
+  if (hasNextPage) found.pop();
+  return { rows: found, hasNextPage, totalCount: found.length ? Number(found[0]!._total) : 0 };
 }
 
 export interface VersionRow {
@@ -163,6 +193,7 @@ export interface VersionRow {
   locale: string | null;
   data: Record<string, unknown> | null;
   user_id: string | null;
+  variant_id: string | null;
   created_at: Date;
 }
 
@@ -170,7 +201,7 @@ export interface VersionRow {
 export async function listVersions(sql: Sql | ContentSql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
-  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.created_at, r.model_key
+  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.variant_id, v.created_at, r.model_key
     from records r left join record_versions v on v.record_id = r.id
     where r.project_id = ${p.add(projectId)} and r.id = ${p.add(recordId)}${models} order by v.id`;
   const rows = await run<VersionRow & { model_key: string }>(sql, text, p.values);

@@ -1,4 +1,5 @@
 import type { ModelDef } from '../projects/types.ts';
+import { ANONYMOUS, chooseVariant, DEFAULT_VARIANT, type StoredVariant, type Targeting } from './targeting.ts';
 
 /** 'draft' is the working version, 'published' the published one (docs/graphql.md). */
 export type Stage = 'draft' | 'published';
@@ -22,10 +23,18 @@ export interface RecordNode {
   /** Which version and locale this node shows; nested references resolve in the same. */
   _stage: Stage;
   _locale: string;
+  /** The read's targeting context and the variant it chose (`default`: the default content). */
+  _targeting: Targeting;
+  _variantId: string;
+  /** The customer who owns the record (null: nobody; undefined: not read). */
+  _owner: string | null | undefined;
   [field: string]: unknown;
 }
 
-export const SYSTEM_FIELDS = new Set(['_id', '_modelKey', '_createdAt', '_updatedAt', '_publishedAt', '_hasDraft', 'naturalKey', 'content', '_stage', '_locale']);
+export const SYSTEM_FIELDS = new Set([
+  '_id', '_modelKey', '_createdAt', '_updatedAt', '_publishedAt', '_hasDraft', 'naturalKey', 'content', '_stage', '_locale',
+  '_context', '_targeting', '_variantId', '_owner',
+]);
 
 /** The raw row every read query returns. */
 export interface ContentRow {
@@ -37,6 +46,20 @@ export interface ContentRow {
   updated_at: Date;
   published_at: Date | null;
   data: Record<string, unknown>;
+  /** Variants of this content row (record_content.variants), in evaluation order. */
+  variants?: StoredVariant[] | null;
+  /** Selected with the records join only. */
+  owner_customer_id?: string | null;
+}
+
+/**
+ * Rows a reader may see beyond the key's model list (model `access.read`): records of `owned`
+ * models only when `viewer` owns them (no viewer: none), records of `closed` models never.
+ */
+export interface RowAccess {
+  owned: readonly string[];
+  closed: readonly string[];
+  viewer: string | null;
 }
 
 /** Where a read looks: project, stage, requested locale and the project's default locale. */
@@ -45,10 +68,16 @@ export interface ReadScope {
   stage: Stage;
   locale: string;
   defaultLocale: string;
+  /** Which variant each record shows (default: the anonymous context). */
+  targeting?: Targeting;
+  /** Owner-only and closed models for this reader (absent: no restriction). */
+  rows?: RowAccess;
 }
 
 export function toNode(row: ContentRow, model: ModelDef | undefined, scope: ReadScope): RecordNode {
-  const data = row.data ?? {};
+  const t = scope.targeting ?? ANONYMOUS;
+  const variant = row.variants ? chooseVariant(row.variants, t) : null;
+  const data = (variant ? variant.data : row.data) ?? {};
   const node: RecordNode = {
     _id: row.id,
     _modelKey: row.model_key,
@@ -60,6 +89,9 @@ export function toNode(row: ContentRow, model: ModelDef | undefined, scope: Read
     content: data,
     _stage: scope.stage,
     _locale: scope.locale,
+    _targeting: t,
+    _variantId: variant ? variant.id : DEFAULT_VARIANT,
+    _owner: row.owner_customer_id,
   };
   if (model) {
     for (const f of model.fields) {

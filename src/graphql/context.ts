@@ -8,6 +8,8 @@ import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
 import type { ModelDef } from '../projects/types.ts';
 import type { RecordLoader } from './loader.ts';
 import type { WriteCommitter } from '../content/tx.ts';
+import type { RowAccess } from '../content/types.ts';
+import type { Targeting } from '../content/targeting.ts';
 
 /**
  * What GraphQL needs from the process (the Service has all of it; tests and the bench may pass
@@ -47,6 +49,10 @@ export interface GqlContext {
   customer: CustomerPrincipal | null;
   /** The client's address, for per-IP login throttling (absent on non-HTTP transports). */
   clientIp?: string | null;
+  /** Model `access.read` restrictions of this reader (undefined: none apply). */
+  rows: RowAccess | undefined;
+  /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */
+  targeting?: Promise<Targeting>;
 }
 
 /** Names generated from model and field keys (CONTRACT §4). */

@@ -1,5 +1,10 @@
 import { GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
 import type { GqlContext } from './context.ts';
+import { JSONScalar } from './scalars.ts';
+import { requireScope } from './resolvers.ts';
+import { isPublicKey } from '../auth/principal.ts';
+import { updateAttributes } from '../identity/profiles.ts';
+import { segmentKeysOf } from './targeting.ts';
 import { identityOf } from '../identity/identity.ts';
 import {
   currentCustomer, loginCustomer, loginCustomerWithOtp, logoutCustomer, refreshCustomerToken, registerCustomer, requestCustomerOtp,
@@ -20,6 +25,19 @@ export const CustomerType = new GraphQLObjectType({
     email: { type: nn(GraphQLString) },
     name: { type: GraphQLString },
     roles: { type: nn(new GraphQLList(nn(GraphQLString))) },
+    attributes: {
+      type: nn(JSONScalar),
+      description: 'Profile attributes (set by the project\'s servers) that segment rules read.',
+      resolve: async (c: { id: string }, _a, ctx: GqlContext) => (await identityOf(ctx.svc.bus).profiles.get(ctx.snapshot.id, c.id))?.attributes ?? {},
+    },
+    segments: {
+      type: nn(new GraphQLList(nn(GraphQLString))),
+      description: "Keys of the project's active segments this customer is in now.",
+      resolve: async (c: { id: string }, _a, ctx: GqlContext) => {
+        const profile = await identityOf(ctx.svc.bus).profiles.get(ctx.snapshot.id, c.id);
+        return profile ? segmentKeysOf(ctx, profile) : [];
+      },
+    },
   },
 });
 
@@ -47,10 +65,27 @@ export function customerQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
   };
 }
 
-export function customerMutations(): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function customerMutations(principal: { kind: Parameters<typeof isPublicKey>[0] }): GraphQLFieldConfigMap<unknown, GqlContext> {
   const payload = nn(CustomerAuthPayload);
   const str = nn(GraphQLString);
+  const server: GraphQLFieldConfigMap<unknown, GqlContext> = isPublicKey(principal.kind)
+    ? {}
+    : {
+      updateCustomerAttributes: {
+        type: nn(CustomerType),
+        description: 'Secret keys with customers:write: sets profile attributes (merged; a null value removes one; merge: false replaces all).',
+        args: { customerId: { type: nn(GraphQLID) }, attributes: { type: nn(JSONScalar) }, merge: { type: GraphQLBoolean, defaultValue: true } },
+        resolve: async (_r, args, ctx) => {
+          requireScope(ctx, 'customers:write');
+          ctx.noStore = true;
+          const id = identityOf(ctx.svc.bus);
+          const p = await updateAttributes(id.sql, id.bus, ctx.snapshot.id, String(args.customerId), args.attributes, args.merge !== false);
+          return currentCustomer(ctx.svc.sql, project(ctx), p.customerId);
+        },
+      },
+    };
   return {
+    ...server,
     registerCustomer: {
       type: payload,
       args: { email: { type: str }, password: { type: str }, name: { type: GraphQLString } },

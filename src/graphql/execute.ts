@@ -15,6 +15,7 @@ import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
+import { modelRowAccess, requestReaders } from './field-access.ts';
 
 /**
  * The GraphQL core, shared by every transport (HTTP today, graphql-ws next). Per project (in
@@ -201,14 +202,18 @@ export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
 /** The resolver context of one request (a fresh loader: batching is per request). */
 export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null): GqlContext {
   const { snapshot, entry } = target;
+  // Model `access.read`: owner-only and closed models of this reader (usually none).
+  const access = modelRowAccess(snapshot.models, requestReaders({ principal, customer }));
+  const rows = access.owned.length || access.closed.length ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null } : undefined;
   return {
     svc: deps,
     principal,
     snapshot,
     models: entry.view.models,
-    loader: new RecordLoader(deps.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null),
+    loader: new RecordLoader(deps.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
     noStore: false,
     customer,
+    rows,
   };
 }
 

@@ -53,6 +53,58 @@ export function readerPrincipals(key: Pick<KeyPrincipal, 'kind'>): ReadonlySet<P
   return keyPrincipals(key);
 }
 
+const PUBLIC_SCOPED: ReadonlySet<Principal> = new Set(['public', 'scoped']);
+const SERVICE_SCOPED: ReadonlySet<Principal> = new Set(['service', 'scoped']);
+
+/**
+ * Who reads, per request: the key's principal, plus `scoped` with a customer token. `self`
+ * is decided per record (the record's owner is the token's customer): see `customerMayRead`.
+ */
+export function requestReaders(ctx: Pick<GqlContext, 'principal' | 'customer'>): ReadonlySet<Principal> {
+  if (!ctx.customer) return keyPrincipals(ctx.principal);
+  return isPublicKey(ctx.principal.kind) ? PUBLIC_SCOPED : SERVICE_SCOPED;
+}
+
+const rowMemo = new WeakMap<readonly ModelDef[], Map<ReadonlySet<Principal>, { owned: string[]; closed: string[] }>>();
+
+/**
+ * Model `access.read` for these readers: models whose records they may read only when they
+ * own them (`self` listed), and models they may not read at all. Both empty for almost every
+ * project; memoised per model list (one per snapshot) and reader set.
+ */
+export function modelRowAccess(models: readonly ModelDef[], readers: ReadonlySet<Principal>): { owned: string[]; closed: string[] } {
+  let bySet = rowMemo.get(models);
+  if (!bySet) rowMemo.set(models, (bySet = new Map()));
+  let out = bySet.get(readers);
+  if (!out) {
+    out = { owned: [], closed: [] };
+    for (const m of models) {
+      const list = m.access?.read;
+      if (!list || allows(list, readers)) continue;
+      (list.includes('self') ? out.owned : out.closed).push(m.key);
+    }
+    bySet.set(readers, out);
+  }
+  return out;
+}
+
+/**
+ * Whether the request may read a field its schema's key principal may not: a customer token
+ * reads fields listing `scoped`, and fields listing `self` of the records they own.
+ */
+export function customerMayRead(f: FieldDef, ctx: Pick<GqlContext, 'customer'>, owner: string | null | undefined): boolean {
+  if (!ctx.customer) return false;
+  const list = f.access?.read;
+  if (!list) return true;
+  return list.includes('scoped') || (list.includes('self') && owner === ctx.customer.customerId);
+}
+
+/** Fields a customer could read that the key alone cannot (they resolve per record). */
+export function customerReadable(f: FieldDef, key: ReadonlySet<Principal>): boolean {
+  const list = f.access?.read;
+  return !!list && !allows(list, key) && (list.includes('self') || list.includes('scoped'));
+}
+
 function allows(list: readonly Principal[] | undefined, who: ReadonlySet<Principal>): boolean {
   return list === undefined || list.some((p) => who.has(p));
 }
@@ -78,6 +130,11 @@ export function checkFieldWrites(ctx: Pick<GqlContext, 'principal' | 'customer'>
     who ??= writerPrincipals(ctx, target);
     if (!canWrite(f, who)) throw new PermissionDenied('Insufficient permissions', { field: f.key });
   }
+}
+
+/** Top-level fields of `model` that this request may not read on this record (content masking). */
+export function hiddenFor(model: ModelDef, key: ReadonlySet<Principal>, ctx: Pick<GqlContext, 'customer'>, owner: string | null | undefined): string[] {
+  return model.fields.filter((f) => !canRead(f, key) && !customerMayRead(f, ctx, owner)).map((f) => f.key);
 }
 
 /** Top-level fields of `model` that `who` may not read (empty for almost every model). */

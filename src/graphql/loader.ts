@@ -1,7 +1,8 @@
 import type { Sql, ContentSql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { readByIds } from '../content/read.ts';
-import { toNode, type ReadScope, type RecordNode, type Stage } from '../content/types.ts';
+import { toNode, type ReadScope, type RecordNode, type RowAccess, type Stage } from '../content/types.ts';
+import { ANONYMOUS, type Targeting } from '../content/targeting.ts';
 
 /**
  * Per-request batching of record-by-id reads (references, selects, `record`): every id asked
@@ -11,6 +12,7 @@ import { toNode, type ReadScope, type RecordNode, type Stage } from '../content/
 interface Batch {
   stage: Stage;
   locale: string;
+  targeting: Targeting;
   ids: Map<string, { resolve: (n: RecordNode | null) => void; reject: (e: unknown) => void }[]>;
 }
 
@@ -25,16 +27,19 @@ export class RecordLoader {
     /** Visible models: records of any other model resolve to null. */
     private readonly models: ReadonlyMap<string, ModelDef>,
     private readonly restrictTo: readonly string[] | null,
+    /** Model `access.read` restrictions of the reader: linked records obey them too. */
+    private readonly rows?: RowAccess,
   ) {}
 
-  load(id: string, stage: Stage, locale: string): Promise<RecordNode | null> {
-    const ck = `${stage}\0${locale}\0${id}`;
+  /** `targeting`: the context of the record that links (its variant choice carries over). */
+  load(id: string, stage: Stage, locale: string, targeting: Targeting = ANONYMOUS): Promise<RecordNode | null> {
+    const ck = `${stage}\0${locale}\0${targeting.key}\0${id}`;
     const cached = this.#cache.get(ck);
     if (cached) return cached;
-    const bk = `${stage}\0${locale}`;
+    const bk = `${stage}\0${locale}\0${targeting.key}`;
     let batch = this.#batches.get(bk);
     if (!batch) {
-      batch = { stage, locale, ids: new Map() };
+      batch = { stage, locale, targeting, ids: new Map() };
       this.#batches.set(bk, batch);
       const b = batch;
       queueMicrotask(() => {
@@ -52,7 +57,7 @@ export class RecordLoader {
   }
 
   async #dispatch(b: Batch): Promise<void> {
-    const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale };
+    const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale, targeting: b.targeting, rows: this.rows };
     try {
       const rows = await readByIds(this.sql, scope, [...b.ids.keys()], this.restrictTo);
       for (const [id, waiters] of b.ids) {

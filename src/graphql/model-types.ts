@@ -7,7 +7,7 @@ import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
-import { canRead, hiddenFields, maskContent } from './field-access.ts';
+import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from './field-access.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):
@@ -40,6 +40,18 @@ function assetTypes(kind: 'image' | 'video' | 'file', name: string) {
   return { out: new GraphQLObjectType({ name, fields: out }), inp: new GraphQLInputObjectType({ name: `${name}Input`, fields: inp }) };
 }
 const ASSETS = { image: assetTypes('image', 'ImageAsset'), video: assetTypes('video', 'VideoAsset'), file: assetTypes('file', 'FileAsset') };
+/** `_context` of a record (spec "Record system fields": `context.authStatus`; issue 12 item 5). */
+const RecordContext = new GraphQLObjectType({
+  name: 'RecordContext',
+  description: 'The targeting context this record was read with, and the variant it chose.',
+  fields: {
+    authStatus: { type: nn(GraphQLString), description: '"" for an anonymous read, "authenticated" with a customer token.' },
+    segments: { type: nn(list(GraphQLString)), description: "Keys of the customer's segments." },
+    variantId: { type: nn(GraphQLString), description: 'The variant shown: "default" or the id of the first variant whose rules hold.' },
+  },
+});
+const contextOf = (n: RecordNode) => ({ authStatus: n._targeting.authStatus, segments: n._targeting.segments, variantId: n._variantId });
+
 const Block = new GraphQLObjectType({ name: 'Block', description: 'One block of a flexible field.', fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } } });
 const BlockInput = new GraphQLInputObjectType({ name: 'BlockInput', fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } } });
 
@@ -110,7 +122,8 @@ export class TypeFactory {
       _updatedAt: { type: nn(DateTimeScalar) },
       _publishedAt: { type: DateTimeScalar },
       naturalKey: { type: GraphQLString },
-      content: { type: JSONScalar, description: 'The record content as stored, in the selected locale.' },
+      content: { type: JSONScalar, description: 'The record content as stored, in the selected locale and variant.' },
+      _context: { type: nn(RecordContext), resolve: contextOf },
     };
     // Only keys holding drafts:read see this field at all (spec: Record system fields).
     if (this.drafts) f._hasDraft = { type: nn(GraphQLBoolean), description: 'Whether the working version has unpublished changes.' };
@@ -141,8 +154,15 @@ export class TypeFactory {
           if (cfg) fields[f.key] = cfg;
         }
         // `content` carries the stored values too: unreadable ones are left out of it.
-        const hidden = this.readers ? hiddenFields(model, this.readers) : [];
-        if (hidden.length) fields.content = { ...fields.content!, resolve: (n: RecordNode) => maskContent(n.content, hidden) };
+        const readers = this.readers;
+        const hidden = readers ? hiddenFields(model, readers) : [];
+        if (readers && hidden.length) {
+          // Fields a customer may read on their own records (`self`) or with a token (`scoped`) are decided per record.
+          const perRecord = model.fields.some((f) => customerReadable(f, readers));
+          fields.content = perRecord
+            ? { ...fields.content!, resolve: (n: RecordNode, _a, ctx: GqlContext) => maskContent(n.content, ctx.customer ? hiddenFor(model, readers, ctx, n._owner) : hidden) }
+            : { ...fields.content!, resolve: (n: RecordNode) => maskContent(n.content, hidden) };
+        }
         return fields;
       },
     }));
@@ -199,6 +219,14 @@ export class TypeFactory {
   outField(owner: string, f: FieldDef): GraphQLFieldConfig<any, GqlContext> | undefined {
     const cfg = this.#outField(owner, f);
     if (!cfg || this.readable(f)) return cfg;
+    if (this.readers && customerReadable(f, this.readers)) {
+      const inner = cfg.resolve;
+      return {
+        type: cfg.type,
+        description: 'Readable with a customer token (field access rules: self = the record\'s owner).',
+        resolve: (n, a, ctx, info) => (customerMayRead(f, ctx, (n as RecordNode)._owner) ? (inner ? inner(n, a, ctx, info) : (n as RecordNode)[f.key]) : null),
+      };
+    }
     return { type: cfg.type, description: 'Not readable with this key (field access rules).', resolve: () => null };
   }
 
@@ -224,14 +252,14 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale)));
+              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)));
               return nodes.filter((x) => x !== null);
             },
           };
         }
         return {
           type,
-          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale) : null),
+          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting) : null),
         };
       }
       case 'model': {
@@ -252,7 +280,7 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale)))).filter((x) => x !== null);
+              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)))).filter((x) => x !== null);
             },
           };
         }

@@ -1,10 +1,11 @@
 import {
   GraphQLBoolean, GraphQLEnumType, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
-import { createRecord, deleteRecord, modelKeysOf, publishRecord, unpublishRecord, updateRecord, type WriteStep } from '../content/write.ts';
+import { createRecord, deleteRecord, deleteVariant, modelKeysOf, publishRecord, unpublishRecord, updateRecord, updateVariant, type WriteStep } from '../content/write.ts';
+import { DEFAULT_VARIANT, ruleErrors, VARIANT_ID_RE } from '../content/targeting.ts';
 import type { ContentRow } from '../content/types.ts';
 import type { Handle } from '../content/tx.ts';
 import { createMany } from '../content/import.ts';
@@ -36,40 +37,74 @@ async function callerOwns(ctx: GqlContext, id: string): Promise<boolean> {
   return own;
 }
 
-/** The writes a customer may make through a public key: create and update of their own records. */
+/**
+ * The variant a write addresses: null for the default content. Rules are a list of rule nodes
+ * (content/targeting.ts); a single node is taken as a list of one.
+ */
+function variantOf(args: { variantId?: string | null; variantRules?: unknown }): { variantId: string; rules: unknown[] | null } | null {
+  const id = args.variantId ?? null;
+  const rules = args.variantRules === undefined || args.variantRules === null ? null : Array.isArray(args.variantRules) ? args.variantRules : [args.variantRules];
+  if (id === null || id === DEFAULT_VARIANT) {
+    if (rules) throw new BadUserInput('variantRules need a variantId: the default content has no rules', { field: 'variantRules' });
+    return null;
+  }
+  if (typeof id !== 'string' || !VARIANT_ID_RE.test(id)) throw new BadUserInput('variantId must start with a letter or digit and hold only letters, digits, _ and - (at most 64)', { field: 'variantId' });
+  if (rules) {
+    const errors = ruleErrors(rules, 'variantRules', true);
+    if (errors.length) throw new BadUserInput(`${errors[0]!.path}: ${errors[0]!.message}`, { field: 'variantRules' });
+  }
+  return { variantId: id, rules };
+}
+
+/** The writes a customer may make through a public key: create and update of their own records (no variants). */
 export function customerModelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
-  const all = modelMutations(types, model);
+  const all = modelMutations(types, model, false);
   const name = typeName(model.key);
   return { [`create${name}`]: all[`create${name}`]!, [`update${name}`]: all[`update${name}`]! };
 }
 
-export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function modelMutations(types: TypeFactory, model: ModelDef, variants = true): GraphQLFieldConfigMap<unknown, GqlContext> {
   const T = nn(types.recordType(model));
   const input = nn(types.inputType(model));
   const name = typeName(model.key);
-  return {
+  const variantArgs: GraphQLFieldConfigArgumentMap = variants
+    ? {
+      variantId: { type: GraphQLString, description: 'Write this variant instead of the default content (docs/graphql.md, Variants).' },
+      variantRules: { type: JSONScalar, description: "The variant's targeting rules (a list of rule nodes); kept when omitted." },
+    }
+    : {};
+  const fields: GraphQLFieldConfigMap<unknown, GqlContext> = {
     [`create${name}`]: {
       type: T,
-      args: { naturalKey: { type: GraphQLString }, locale: { type: GraphQLString }, data: { type: input } },
+      args: { naturalKey: { type: GraphQLString }, locale: { type: GraphQLString }, data: { type: input }, ...variantArgs },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
         checkFieldWrites(ctx, model, args.data, { recordId: null });
         checkLocale(ctx, args.locale);
-        const step = createRecord(writeContext(ctx), model, args);
+        const variant = variantOf(args);
+        const w = writeContext(ctx);
+        const step = createRecord(w, model, args);
         // A record a customer creates is theirs (src/content/owner.ts), in the same transaction.
         const customer = ctx.customer;
-        return writeOne(ctx, step, args.locale, customer ? [ownerStatement(ctx.snapshot.id, step.recordId, customer.customerId)] : []);
+        const follow = customer ? [ownerStatement(ctx.snapshot.id, step.recordId, customer.customerId)] : [];
+        // A create with a variant: the data is the default content and starts the variant too.
+        if (variant) follow.push(...updateVariant(w, model, step.recordId, args.locale, {}, variant).statements);
+        return writeOne(ctx, step, args.locale, follow, variant?.variantId);
       },
     },
     [`update${name}`]: {
       type: T,
-      args: { _id: { type: nn(GraphQLID) }, locale: { type: GraphQLString }, data: { type: input } },
+      args: { _id: { type: nn(GraphQLID) }, locale: { type: GraphQLString }, data: { type: input }, ...variantArgs },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
         checkLocale(ctx, args.locale);
+        const variant = variantOf(args);
         const ownedByCaller = await callerOwns(ctx, args._id);
         checkFieldWrites(ctx, model, args.data, { recordId: args._id, ownedByCaller });
-        return writeOne(ctx, updateRecord(writeContext(ctx), model, args._id, args.locale, args.data), args.locale);
+        const step = variant
+          ? updateVariant(writeContext(ctx), model, args._id, args.locale, args.data, variant)
+          : updateRecord(writeContext(ctx), model, args._id, args.locale, args.data);
+        return writeOne(ctx, step, args.locale, [], variant?.variantId);
       },
     },
     [`publish${name}Version`]: {
@@ -98,6 +133,20 @@ export function modelMutations(types: TypeFactory, model: ModelDef): GraphQLFiel
       },
     },
   };
+  if (variants) {
+    fields[`delete${name}Variant`] = {
+      type: T,
+      description: 'Removes a variant from every locale of the working version; answers with the default content.',
+      args: { _id: { type: nn(GraphQLID) }, variantId: { type: nn(GraphQLString) } },
+      resolve: async (_r, args, ctx) => {
+        requireModelScope(ctx, 'records:write', model);
+        const variant = variantOf({ variantId: args.variantId });
+        if (!variant) throw new BadUserInput('The default variant cannot be deleted', { field: 'variantId' });
+        return writeOne(ctx, deleteVariant(writeContext(ctx), model, args._id, variant.variantId), null);
+      },
+    };
+  }
+  return fields;
 }
 
 const BatchAction = new GraphQLEnumType({

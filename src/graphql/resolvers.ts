@@ -8,6 +8,7 @@ import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../con
 import type { GqlContext } from './context.ts';
 import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from './field-access.ts';
+import { targetingFor } from './targeting.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
@@ -39,8 +40,18 @@ export function readScope(ctx: GqlContext, args: { locale?: string | null; previ
     stage = 'draft';
   }
   const locale = checkLocale(ctx, args.locale);
-  return { projectId: ctx.snapshot.id, stage, locale, defaultLocale: ctx.snapshot.defaultLocale };
+  return { projectId: ctx.snapshot.id, stage, locale, defaultLocale: ctx.snapshot.defaultLocale, rows: ctx.rows };
 }
+
+/** readScope plus the targeting context (which variant each record shows). */
+async function targetedScope(ctx: GqlContext, args: Record<string, any>): Promise<ReadScope> {
+  const scope = readScope(ctx, args);
+  scope.targeting = await targetingFor(ctx, args.context);
+  return scope;
+}
+
+/** A customer reading a model with `self`-readable fields needs each record's owner (the records join). */
+const ownerMatters = (ctx: GqlContext, model: ModelDef): boolean => ctx.customer !== null && model.fields.some((f) => f.access?.read?.includes('self') === true);
 
 /**
  * The locale of a read or a write: well-formed, and one of the project's configured locales
@@ -123,11 +134,12 @@ class Edge {
 
 export async function listConnection(ctx: GqlContext, model: ModelDef, args: Record<string, any>, info: GraphQLResolveInfo): Promise<Connection> {
   requireModelScope(ctx, 'records:read', model);
-  const scope = readScope(ctx, args);
+  const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
   checkWhere(args.where);
   checkOrderBy(args.orderBy);
-  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord: needsRecordColumns(info) });
+  const withRecord = needsRecordColumns(info) || ownerMatters(ctx, model);
+  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
@@ -142,7 +154,7 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
   requireScope(ctx, 'search:read');
   const query = String(args.query ?? '').trim();
   if (query.length === 0 || query.length > 500) throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
-  const scope = readScope(ctx, args);
+  const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
   let offset = 0;
   if (args.after) {
@@ -162,7 +174,7 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
 
 export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<string, any>, lookupKeys: readonly string[]): Promise<RecordNode | null> {
   requireModelScope(ctx, 'records:read', model);
-  const scope = readScope(ctx, args);
+  const scope = await targetedScope(ctx, args);
   const lookup: Record<string, unknown> = {};
   for (const k of lookupKeys) if (args[k] !== undefined && args[k] !== null) lookup[k] = args[k];
   if (!args._id && !args.naturalKey && Object.keys(lookup).length === 0) {
@@ -174,7 +186,7 @@ export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<
 
 export async function genericRecord(ctx: GqlContext, args: Record<string, any>): Promise<RecordNode | null> {
   requireScope(ctx, 'records:read');
-  const scope = readScope(ctx, args);
+  const scope = await targetedScope(ctx, args);
   const rows = await readByIds(ctx.svc.readSql, scope, [String(args._id)], [...ctx.models.keys()]);
   const row = rows.get(String(args._id));
   return row ? node(ctx, row, scope) : null;
@@ -186,10 +198,12 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   ctx.noStore = true;
   const history = await listVersions(ctx.svc.readSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
   if (!history) return null;
+  // A model whose records this reader may not read (model access.read) has no history for them either.
+  if (ctx.rows && (ctx.rows.closed.includes(history.modelKey) || ctx.rows.owned.includes(history.modelKey))) return null;
   // Fields the reader may not read (`access.read`) are left out of the history too.
   const model = ctx.models.get(history.modelKey);
   const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
-  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
+  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
 }
 
 /** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */

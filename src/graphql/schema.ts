@@ -21,6 +21,7 @@ import { notificationMutations, notificationQueries } from './notifications.ts';
 import { collabMutations } from './collab.ts';
 import { importMutation } from './import.ts';
 import { fileMutations, fileQueries } from './files.ts';
+import { ReadContextInput } from './targeting.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -57,10 +58,14 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
   // Customer auth (CONTRACT §8) is in every key's schema, public keys included.
   Object.assign(query, customerQueries());
-  Object.assign(mutation, customerMutations());
+  Object.assign(mutation, customerMutations(principal));
   Object.assign(query, notificationQueries());
   Object.assign(mutation, notificationMutations(!isPublicKey(principal.kind)));
-  const readArgs = { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } };
+  // Secret keys may read as a given targeting context (graphql/targeting.ts); public keys read as themselves.
+  const readArgs: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind)
+    ? { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } }
+    : { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean }, context: { type: ReadContextInput } };
+  const contextArg: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind) ? {} : { context: { type: ReadContextInput } };
 
   for (const model of models.values()) {
     const T = types.recordType(model);
@@ -81,7 +86,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     query[pluralField(model.key)] = { type: nn(conn), args: listArgs, resolve: (_r, args, ctx, info) => listConnection(ctx, model, args, info) };
     query[`search${typeName(model.key)}s`] = {
       type: nn(conn),
-      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString } },
+      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg },
       resolve: (_r, args, ctx) => searchConnection(ctx, [model], args),
     };
     if (canWrite) Object.assign(mutation, modelMutations(types, model));
@@ -96,6 +101,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         version: { type: nn(GraphQLInt) },
         action: { type: nn(GraphQLString) },
         locale: { type: GraphQLString },
+        variantId: { type: nn(GraphQLString), description: 'The variant written ("default": the default content).' },
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
         createdAt: { type: nn(DateTimeScalar) },
@@ -114,7 +120,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     query.recordVersions = { type: new GraphQLList(nn(recordVersion)), args: { _id: { type: nn(GraphQLID) } }, resolve: (_r, args, ctx) => versions(ctx, args) };
     query.searchRecords = {
       type: nn(types.recordConnection),
-      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString } },
+      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg },
       resolve: (_r, args, ctx) => {
         const keys: string[] | null = args.modelKeys ?? null;
         const ms = keys ? keys.flatMap((k) => (ctx.models.has(k) ? [ctx.models.get(k)!] : [])) : [...ctx.models.values()];

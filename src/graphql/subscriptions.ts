@@ -1,6 +1,6 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
 import { hasScope, missingScope } from '../auth/scopes.ts';
-import { BadUserInput, NotFound } from '../errors.ts';
+import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { JSONScalar } from './scalars.ts';
 
@@ -117,6 +117,8 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
           throw new BadUserInput(`No model "${args.modelKey}"`);
         }
         if (!hasScope(ctx.principal, `records:read:${args.modelKey}`)) throw missingScope(hasScope(ctx.principal, 'records:read') ? `records:read:${args.modelKey}` : 'records:read');
+        // Owner-only and closed models (model access.read): events would name other customers' records.
+        if (ctx.rows && (ctx.rows.owned.includes(args.modelKey) || ctx.rows.closed.includes(args.modelKey))) throw new PermissionDenied('Insufficient permissions');
         return iterate(sourceOf(ctx), ctx.snapshot.id, `changes:${args.modelKey}`, (d) => d);
       },
       resolve: (payload) => payload,

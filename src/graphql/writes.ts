@@ -6,6 +6,7 @@ import { WriteTx, type Committed, type Handle, type Statement } from '../content
 import type { GqlContext } from './context.ts';
 import { hookStatement } from '../operations/hooks.ts';
 import { node } from './resolvers.ts';
+import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
 
 /**
  * How GraphQL mutations write: build the transaction (writes, then a read of what they wrote),
@@ -20,8 +21,9 @@ export function writeContext(ctx: GqlContext): WriteContext {
 
 const writerId = (ctx: GqlContext): string | null => ctx.customer?.customerId ?? ctx.principal.keyId;
 
-export function draftScope(ctx: GqlContext, locale: string | null | undefined): ReadScope {
-  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
+/** A write answers with what it wrote: the working version of that locale and variant (default: the default content). */
+export function draftScope(ctx: GqlContext, locale: string | null | undefined, variantId: string = DEFAULT_VARIANT): ReadScope {
+  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale, targeting: targeting('', [], variantId) };
 }
 
 export function newTx(ctx: GqlContext): WriteTx {
@@ -49,10 +51,10 @@ export function readBack(tx: WriteTx, scope: ReadScope, ids: readonly string[], 
 }
 
 /** One write and the record as it stands after it (the per-model mutations). */
-export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string | null | undefined, follow: Statement[] = []): Promise<RecordNode> {
+export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string | null | undefined, follow: Statement[] = [], variantId?: string): Promise<RecordNode> {
   const tx = newTx(ctx).write(step);
   for (const st of follow) tx.follow(st);
-  const scope = draftScope(ctx, locale);
+  const scope = draftScope(ctx, locale, variantId);
   const h = readBack(tx, scope, [step.recordId], null);
   const done = await commit(ctx, tx);
   const row = done.rows(h)[0];

@@ -2,6 +2,7 @@ import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../actors/bus.ts';
 import { closeTokenService, tokenService, type TokenService } from './tokens.ts';
 import type { MailDeps } from './mailer.ts';
+import { CustomerProfiles } from './profiles.ts';
 
 /**
  * The identity capability of one process: the token service (keys, revocation list) and what
@@ -13,6 +14,8 @@ export interface Identity {
   bus: EventBus;
   tokens: TokenService;
   mail: MailDeps;
+  /** Customer profiles for targeting, cached per process (profiles.ts). */
+  profiles: CustomerProfiles;
 }
 
 export interface IdentityStartDeps {
@@ -26,7 +29,7 @@ const byBus = new WeakMap<EventBus, Identity>();
 export async function startIdentity(deps: IdentityStartDeps): Promise<Identity> {
   const tokens = tokenService(deps);
   await tokens.ready;
-  const identity: Identity = { sql: deps.sql, bus: deps.bus, tokens, mail: { sql: deps.sql, settings: deps.settings } };
+  const identity: Identity = { sql: deps.sql, bus: deps.bus, tokens, mail: { sql: deps.sql, settings: deps.settings }, profiles: new CustomerProfiles(deps.sql, deps.bus) };
   byBus.set(deps.bus, identity);
   return identity;
 }
@@ -38,6 +41,7 @@ export function identityOf(bus: EventBus): Identity {
 }
 
 export function closeIdentity(bus: EventBus): void {
+  byBus.get(bus)?.profiles.close();
   byBus.delete(bus);
   closeTokenService({ bus });
 }

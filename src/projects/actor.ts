@@ -18,6 +18,8 @@ export interface ProjectSnapshot {
   operations: readonly OperationDef[];
   /** Pushed hooks: record writes queue their executions in the same transaction. */
   hooks: readonly HookDef[];
+  /** Active segments in config order (targeting: content/targeting.ts evaluates their rules). */
+  segments: readonly { key: string; rules: unknown }[];
 }
 
 export interface OperationDef {
@@ -128,6 +130,8 @@ export class ProjectActor implements Actor {
       select key, name, definition->>'description' as description from operations where project_id = ${this.id} order by position, key`;
     const hooks = await this.#sql<{ key: string; event: string; operation_key: string; model_key: string | null }[]>`
       select key, event, operation_key, model_key from hooks where project_id = ${this.id} order by position, key`;
+    const segments = await this.#sql<{ key: string; rules: unknown }[]>`
+      select key, definition->'rules' as rules from segments where project_id = ${this.id} and is_active order by position, key`;
     const before = this.#snapshot;
     this.#snapshot = Object.freeze({
       id: row.id,
@@ -140,6 +144,7 @@ export class ProjectActor implements Actor {
       models: Object.freeze(models.map((m) => m.definition)),
       operations: Object.freeze(operations.map((o) => ({ key: o.key, name: o.name, description: o.description }))),
       hooks: Object.freeze(hooks.map((h) => ({ key: h.key, event: h.event, operationKey: h.operation_key, modelKey: h.model_key }))),
+      segments: Object.freeze(segments.map((g) => ({ key: g.key, rules: g.rules }))),
     });
     // Generated schemas hold the execute<Op> fields: a changed operation list invalidates them too.
     if (before?.schemaVersion !== row.schema_version || JSON.stringify(before.operations) !== JSON.stringify(this.#snapshot.operations)) this.derived.clear();

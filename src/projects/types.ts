@@ -60,6 +60,8 @@ export interface ModelDef {
   name: string;
   fields: FieldDef[];
   lookups?: { keyBy: string[] }[];
+  /** Whose records a reader sees: `self` = a customer sees the records they own. Omitted: everyone. */
+  access?: { read?: Principal[] };
   /** CONTRACT §3: versioned models have draft and published versions. Default true. */
   versioned?: boolean;
   [extra: string]: unknown;

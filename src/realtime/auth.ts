@@ -5,6 +5,8 @@ import { hasScope } from '../auth/scopes.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
 import type { Channel } from './protocol/channels.ts';
+import { keyPrincipals, modelRowAccess, requestReaders } from '../graphql/field-access.ts';
+import type { ProjectSnapshot } from '../projects/actor.ts';
 
 /** What realtime needs from the process: the gate, and what GraphQL needs (subscriptions). */
 export type RealtimeDeps = GraphqlDeps & { gate: Gate };
@@ -88,6 +90,18 @@ export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, project
 const denied = (scope: string) => new PermissionDenied(`missing required scope: ${scope}`);
 
 /**
+ * Models whose records this identity may not all read (model `access.read`: owner-only or
+ * closed). Change events carry record ids and writers for every record of a model, so such a
+ * model's channel (and `changes:*`, which carries it) is refused rather than leak other
+ * customers' records; owners hear about their own records through notifications.
+ */
+export function restrictedModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIdentity, 'key' | 'customer'>): string[] {
+  const readers = who.key ? requestReaders({ principal: who.key, customer: who.customer }) : new Set([...keyPrincipals({ kind: 'pk' }), 'scoped' as const]);
+  const r = modelRowAccess(snapshot.models, readers);
+  return r.owned.length || r.closed.length ? [...r.owned, ...r.closed] : [];
+}
+
+/**
  * Whether an identity may subscribe to a channel of its project. Throws NotFound for a channel
  * that names nothing in the project, PermissionDenied (with the spec's scope message) otherwise.
  */
@@ -97,14 +111,17 @@ export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity,
   const holder = key ?? who.customer!.scopes;
   const allowedModels = key?.allowedModels ?? null;
   if (channel.kind === 'changes') {
+    const snapshot = (await svc.projects.get(who.projectId)).snapshot;
+    const restricted = restrictedModels(snapshot, who);
     if (channel.modelKey === '*') {
       // A model-restricted key would see unlisted models on the wildcard channel.
       if (allowedModels) throw new PermissionDenied('A model-restricted key cannot subscribe to changes:*');
       if (!hasScope(holder, 'records:read')) throw denied('records:read');
+      if (restricted.length) throw new PermissionDenied(`changes:* would carry records you may not read (${restricted.join(', ')}): subscribe per model`);
       return;
     }
-    const snapshot = (await svc.projects.get(who.projectId)).snapshot;
     if (!snapshot.models.some((m) => m.key === channel.modelKey)) throw new NotFound(`Unknown channel: no model "${channel.modelKey}"`);
+    if (restricted.includes(channel.modelKey)) throw new PermissionDenied('Insufficient permissions');
     if (allowedModels && !allowedModels.includes(channel.modelKey)) throw denied(`records:read:${channel.modelKey}`);
     if (!hasScope(holder, `records:read:${channel.modelKey}`)) throw denied(`records:read:${channel.modelKey}`);
     return;
