@@ -21,6 +21,7 @@ import { closeIdentity, startIdentity } from './identity/identity.ts';
 import { CollabRooms } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
 import { FilesRuntime } from './files/runtime.ts';
+import { Provisioner } from './fleet/provision.ts';
 
 /**
  * The composition root: everything a process shares between its listeners — the database, the
@@ -49,6 +50,8 @@ export interface Service {
   collab: CollabRooms;
   /** Files and media: storage backend, image transforms, background jobs (src/files). */
   files: FilesRuntime;
+  /** POST /v1/provision: idempotent, resumable project provisioning into fleet groups (src/fleet). */
+  provisioning: Provisioner;
   /** GET /metrics: each capability registers its series here (src/metrics/registry.ts). */
   metrics: MetricsRegistry;
   /** Counts and logs every request of every listener (src/metrics/requests.ts). */
@@ -91,6 +94,13 @@ export async function openService(settings: Settings): Promise<Service> {
       projects.peek(e.projectId)?.onChanged(e.version);
       void indexes.schedule(e.projectId);
     } else if (e.type === 'project.changed') projects.peek(e.projectId)?.onChanged();
+    else if (e.type === 'fleet.published') {
+      // Every member moved to the new version in one transaction: reload the ones live here.
+      for (const id of projects.keys()) {
+        const actor = projects.peek(id);
+        if (actor?.current?.fleetGroupId === e.groupId) actor.onChanged();
+      }
+    }
   });
   // Schema changes made while the bus was not listening were missed: reload every live project.
   bus.onReconnect(() => {
@@ -129,6 +139,7 @@ export async function openService(settings: Settings): Promise<Service> {
     operations,
     collab,
     files,
+    provisioning: new Provisioner({ sql, bus }),
     metrics,
     requests,
     cacheStats,

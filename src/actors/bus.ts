@@ -9,6 +9,8 @@ import type { Sql } from '../store/db.ts';
 export type BusEvent =
   | { type: 'schema.changed'; projectId: string; version: number }
   | { type: 'project.changed'; projectId: string }
+  /** A fleet group published `version`: every member project (src/fleet) reloads. */
+  | { type: 'fleet.published'; groupId: string; version: number }
   | {
       type: 'record.changed';
       projectId: string;

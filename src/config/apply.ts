@@ -4,7 +4,7 @@ import type { Sql } from '../store/db.ts';
 import { BadUserInput, Conflict, PermissionDenied, SvcError } from '../errors.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
-import { announceSchema, replaceModels } from '../projects/store.ts';
+import { announceSchema, canonicalJson, fleetMembershipOf, fleetModelsRefusal, replaceModels } from '../projects/store.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { createApiKey, deleteApiKey, type KeyAnnouncer } from '../auth/keys.ts';
 import type { Obj } from './check.ts';
@@ -93,7 +93,16 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
       applied.project = 1;
     }
     let schemaVersion: number | null = null;
-    if (config.models) {
+    // A fleet member's models are its group's schema: a push may repeat them, never change them.
+    const fleet = config.models ? await fleetMembershipOf(tx, project.id) : null;
+    if (config.models && fleet) {
+      if (canonicalJson(config.models) !== canonicalJson(fleet.models)) {
+        const message = fleetModelsRefusal(project.id, fleet);
+        if (atomic) throw new Conflict(message, { group: fleet.groupKey });
+        entryErrors.push({ path: 'models', message });
+      }
+      applied.models = 0;
+    } else if (config.models) {
       const models = [...(config.models as unknown as ModelDef[])];
       // A skipped (invalid) model keeps its live definition rather than disappearing.
       const kept = (keep.models ?? []).filter((k) => !models.some((m) => m.key === k));

@@ -7,6 +7,7 @@ import { readKeyed } from './apply-keyed.ts';
 import { challengeOf, readRelyingParties, type DomainChallenge } from '../identity/relying-parties.ts';
 import { readRolesForPull } from '../identity/customer-roles.ts';
 import { SETTINGS_DEFAULTS } from './types.ts';
+import { fleetMembershipOf } from '../projects/store.ts';
 
 /**
  * The live config of a project (`svc pull`): what a push of it would reproduce. Collections
@@ -24,7 +25,11 @@ export async function pullConfig(sql: Sql, caller: ControlCaller, projectId: str
   Object.assign(out, pin?.extra ?? {});
   out.project = { id: project.id, tenantId: project.tenantId, name: p!.name, settings: { ...SETTINGS_DEFAULTS, ...p!.settings } };
 
-  const models = await sql<{ definition: Obj }[]>`select definition from models where project_id = ${project.id} order by position, key`;
+  // A fleet member's models are its group's published schema (src/fleet).
+  const fleet = await fleetMembershipOf(sql, project.id);
+  const models = fleet
+    ? fleet.models.map((definition) => ({ definition: definition as unknown as Obj }))
+    : await sql<{ definition: Obj }[]>`select definition from models where project_id = ${project.id} order by position, key`;
   if (models.length > 0) out.models = models.map((m) => m.definition);
   for (const [name, table] of [
     ['operations', 'operations'], ['hooks', 'hooks'], ['schedules', 'schedules'], ['segments', 'segments'],

@@ -127,16 +127,51 @@ function customerWrites(snapshot: ProjectSnapshot, principal: KeyPrincipal, cust
   return out;
 }
 
+/**
+ * Fleet members with one shape key (group version + own operations, ProjectSnapshot.shapeKey)
+ * serve the same API: they share one generated schema and one compiled-query cache per key
+ * restriction, process-wide, instead of one per project. Resolvers take the project from the
+ * request context, never from the schema, so sharing is safe. Bounded like every GraphQL cache.
+ */
+const SHARED_SCHEMAS = 512;
+const SHARED_SCHEMA_BYTES = 64 * 1024 * 1024;
+const sharedSchemas = new Lru<string, SchemaEntry>({
+  kind: 'fleet-schemas',
+  maxEntries: SHARED_SCHEMAS,
+  maxBytes: SHARED_SCHEMA_BYTES,
+  sizeOf: (e) => schemaBytes(e.view),
+  budget: processCacheBudget,
+});
+
+/** Estimated heap of a generated schema: measured ~60 KB base plus ~12 KB per visible model (graphql 16). */
+function schemaBytes(view: SchemaView): number {
+  return 61_440 + 12_288 * view.models.size;
+}
+
 function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal, customer?: CustomerPrincipal | null): SchemaEntry {
   const writes = customerWrites(snapshot, principal, customer);
   // Customers who may write get their own schema per set of writable models; others share the key's.
   const key = writes ? `gql:schema:${principal.fingerprint}:w:${[...writes].sort().join(',')}` : `gql:schema:${principal.fingerprint}`;
+  if (snapshot.shapeKey !== null) {
+    const shared = `${snapshot.shapeKey}:${key}`;
+    let entry = sharedSchemas.get(shared);
+    if (!entry) {
+      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, writes), docs: docCache() };
+      sharedSchemas.set(shared, entry);
+    }
+    return entry;
+  }
   let entry = actor.derived.get(key) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
     entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache() };
     actor.derived.set(key, entry);
   }
   return entry;
+}
+
+/** Shared fleet schemas held by this process (tests and the bench measure sharing with it). */
+export function sharedSchemaCount(): number {
+  return sharedSchemas.size;
 }
 
 function responseCache(actor: ProjectActor): ResponseCache {
@@ -165,6 +200,9 @@ export function installResponseInvalidation(bus: EventBus, projects: ActorRegist
   };
   const off = bus.subscribe((e) => {
     if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed') drop(e.projectId);
+    else if (e.type === 'fleet.published') {
+      for (const projectId of projects.keys()) if (projects.peek(projectId)?.current?.fleetGroupId === e.groupId) drop(projectId);
+    }
   });
   // Changes made while the listener was away were never heard: every cached response may be stale.
   const offReconnect = bus.onReconnect(() => {

@@ -16,6 +16,7 @@ import { collabRoutes } from './collab.ts';
 import { metricsRoutes } from './metrics.ts';
 import { surfaceOf } from '../metrics/requests.ts';
 import { recordRoutes } from './records.ts';
+import { provisionRoutes } from './provision.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -44,6 +45,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .use(keyRoutes(svc))
     .use(configRoutes(svc))
     .use(recordRoutes(svc))
+    .use(provisionRoutes(svc))
     .use(identityRoutes(svc))
     .use(oidcRoutes(svc))
     .use(operationRoutes(svc))

@@ -3,6 +3,7 @@ import type { Actor } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
 import type { ModelDef } from './types.ts';
 import { NotFound } from '../errors.ts';
+import { fleetModels, fleetShapeKey } from './fleet-models.ts';
 
 /** An immutable view of a project: replaced, never mutated, when the project changes. */
 export interface ProjectSnapshot {
@@ -10,6 +11,13 @@ export interface ProjectSnapshot {
   tenantId: string;
   name: string;
   fleetGroupId: string | null;
+  /** The fleet group version the project is pinned to (null outside a group). */
+  fleetSchemaVersion: number | null;
+  /**
+   * Set for fleet members: projects with the same shape key serve the same GraphQL API, so they
+   * share generated schemas and compiled queries (src/graphql/execute.ts). Null: per project.
+   */
+  shapeKey: string | null;
   settings: Record<string, unknown>;
   defaultLocale: string;
   schemaVersion: number;
@@ -65,6 +73,11 @@ export class ProjectActor implements Actor {
     return actor;
   }
 
+  /** The snapshot if loaded, without counting as a use (bus handlers looking for members). */
+  get current(): ProjectSnapshot | undefined {
+    return this.#snapshot;
+  }
+
   /** The current snapshot; throws NotFound once the project is gone. */
   get snapshot(): ProjectSnapshot {
     this.#lastUse = Date.now();
@@ -116,16 +129,22 @@ export class ProjectActor implements Actor {
         settings: Record<string, unknown>;
         default_locale: string;
         schema_version: number;
+        fleet_schema_version: number | null;
       }[]
-    >`select id, tenant_id, name, fleet_group_id, settings, default_locale, schema_version
+    >`select id, tenant_id, name, fleet_group_id, settings, default_locale, schema_version, fleet_schema_version
       from projects where id = ${this.id}`;
     if (!row) {
       this.#snapshot = undefined;
       this.derived.clear();
       return;
     }
-    const models = await this.#sql<{ definition: ModelDef }[]>`
-      select definition from models where project_id = ${this.id} order by position, key`;
+    // A fleet member serves its group's published models, shared with the other members.
+    const fleet = row.fleet_group_id !== null && row.fleet_schema_version !== null;
+    const models: readonly ModelDef[] = fleet
+      ? await fleetModels(this.#sql, row.fleet_group_id!, row.fleet_schema_version!)
+      : Object.freeze(
+          (await this.#sql<{ definition: ModelDef }[]>`select definition from models where project_id = ${this.id} order by position, key`).map((m) => m.definition),
+        );
     const operations = await this.#sql<OperationDef[]>`
       select key, name, definition->>'description' as description from operations where project_id = ${this.id} order by position, key`;
     const hooks = await this.#sql<{ key: string; event: string; operation_key: string; model_key: string | null }[]>`
@@ -133,16 +152,19 @@ export class ProjectActor implements Actor {
     const segments = await this.#sql<{ key: string; rules: unknown }[]>`
       select key, definition->'rules' as rules from segments where project_id = ${this.id} and is_active order by position, key`;
     const before = this.#snapshot;
+    const ops = Object.freeze(operations.map((o) => ({ key: o.key, name: o.name, description: o.description })));
     this.#snapshot = Object.freeze({
       id: row.id,
       tenantId: row.tenant_id,
       name: row.name,
       fleetGroupId: row.fleet_group_id,
+      fleetSchemaVersion: fleet ? row.fleet_schema_version : null,
+      shapeKey: fleet ? fleetShapeKey(row.fleet_group_id!, row.fleet_schema_version!, ops) : null,
       settings: row.settings,
       defaultLocale: row.default_locale,
       schemaVersion: row.schema_version,
-      models: Object.freeze(models.map((m) => m.definition)),
-      operations: Object.freeze(operations.map((o) => ({ key: o.key, name: o.name, description: o.description }))),
+      models,
+      operations: ops,
       hooks: Object.freeze(hooks.map((h) => ({ key: h.key, event: h.event, operationKey: h.operation_key, modelKey: h.model_key }))),
       segments: Object.freeze(segments.map((g) => ({ key: g.key, rules: g.rules }))),
     });

@@ -10,6 +10,7 @@ import { IDENTITY_COMMANDS } from './identity.ts';
 import { recordsPublish, recordsSave } from './records.ts';
 import { recordsImport } from './records-import.ts';
 import { OPERATION_COMMANDS } from './operations.ts';
+import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -32,6 +33,8 @@ export const COMMANDS: Command[] = [
   recordsPublish,
   recordsImport,
   ...CUSTOMER_ROLE_COMMANDS,
+  fleetGroupsPublish,
+  fleetGroupsList,
   ...IDENTITY_COMMANDS,
   ...OPERATION_COMMANDS,
 ];
