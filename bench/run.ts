@@ -17,12 +17,13 @@ import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
 import { runLoginLoad } from './login-load.ts';
+import { cacheEntries, FLEET_READ_DOC, setupFleet } from './provision-scenario.ts';
 import type { LoadPlan, LoadResult } from './load.ts';
 import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabLines, runCollab } from './collab.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', ...FANOUT, 'collab'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', ...FANOUT, 'collab'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -172,7 +173,7 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
 }
 
 async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
-  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : 'read');
+  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : s === 'provision' ? 'provision' : 'read');
   const cachedNeeded = wanted.filter((s) => s !== 'read-uncached');
   let svc: (Target & { rootToken: string; gatewayUrl: string }) | undefined;
   let seeded: Seeded | undefined;
@@ -180,6 +181,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
   try {
     svc = await startService(db!.url, { pinnedPort, profile: o.profile && o.profile !== 'read-uncached' && (SCENARIOS as readonly string[]).includes(o.profile) ? o.profile : undefined });
     seeded = await seedProject(svc.url, svc.rootToken, db!.url);
+    fleetSeed = seeded;
     notes.push(...seeded.notes);
     await seedArticles(svc.url, seeded);
     const text = await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
@@ -227,6 +229,8 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           const r = await runOperations(svc, s);
           rows.push(...r.rows);
           notes.push(...r.notes);
+        } else if (name === 'provision') {
+          await runProvision(o, svc);
         } else if (name === 'write') {
           await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
           const sk = [{ 'x-api-key': s.secretKey }];
@@ -266,6 +270,60 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
     else naRow(name, shapeOf(name), false, unavailable[name]!);
   }
 }
+
+/**
+ * Scenario `provision` (issue 18): provisioning rate beside bare project creates, then the same
+ * key-only read rotating over every provisioned project against one project (the reference),
+ * with the shared fleet schema cache's entries from /metrics and the process' RSS.
+ */
+async function runProvision(o: Options, svc: Target & { rootToken: string }): Promise<void> {
+  const s = await seedFleetOwner(svc);
+  const fleet = await setupFleet(svc.url, s, () => rssWindow(svc.child.pid));
+  rows.push(...fleet.rows);
+  notes.push(...fleet.notes);
+  const one = [fleet.rotation[0]!];
+  await preflight(svc.endpoint, body(FLEET_READ_DOC), one[0]!);
+  await measure('provision/read-1', 'read', true, svc, planFor(o, svc.endpoint, body(FLEET_READ_DOC), one));
+  const before = await cacheEntries(svc.url);
+  await measure(`provision/read-${fleet.rotation.length}`, 'read', false, svc, planFor(o, svc.endpoint, body(FLEET_READ_DOC), fleet.rotation));
+  const after = await cacheEntries(svc.url);
+  notes.push(await fleetMemory());
+  const r1 = rows.find((r) => r.name === 'provision/read-1')?.result;
+  const rn = rows.find((r) => r.name === `provision/read-${fleet.rotation.length}`)?.result;
+  if (r1 && rn) {
+    notes.push(
+      `provision/read-${fleet.rotation.length}: key-only read rotating over ${fleet.rotation.length} provisioned projects = ${(rn.rps / r1.rps).toFixed(2)} × the same read on one project (req/s), peak RSS ${rn.rssMb?.toFixed(0) ?? 'n/a'} MB against ${r1.rssMb?.toFixed(0) ?? 'n/a'} MB; ` +
+        `GraphQL cache entries after the rotation: ${JSON.stringify(after)} (before it: ${JSON.stringify(before)}) — one shared schema and one compiled document serve every project`,
+    );
+  }
+}
+
+/** bench/fleet-memory.ts in its own process (its heap is measured): heap per project, members against standalone. */
+async function fleetMemory(): Promise<string> {
+  process.stderr.write('bench: provision/memory (1,000 members against 1,000 standalone projects, bench/fleet-memory.ts) … ');
+  const child = startChild(process.execPath, [join(import.meta.dir, 'fleet-memory.ts'), '1000'], { label: 'fleet-memory', cwd: join(import.meta.dir, '..'), env: { DATABASE_URL: db!.url } });
+  let out = '';
+  child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), 300_000);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = /MEMJSON (\{.*\})/.exec(out);
+  if (!m) {
+    process.stderr.write('failed\n');
+    return `provision/memory: bench/fleet-memory.ts printed no result: ${child.tail().slice(0, 160)}`;
+  }
+  const r = JSON.parse(m[1]!) as { projects: number; memberBytesPerProject: number; standaloneBytesPerProject: number; memberTotalMb: number; standaloneTotalMb: number; sharedSchemas: number };
+  process.stderr.write(`${(r.memberBytesPerProject / 1024).toFixed(1)} KB against ${(r.standaloneBytesPerProject / 1024).toFixed(1)} KB per project\n`);
+  return `provision/memory: heap after one read per project (6 models, 40 fields): ${r.projects} fleet members on one version +${r.memberTotalMb.toFixed(1)} MB (${(r.memberBytesPerProject / 1024).toFixed(1)} KB per project, ${r.sharedSchemas} shared schema), ${r.projects} standalone projects with the same models +${r.standaloneTotalMb.toFixed(1)} MB (${(r.standaloneBytesPerProject / 1024).toFixed(1)} KB per project) = ${(r.standaloneBytesPerProject / Math.max(1, r.memberBytesPerProject)).toFixed(1)} × the member cost`;
+}
+
+/** The bench tenant's owner key (seedProject made it) is all the fleet part needs. */
+async function seedFleetOwner(svc: Target & { rootToken: string }): Promise<Seeded> {
+  if (!fleetSeed) throw new Error('the service was not seeded');
+  void svc;
+  return fleetSeed;
+}
+let fleetSeed: Seeded | undefined;
 
 /** bench/references/write-ceiling.ts as its own process, with the write scenario's plan. */
 async function runWriteCeiling(plan: LoadPlan): Promise<void> {

@@ -1,9 +1,20 @@
 import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
-import { PermissionDenied } from '../errors.ts';
+import { BadUserInput, PermissionDenied } from '../errors.ts';
 import { NO_BROWSERS, NO_CONTROL_KEYS } from '../fleet/provision.ts';
 import { controlCaller, objectBody } from './control-request.ts';
 import { listGroups, publishGroup } from '../fleet/groups.ts';
+
+/** The decoded path segment after `prefix` (ids may hold any character, percent-encoded). */
+function pathId(url: string, prefix: string): string {
+  const path = new URL(url).pathname;
+  const raw = path.slice(path.indexOf(prefix) + prefix.length);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new BadUserInput('The path holds a malformed percent-encoding');
+  }
+}
 
 /**
  * Fleet provisioning (docs/provisioning.md): `POST /v1/provision` and `GET
@@ -27,13 +38,14 @@ export function provisionRoutes(svc: Service) {
       const out = await svc.provisioning.provision(key, body);
       return json(out.view, out.status, headers);
     })
-    .get('/v1/provision/:id', async ({ request, params }) => {
+    .get('/v1/provision/:id', async ({ request }) => {
       const { key, headers } = await admit(request);
-      return json(await svc.provisioning.status(key, decodeURIComponent(params.id)), 200, headers);
+      return json(await svc.provisioning.status(key, pathId(request.url, '/v1/provision/')), 200, headers);
     })
     .get('/v1/control/fleet-groups', async ({ headers }) => listGroups(svc.sql, await controlCaller(svc, headers)))
-    .post('/v1/control/fleet-groups/:group/publish', async ({ headers, params, body }) => {
+    .post('/v1/control/fleet-groups/:group/publish', async ({ headers, request, body }) => {
       const b = objectBody(body);
-      return publishGroup(svc, await controlCaller(svc, headers), decodeURIComponent(params.group), { name: b.name, config: b.config });
+      const group = pathId(request.url, '/v1/control/fleet-groups/').replace(/\/publish$/, '');
+      return publishGroup(svc, await controlCaller(svc, headers), group, { name: b.name, config: b.config });
     });
 }

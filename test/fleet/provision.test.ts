@@ -79,6 +79,11 @@ describe('POST /v1/provision', () => {
     expect(other.status).toBe(409);
     expect(other.body).toEqual({ error: 'CONFLICT', message: `provision_id "${id}" was already used with a different request body` });
     expect(await projectsNamed(`Shop ${id}`)).toHaveLength(1);
+    // Ids are any printable string: percent-encoded in the GET path.
+    const odd = `${nextId('odd')} 100% / ü?#`;
+    const made = await provision(a, { key: prov.key, projectId: t.projectId, body: body(odd) });
+    expect(made.status).toBe(201);
+    expect(await provisionStatus(a, prov.key, t.projectId, odd)).toEqual({ status: 200, body: made.body });
     const unknown = await provisionStatus(a, prov.key, t.projectId, 'never-sent');
     expect(unknown).toEqual({ status: 404, body: { error: 'NOT_FOUND', message: 'Provision not found' } });
   });
