@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BUS_CHANNEL, type BusEvent, type EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../actors/bus.ts';
 import { BadUserInput, NotFound, type SvcError } from '../errors.ts';
 import type { ContentSql } from '../store/db.ts';
 import type { RecordAction } from './types.ts';
@@ -191,28 +191,6 @@ export function inline(st: Statement): string {
   });
 }
 
-/** The NOTIFY of a transaction's events, in order: usually one statement and one payload. */
-function notifyStatements(frames: ReturnType<EventBus['frames']>): string[] {
-  const out: string[] = [];
-  let payloads: string[] = [];
-  const flush = () => {
-    if (payloads.length) out.push(`select pg_notify(${literal(BUS_CHANNEL)}, p) from unnest(${literal(payloads)}::text[]) as p`);
-    payloads = [];
-  };
-  for (const f of frames) {
-    if ('payload' in f) {
-      payloads.push(f.payload);
-      continue;
-    }
-    // Too large for a NOTIFY: stored, and the notification carries the row id (bus.ts `#heard`).
-    flush();
-    out.push(`with s as (insert into bus_payloads (payload) values (${literal(f.stored)}) returning id)
-      select pg_notify(${literal(BUS_CHANNEL)}, ${literal(f.head)} || '"refs":["' || s.id || '"]}') from s`);
-  }
-  flush();
-  return out;
-}
-
 export interface CommitterOptions {
   /** Transactions in flight at once (connections held). */
   inFlight?: number;
@@ -361,7 +339,7 @@ export class WriteCommitter {
     }
     const parts = text ? [text] : [];
     for (const st of statements) parts.push(inline(st));
-    if (this.bus.bridged) parts.push(...notifyStatements(this.bus.frames(events)));
+    parts.push(...this.bus.statements(events, literal));
     parts.push('commit');
     let results: unknown[][];
     try {

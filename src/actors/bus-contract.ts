@@ -1,0 +1,84 @@
+/**
+ * What the event bus carries and what a transport must do (bus.ts is the bus; bus-postgres.ts
+ * and bus-nats.ts are the transports). Kept apart so that transports need not import the bus.
+ */
+export type BusEvent =
+  | { type: 'schema.changed'; projectId: string; version: number }
+  | { type: 'project.changed'; projectId: string }
+  /** A fleet group published `version`: every member project (src/fleet) reloads. */
+  | { type: 'fleet.published'; groupId: string; version: number }
+  | {
+      type: 'record.changed';
+      projectId: string;
+      action: 'created' | 'updated' | 'published' | 'unpublished' | 'deleted';
+      recordId: string;
+      modelKey: string;
+      userId: string | null;
+    }
+  | { type: 'key.changed'; keyId: string; keyHash: string | null }
+  /** A customer session was revoked (logout, refresh-token reuse): its access tokens die now. */
+  | { type: 'customer.session.revoked'; projectId: string; customerId: string; sessionId: string }
+  /** A customer's profile (attributes that segments read) changed: drop cached copies. */
+  | { type: 'customer.changed'; projectId: string; customerId: string }
+  /** The deployment's signing keys changed (rotation): reload the key set. */
+  | { type: 'signing-keys.changed' }
+  /** A notification for one customer; realtime delivers it as `notification.{kind}` on `notifications:{customerId}`. */
+  | { type: 'notification.created'; projectId: string; customerId: string; kind: string; data: Record<string, unknown> }
+  /** An operation execution moved (src/operations); `jobs:*` channels and `operationExecution`. */
+  | {
+      type: 'execution.changed';
+      projectId: string;
+      executionId: string;
+      operationKey: string;
+      status: 'pending' | 'dispatched' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out';
+      progressPct: number | null;
+      progressMessage: string | null;
+      resultJson: unknown;
+      errorJson: unknown;
+    }
+  | { type: 'custom'; topic: string; projectId: string; data: Record<string, unknown> };
+
+/** Runs one statement in the caller's transaction (Bun's SQL or postgres.js, via content/db.ts `run`). */
+export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;
+/** Renders a value as an SQL literal (content/tx.ts `literal`), for one-message transactions. */
+export type Literal = (value: unknown) => string;
+
+/** What a transport hands back: events as committed, in commit order, from every process. */
+export interface TransportSink {
+  heard(origin: string, events: readonly BusEvent[]): void;
+  /** Events may have been missed (a lost listener): caches must start over. */
+  reconnected(): void;
+}
+
+export interface BusHealth {
+  kind: 'postgres' | 'nats' | 'local';
+  connected: boolean;
+  /** Last measured delay from sending to hearing an event, ms. */
+  lagMs: number;
+  /** Events committed but not yet handed to the bus (the NATS outbox); 0 for PostgreSQL. */
+  backlog: number;
+  detail?: string;
+}
+
+/**
+ * How events cross processes. Every method that takes a transaction makes the events go out
+ * only if that transaction commits, after it commits.
+ */
+export interface BusTransport {
+  readonly kind: 'postgres' | 'nats';
+  /** Starts hearing; `origin` names this process in what it sends (its echo is recognised). */
+  start(origin: string, sink: TransportSink): Promise<void>;
+  /** Outside any transaction. */
+  send(events: readonly BusEvent[]): Promise<void>;
+  /** Inside the caller's transaction. */
+  stage(query: TxQuery, events: readonly BusEvent[]): Promise<void>;
+  /** The same as statements, for a caller that sends its whole transaction as one message. */
+  statements(events: readonly BusEvent[], literal: Literal): string[];
+  /** A transaction with staged events committed (the outbox relay may go now). */
+  committed(): void;
+  /** The last measured send → hear delay, ms (metrics). */
+  readonly lagMs: number;
+  health(): Promise<BusHealth>;
+  stop(): Promise<void>;
+}
+

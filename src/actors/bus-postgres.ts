@@ -1,0 +1,222 @@
+import type { Sql } from '../store/db.ts';
+import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+
+/**
+ * The default transport: PostgreSQL LISTEN/NOTIFY on the deployment's own database. A NOTIFY
+ * sent inside a transaction is delivered only if it commits, after the commit, and every
+ * listener hears the notifications of all transactions in commit order.
+ */
+
+/** The LISTEN/NOTIFY channel of the bus. */
+export const BUS_CHANNEL = 'svc_bus';
+const CHANNEL = BUS_CHANNEL;
+/** NOTIFY payloads must stay under 8,000 bytes; leave room for the envelope. */
+const PAYLOAD_BUDGET = 7_500;
+/** Stored payloads (events too large for a NOTIFY) are kept this long for late readers. */
+const PAYLOAD_KEEP_MS = 10 * 60_000;
+
+interface Message {
+  origin: string;
+  events?: BusEvent[];
+  /** Ids in `bus_payloads` of events too large for a NOTIFY (sql/011_bus_payloads.sql). */
+  refs?: string[];
+}
+
+type Frame = { payload: string } | { stored: string; head: string };
+
+export class PostgresTransport implements BusTransport {
+  readonly kind = 'postgres' as const;
+  readonly #sql: Sql;
+  readonly #notify: (channel: string, payload: string) => Promise<unknown>;
+  readonly #every: number;
+  #sink: TransportSink | undefined;
+  #origin = '';
+  #unlisten: (() => Promise<void>) | undefined;
+  #watchdog: ReturnType<typeof setInterval> | undefined;
+  #lastHeard = Date.now();
+  #lastSweep = Date.now();
+  #lagMs = 0;
+  /** Inbound messages waiting for a stored payload keep later ones behind them (order). */
+  #inbound: Promise<void> | undefined;
+
+  /**
+   * LISTEN runs on postgres.js; NOTIFY may go through another pool (`notify`): every record
+   * write sends one, and Bun's native client sends them at a fraction of postgres.js' CPU cost
+   * (docs/decisions.md).
+   *
+   * A watchdog pings the channel every `watchdogMs`: postgres.js re-runs LISTEN once after its
+   * connection drops and gives up silently if the server is still away, so a listener that has
+   * heard nothing (not even its own pings) for a few rounds is re-created, and caches start over.
+   */
+  constructor(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number } = {}) {
+    this.#sql = sql;
+    this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
+    this.#every = opts.watchdogMs ?? 5_000;
+  }
+
+  async start(origin: string, sink: TransportSink): Promise<void> {
+    this.#origin = origin;
+    this.#sink = sink;
+    await this.#listen();
+    this.#lastHeard = Date.now();
+    this.#watchdog = setInterval(() => void this.#checkListener(), this.#every);
+    this.#watchdog.unref?.();
+  }
+
+  get lagMs(): number {
+    return this.#lagMs;
+  }
+
+  async health(): Promise<BusHealth> {
+    const connected = Date.now() - this.#lastHeard <= this.#every * 3;
+    return { kind: 'postgres', connected, lagMs: this.#lagMs, backlog: 0 };
+  }
+
+  async #listen(): Promise<void> {
+    let listened = false;
+    const sub = await this.#sql.listen(CHANNEL, (payload) => {
+      this.#lastHeard = Date.now();
+      let msg: Message;
+      try {
+        msg = JSON.parse(payload);
+      } catch {
+        return;
+      }
+      // Our own pings measure the NOTIFY → LISTEN delay, with no clock skew in between.
+      const at = (msg as { at?: unknown }).at;
+      if (msg.origin === this.#origin && typeof at === 'number') this.#lagMs = Math.max(0, Date.now() - at);
+      if (Array.isArray(msg.events) || Array.isArray(msg.refs)) this.#heard(msg);
+    }, () => {
+      // postgres.js calls this after the first LISTEN and after every reconnect of the listener
+      // connection; notifications sent while it was down are lost, so caches must start over.
+      if (listened) this.#sink?.reconnected();
+      listened = true;
+    });
+    this.#unlisten = () => sub.unlisten();
+  }
+
+  /**
+   * A message as PostgreSQL delivered it: notifications of different transactions arrive in
+   * commit order. Ones that point at stored payloads are read first, and messages behind them
+   * wait their turn.
+   */
+  #heard(msg: Message): void {
+    const deliver = (events: BusEvent[]) => this.#sink?.heard(msg.origin, events);
+    if (!msg.refs && !this.#inbound) return deliver(msg.events!);
+    const prev = this.#inbound ?? Promise.resolve();
+    const next: Promise<void> = prev
+      .then(async () => deliver(msg.refs ? await this.#load(msg.refs) : msg.events!))
+      .catch((err) => console.error('bus: stored events could not be read:', err instanceof Error ? err.message : err))
+      .finally(() => {
+        if (this.#inbound === next) this.#inbound = undefined;
+      });
+    this.#inbound = next;
+  }
+
+  async #load(refs: string[]): Promise<BusEvent[]> {
+    const rows = await this.#sql<{ payload: string }[]>`select payload from bus_payloads where id = any(${refs}::bigint[]) order by id`;
+    return rows.map((r) => JSON.parse(r.payload) as BusEvent);
+  }
+
+  async #checkListener(): Promise<void> {
+    if (Date.now() - this.#lastHeard > this.#every * 3) {
+      try {
+        await this.#unlisten?.().catch(() => {});
+        await this.#listen();
+        this.#lastHeard = Date.now();
+        this.#sink?.reconnected();
+      } catch {
+        return; // the server is still away; the next round tries again
+      }
+    }
+    await this.#notify(CHANNEL, JSON.stringify({ origin: this.#origin, ping: true, at: Date.now() })).catch(() => {});
+    if (Date.now() - this.#lastSweep > PAYLOAD_KEEP_MS / 2) {
+      this.#lastSweep = Date.now();
+      await this.#sql`delete from bus_payloads where created_at < now() - ${PAYLOAD_KEEP_MS / 1000} * interval '1 second'`.catch(() => {});
+    }
+  }
+
+  /** Sent in as few NOTIFYs as fit the 8,000-byte limit (a larger event goes through bus_payloads). */
+  async send(events: readonly BusEvent[]): Promise<void> {
+    const origin = this.#origin;
+    await this.#sendFrames(origin, events, (payload) => this.#notify(CHANNEL, payload), async (text) => {
+      const [row] = await this.#sql<{ id: string }[]>`insert into bus_payloads (payload) values (${text}) returning id::text as id`;
+      return row!.id;
+    });
+  }
+
+  async stage(query: TxQuery, events: readonly BusEvent[]): Promise<void> {
+    const origin = this.#origin;
+    await this.#sendFrames(origin, events, (payload) => query('select pg_notify($1, $2)', [CHANNEL, payload]), async (text) => {
+      const [row] = (await query('insert into bus_payloads (payload) values ($1) returning id::text as id', [text])) as { id: string }[];
+      return row!.id;
+    });
+  }
+
+  /** NOTIFYs (one statement for all that fit) and stored payloads, as SQL text. */
+  statements(events: readonly BusEvent[], literal: Literal): string[] {
+    const origin = this.#origin;
+    const out: string[] = [];
+    let payloads: string[] = [];
+    const flush = () => {
+      if (payloads.length) out.push(`select pg_notify(${literal(CHANNEL)}, p) from unnest(${literal(payloads)}::text[]) as p`);
+      payloads = [];
+    };
+    for (const f of frames(origin, events)) {
+      if ('payload' in f) {
+        payloads.push(f.payload);
+        continue;
+      }
+      // Too large for a NOTIFY: stored, and the notification carries the row id (`#heard`).
+      flush();
+      out.push(`with s as (insert into bus_payloads (payload) values (${literal(f.stored)}) returning id)
+      select pg_notify(${literal(CHANNEL)}, ${literal(f.head)} || '"refs":["' || s.id || '"]}') from s`);
+    }
+    flush();
+    return out;
+  }
+
+  committed(): void {}
+
+  async #sendFrames(origin: string, events: readonly BusEvent[], notify: (payload: string) => Promise<unknown>, store: (text: string) => Promise<string>): Promise<void> {
+    // Sequential: order holds, and what was gathered before a stored event goes first.
+    for (const f of frames(origin, events)) {
+      if ('payload' in f) await notify(f.payload);
+      else await notify(`${f.head}"refs":[${JSON.stringify(await store(f.stored))}]}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.#watchdog) clearInterval(this.#watchdog);
+    this.#watchdog = undefined;
+    await this.#unlisten?.();
+    await this.#inbound;
+    this.#unlisten = undefined;
+  }
+}
+
+/** NOTIFY payloads in order; an event too large for one is `stored` and announced by its row id. */
+function frames(origin: string, events: readonly BusEvent[]): Frame[] {
+  const head = `{"origin":${JSON.stringify(origin)},`;
+  const out: Frame[] = [];
+  let chunk: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (chunk.length) out.push({ payload: `${head}"events":[${chunk.join(',')}]}` });
+    chunk = [];
+    size = 0;
+  };
+  for (const e of events) {
+    const text = JSON.stringify(e);
+    if (text.length > PAYLOAD_BUDGET) {
+      flush();
+      out.push({ stored: text, head });
+      continue;
+    }
+    if (size + text.length > PAYLOAD_BUDGET) flush();
+    chunk.push(text);
+    size += text.length + 1;
+  }
+  flush();
+  return out;
+}
