@@ -35,6 +35,8 @@ export interface Settings {
   log: LogMode;
   /** `SVC_METRICS_TOKEN`: when set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken: string | undefined;
+  /** `SVC_BUS_URL`: `nats://host:port` puts the event bus on NATS JetStream; unset, PostgreSQL. */
+  busUrl: string | undefined;
   /** `SVC_FILES_MAX_BYTES`: the largest upload, refused while streaming (docs/files.md; 50 MB). */
   filesMaxBytes: number;
   /** Files and media beyond the upload limit: SVC_FILES_*, SVC_S3_URL (docs/files.md). */
@@ -140,6 +142,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     operations: readOperationsSettings(env, env.SVC_ENV === 'production'),
     log,
     metricsToken: env.SVC_METRICS_TOKEN || undefined,
+    busUrl: busUrl(env.SVC_BUS_URL),
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
     files: readFilesSettings(env),
   };
@@ -180,4 +183,10 @@ export function readOperationsSettings(env: Record<string, string | undefined>, 
     retryBaseMs: int(env.SVC_OPERATIONS_RETRY_MS, 1000, 'SVC_OPERATIONS_RETRY_MS', 1, 3_600_000),
     scheduleTickMs: int(env.SVC_SCHEDULER_TICK_MS, 5000, 'SVC_SCHEDULER_TICK_MS', 10, 60_000),
   };
+}
+
+function busUrl(v: string | undefined): string | undefined {
+  if (!v) return undefined;
+  if (!/^(nats|tls):\/\/[^\s]+$/.test(v)) throw new Error(`SVC_BUS_URL must be a nats:// URL (or unset for the PostgreSQL bus), got "${v}"`);
+  return v;
 }

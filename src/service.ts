@@ -3,6 +3,7 @@ import { connect, connectContentSql, ping, type ContentSql, type Sql } from './s
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus } from './actors/bus.ts';
+import { NatsTransport } from './actors/bus-nats.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { ProjectActor } from './projects/actor.ts';
 import { loadRootToken } from './root-token.ts';
@@ -85,7 +86,8 @@ export async function openService(settings: Settings): Promise<Service> {
   const contentSql = connectContentSql(url, { pool: 'write' });
   const readSql = connectContentSql(url, { max: settings.readPool, pool: 'read' });
   const bus = new EventBus();
-  await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
+  if (settings.busUrl) await bus.attachTransport(new NatsTransport(settings.busUrl, sql));
+  else await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
   const writes = new WriteCommitter(contentSql, bus);
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
   const indexes = new IndexReconciler(sql);

@@ -39,7 +39,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
       limitFor: (path) => (path === UPLOAD_PATH ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
       replaced: (from, to) => requests.carry(from, to),
     }))
-    .get('/health', () => ({ status: 'ok' }))
+    .get('/health', async () => ({ status: 'ok', bus: await svc.bus.health() }))
     .use(metricsRoutes(svc))
     .use(controlRoutes(svc))
     .use(keyRoutes(svc))

@@ -11,6 +11,7 @@ import { recordsPublish, recordsSave } from './records.ts';
 import { recordsImport } from './records-import.ts';
 import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
+import { busStatus } from './bus.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -37,4 +38,5 @@ export const COMMANDS: Command[] = [
   fleetGroupsList,
   ...IDENTITY_COMMANDS,
   ...OPERATION_COMMANDS,
+  busStatus,
 ];

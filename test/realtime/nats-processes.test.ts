@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { join } from 'node:path';
+import { startTestServer, cli, type TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { eventually } from '../support/eventually.ts';
+import { startNats, type TestNats } from '../support/nats.ts';
+import { freePort } from '../../src/store/ports.ts';
+import { sse } from './support.ts';
+
+/**
+ * SVC_BUS_URL=nats://…: three processes (a worker in-process, an API process writing and a
+ * gateway process holding subscribers) behave as one service over NATS JetStream, and a
+ * subscriber that stays connected while NATS is killed and brought back gets every write once,
+ * in order.
+ */
+const ROOT = join(import.meta.dir, '..', '..');
+let nats: TestNats;
+let worker: TestServer;
+let p: GqlProject;
+let writer: string;
+let gateway: string;
+const procs: ReturnType<typeof Bun.spawn>[] = [];
+
+async function spawn(role: string, busUrl: string) {
+  const [port, rport] = [await freePort(), await freePort()];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  Object.assign(env, { DATABASE_URL: worker.databaseUrl, SVC_ROLE: role, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: worker.rootToken, SVC_DATA_DIR: worker.dataDir, SVC_READ_POOL: '1', SVC_BUS_URL: busUrl, SVC_LOG: 'off' });
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' });
+  procs.push(proc);
+  const url = `http://127.0.0.1:${role === 'gateway' ? rport : port}`;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) return url;
+    } catch {}
+    if (Date.now() > end) throw new Error(`${role} process never became healthy`);
+    await Bun.sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  nats = await startNats();
+  const busUrl = `${nats.url}/procs`;
+  worker = await startTestServer({ SVC_ROLE: 'worker', SVC_BUS_URL: busUrl });
+  [writer, gateway] = await Promise.all([spawn('api', busUrl), spawn('gateway', busUrl)]);
+  p = await gqlProject({ ...worker, apiUrl: writer }, [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] }], 'nats-procs');
+}, 60_000);
+
+afterAll(async () => {
+  for (const proc of procs) proc.kill('SIGTERM');
+  await Promise.all(procs.map((x) => x.exited));
+  await worker.stop();
+  await nats.stop();
+});
+
+describe('the event bus on NATS across processes', () => {
+  test('svc bus status and /health say nats, connected, nothing waiting', async () => {
+    const status = await cli({ apiUrl: writer }, undefined, 'bus', 'status', '--json');
+    expect(status.code).toBe(0);
+    expect(status.json).toMatchObject({ kind: 'nats', connected: true, backlog: 0 });
+    const health = await (await fetch(`${writer}/health`)).json();
+    expect(health).toMatchObject({ status: 'ok', bus: { kind: 'nats' } });
+  });
+
+  test('writes through one process reach SSE subscribers of another; NATS killed and back loses and repeats nothing', async () => {
+    const sk = await p.key('sk', ALL_SECRET);
+    const reader = await p.key('pk', ['records:read']);
+    const stream = sse(gateway, 'changes:post', { apiKey: reader });
+    const titles: string[] = [];
+    const write = async (title: string) => {
+      const res = await p.gql(sk, `mutation($t: String!) { createPost(data: { title: $t }) { _id } }`, { t: title });
+      expect(res.body.errors).toBeUndefined();
+      titles.push(res.body.data.createPost._id);
+    };
+    try {
+      await eventually(() => stream.isConnected(), 10_000);
+      // The gateway's consumer is live once a probe arrives.
+      const probeEnd = Date.now() + 15_000;
+      while (stream.events.length === 0) {
+        if (Date.now() > probeEnd) throw new Error('the gateway never heard a write');
+        await p.gql(sk, `mutation { createPost(data: { title: "probe" }) { _id } }`);
+        await Bun.sleep(300);
+      }
+      await eventually(() => stream.events.length > 0, 5_000);
+      const skip = new Set(stream.events.map((e) => e.data.recordId));
+      const mine = () => stream.events.map((e) => e.data.recordId).filter((id) => !skip.has(id) && titles.includes(id));
+      for (let i = 0; i < 10; i++) await write(`before ${i}`);
+      await eventually(() => mine().length === 10, 10_000);
+      await nats.kill();
+      for (let i = 0; i < 10; i++) await write(`during ${i}`); // writes still commit
+      const down = await cli({ apiUrl: writer }, undefined, 'bus', 'status', '--json');
+      expect(down.json.connected).toBe(false);
+      expect(down.json.backlog).toBeGreaterThan(0);
+      await nats.restart();
+      for (let i = 0; i < 10; i++) await write(`after ${i}`);
+      await eventually(() => mine().length >= 30, 30_000);
+      await Bun.sleep(500);
+      expect(mine()).toEqual(titles);
+      expect(stream.isConnected()).toBe(true);
+    } finally {
+      stream.es.close();
+    }
+  }, 90_000);
+});
