@@ -41,6 +41,8 @@ export interface Settings {
   filesMaxBytes: number;
   /** Files and media beyond the upload limit: SVC_FILES_*, SVC_S3_URL (docs/files.md). */
   files: FilesSettings;
+  /** `SVC_STUDIO=off` turns the Studio (/studio, member sign-in) off (docs/studio.md). */
+  studio: boolean;
 }
 
 /** Files and media (src/files, docs/files.md). */
@@ -103,6 +105,12 @@ function count(value: string | undefined, fallback: number, name: string): numbe
   return n;
 }
 
+function studioSetting(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'on') return true;
+  if (value === 'off') return false;
+  throw new Error(`SVC_STUDIO must be on or off, got "${value}"`);
+}
+
 const ROLES: readonly Role[] = ['all', 'api', 'gateway', 'worker'];
 
 function port(value: string | undefined, fallback: number, name: string): number {
@@ -145,6 +153,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     busUrl: busUrl(env.SVC_BUS_URL),
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
     files: readFilesSettings(env),
+    studio: studioSetting(env.SVC_STUDIO),
   };
 }
 

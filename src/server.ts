@@ -54,6 +54,8 @@ export async function startServer(settings: Settings): Promise<Running> {
         collabGateway(svc.collab, joinAuth({ sql: svc.sql, gate: svc.gate, verifyToken: (t, projectId) => verifyAccessToken(svc, t, projectId) })),
       ];
       gateway = startGateway({ port: settings.realtimePort, hostname: settings.host, requests: svc.requests }, modules);
+      // REALTIME_PORT=0 (tests): /collab/info and the Studio must name the port actually bound.
+      if (settings.realtimePort === 0 && settings.realtimeUrl.endsWith(':0')) svc.settings.realtimeUrl = `ws://${settings.host}:${gateway.server.port}`;
     }
   } catch (err) {
     api?.stop(true);

@@ -23,6 +23,7 @@ import { CollabRooms } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
 import { FilesRuntime } from './files/runtime.ts';
 import { Provisioner } from './fleet/provision.ts';
+import { memberSessions } from './control/member-access.ts';
 
 /**
  * The composition root: everything a process shares between its listeners — the database, the
@@ -122,6 +123,7 @@ export async function openService(settings: Settings): Promise<Service> {
     keys: new KeyResolver(sql, bus),
     limiter: new RateLimiter(sql),
     customers: (token, key) => tokens.verify(token, key.projectId),
+    members: memberSessions(sql),
     onAuthenticated: (request, key) => requests.noteCaller(request, key),
     metricsToken: settings.metricsToken,
   });

@@ -6,6 +6,7 @@ import { isPublicKey, isTenantKey, type CustomerPrincipal, type KeyPrincipal, ty
 import { rateLimitError, rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { AUTH_REQUIRED, headerOf, isLive, MAX_HEADER, originAllowed, type HeaderSource, type KeyResolver } from './resolve.ts';
 import { INSUFFICIENT } from './scopes.ts';
+import { CSRF_HEADER, CSRF_PARAM, csrfMatches, sessionTokenOf } from './member-session.ts';
 
 /**
  * The one way in for every surface that takes an API key: GraphQL over HTTP, REST, and the
@@ -24,6 +25,17 @@ import { INSUFFICIENT } from './scopes.ts';
  * Service (src/identity builds it); throws `Unauthenticated` for a token it does not accept.
  */
 export type CustomerResolver = (token: string, key: KeyPrincipal) => CustomerPrincipal | Promise<CustomerPrincipal>;
+
+/**
+ * A member's Studio session (auth/member-session.ts) → the member's principal in a project.
+ * Installed by the Service (src/control builds it); throws `Unauthenticated` for a session that
+ * is unknown, expired or revoked, `NotFound` for a project the member cannot open.
+ */
+export interface MemberSessions {
+  principal(token: string, projectId: string | null): Promise<KeyPrincipal>;
+}
+
+export const CSRF_REQUIRED = 'Missing or invalid CSRF token: send the X-CSRF-Token header with the session cookie';
 
 export type QueryParams = URLSearchParams | Record<string, string | undefined>;
 
@@ -44,6 +56,7 @@ export interface GateOptions {
   keys: KeyResolver;
   limiter: RateLimiter;
   customers?: CustomerResolver | undefined;
+  members?: MemberSessions | undefined;
   /** Told of every authenticated request that came with `request` (the request log). */
   onAuthenticated?: ((request: Request, key: KeyPrincipal) => void) | undefined;
   /** `SVC_METRICS_TOKEN`: GET /metrics then needs it as a Bearer token. */
@@ -67,6 +80,7 @@ export class Gate {
   readonly keys: KeyResolver;
   readonly limiter: RateLimiter;
   #customers: CustomerResolver | undefined;
+  #members: MemberSessions | undefined;
   readonly #onAuthenticated: GateOptions['onAuthenticated'];
   readonly #metricsToken: Buffer | undefined;
   #refusals = 0;
@@ -75,6 +89,7 @@ export class Gate {
     this.keys = opts.keys;
     this.limiter = opts.limiter;
     this.#customers = opts.customers;
+    this.#members = opts.members;
     this.#onAuthenticated = opts.onAuthenticated;
     this.#metricsToken = opts.metricsToken ? createHash('sha256').update(opts.metricsToken).digest() : undefined;
   }
@@ -96,6 +111,23 @@ export class Gate {
     this.#customers = resolver;
   }
 
+  /** Installs the member-session resolver (the Service does; src/control/member-access.ts). */
+  useMembers(members: MemberSessions | undefined): void {
+    this.#members = members;
+  }
+
+  /**
+   * The member-session token of a request, or null without a session cookie. A request that
+   * carries the cookie must prove it comes from a Studio page: `X-CSRF-Token` (or the `csrf`
+   * parameter of a WebSocket upgrade) must match the session, else PERMISSION_DENIED.
+   */
+  sessionToken(req: Pick<GateRequest, 'headers' | 'params'>): string | null {
+    const token = sessionTokenOf(headerOf(req.headers, 'cookie'));
+    if (token === null) return null;
+    if (!csrfMatches(token, headerOf(req.headers, CSRF_HEADER) ?? paramOf(req.params, CSRF_PARAM))) throw new PermissionDenied(CSRF_REQUIRED);
+    return token;
+  }
+
   /** Requests refused by the rate limit since start (metrics). */
   get refusals(): number {
     return this.#refusals;
@@ -112,6 +144,16 @@ export class Gate {
    * GraphQL route counts after it has read the body, since a batch counts each operation).
    */
   async authenticate(req: GateRequest): Promise<RequestPrincipal> {
+    // No API key but a member's session cookie: the Studio calling the public API as the member.
+    if (this.#members && headerOf(req.headers, 'x-api-key') === null && paramOf(req.params, 'apiKey') === null) {
+      const session = this.sessionToken(req);
+      if (session !== null) {
+        const project = headerOf(req.headers, 'x-project-id') ?? paramOf(req.params, 'projectId');
+        const key = await this.#members.principal(session, project === null ? null : project.trim());
+        if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
+        return { key, customer: null };
+      }
+    }
     const key = await this.authenticateKey(req);
     if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
     const auth = headerOf(req.headers, 'authorization');

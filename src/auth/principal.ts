@@ -20,6 +20,11 @@ export interface KeyPrincipal {
    * and one compiled-query cache (and one response cache partition).
    */
   fingerprint: string;
+  /**
+   * Set when a signed-in member (the Studio's session, not an API key) makes the request:
+   * `keyId` is then the member id, and field access rules see the `admin` principal.
+   */
+  member?: { memberId: string; role: string };
 }
 
 /** A verified customer access token (src/identity/tokens.ts `verifyAccessToken`). */

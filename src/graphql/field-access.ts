@@ -14,7 +14,7 @@ import type { GqlContext } from './context.ts';
  * | public key (`pk_`, `pk_t_`), no customer token      | `public`   |
  * | customer token, the record is the customer's own    | `self`     |  (customer-auth issue)
  * | customer token with per-model scoped permissions    | `scoped`   |  (customer-auth issue)
- * | control-plane/admin writes                          | `admin`    |  (no content write path yet)
+ * | a member's Studio session, control-key record writes | `admin`    |
  *
  * The CLI's `svc records save` acts with a secret key, so it is `service`. Customer tokens do
  * not exist yet: the customer-auth issue extends `writerPrincipals`/`readerPrincipals` (the
@@ -22,9 +22,11 @@ import type { GqlContext } from './context.ts';
  */
 const SERVICE: ReadonlySet<Principal> = new Set(['service']);
 const PUBLIC: ReadonlySet<Principal> = new Set(['public']);
+const ADMIN: ReadonlySet<Principal> = new Set(['admin']);
 
-/** The principals of an API key alone (no customer token). */
-export function keyPrincipals(key: Pick<KeyPrincipal, 'kind'>): ReadonlySet<Principal> {
+/** The principals of an API key alone (no customer token); a member session is `admin`. */
+export function keyPrincipals(key: Pick<KeyPrincipal, 'kind' | 'member'>): ReadonlySet<Principal> {
+  if (key.member) return ADMIN;
   return isPublicKey(key.kind) ? PUBLIC : SERVICE;
 }
 

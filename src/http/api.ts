@@ -17,6 +17,7 @@ import { metricsRoutes } from './metrics.ts';
 import { surfaceOf } from '../metrics/requests.ts';
 import { recordRoutes } from './records.ts';
 import { provisionRoutes } from './provision.ts';
+import { studioRoutes } from './studio.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -52,6 +53,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .use(graphqlRoutes(svc))
     .use(collabRoutes(svc))
     .use(fileRoutes(svc));
+  if (svc.settings.studio) app.use(studioRoutes(svc));
   // /graphql/ws needs the process's realtime hub (src/server.ts passes it).
   return hub ? app.use(graphqlWsRoutes(svc, hub)) : app;
 }

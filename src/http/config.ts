@@ -8,6 +8,7 @@ import { pushConfig } from '../config/apply.ts';
 import { listDomains, pullConfig } from '../config/read.ts';
 import { verifyDomain } from '../identity/domains.ts';
 import { pushSecrets } from '../secrets/vault.ts';
+import { listCustomers } from '../identity/customer-list.ts';
 import { assignRole, createRole, disableRole, listAssignments, listRoles, revokeRole, updateRole } from '../identity/customer-roles.ts';
 
 /** Configuration as code on the control plane (docs/config.md). */
@@ -29,6 +30,9 @@ export function configRoutes(svc: Service) {
     .get('/domains', async ({ headers, params }) => ({ domains: await listDomains(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))
     .post('/domains/verify', async ({ headers, params, body: b }) => verifyDomain(svc.sql, await caller(headers), params.id, body(b).domain))
     .post('/secrets', async ({ headers, params, body: b }) => pushSecrets(svc, await caller(headers), params.id, body(b)))
+    .get('/customers', async ({ headers, params, query }) => ({
+      customers: await listCustomers(svc.sql, await project(await caller(headers), params.id, 'config:read'), { q: query.q, limit: query.limit }),
+    }))
     .get('/customer-roles', async ({ headers, params }) => ({ roles: await listRoles(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))
     .post('/customer-roles', async ({ headers, params, body: b, set }) => {
       const role = await createRole(svc.sql, await project(await caller(headers), params.id, 'config:push'), body(b));

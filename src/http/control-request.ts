@@ -1,9 +1,18 @@
 import type { Service } from '../service.ts';
 import { authenticateControl, type ControlCaller } from '../control/credentials.ts';
 import { BadUserInput } from '../errors.ts';
+import { sessionCaller } from '../control/member-access.ts';
 
-/** What every control-plane route needs from a request: who calls, and its JSON object body. */
-export function controlCaller(svc: Service, headers: Record<string, string | undefined>): Promise<ControlCaller> {
+/**
+ * What every control-plane route needs from a request: who calls, and its JSON object body.
+ * `Authorization: Bearer` (root token, control key), or a member's Studio session cookie with
+ * its CSRF token (the gate checks both); `X-Project-Id` picks the member row for a project.
+ */
+export async function controlCaller(svc: Service, headers: Record<string, string | undefined>): Promise<ControlCaller> {
+  if (!headers.authorization) {
+    const session = svc.gate.sessionToken({ headers });
+    if (session !== null) return sessionCaller(svc.sql, session, headers['x-project-id']?.trim() || null);
+  }
   return authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
 }
 

@@ -2,6 +2,7 @@ import { Elysia } from 'elysia';
 import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
 import { addMember, createProject, createTenant } from '../control/tenancy.ts';
+import { createInvite } from '../control/sessions.ts';
 
 /** Control-plane endpoints used by the CLI (docs/control-plane.md). */
 export function controlRoutes(svc: Service) {
@@ -20,8 +21,14 @@ export function controlRoutes(svc: Service) {
       return result;
     })
     .post('/members', async ({ headers, body: b, set }) => {
-      const result = await addMember(svc.sql, await caller(headers), body(b));
+      const who = await caller(headers);
+      const input = body(b);
+      const result = await addMember(svc.sql, who, input);
       set.status = 201;
-      return result;
+      set.headers['cache-control'] = 'no-store';
+      if (!svc.settings.studio || who.kind !== 'member') return result;
+      // The member's first sign-in to the Studio: a single-use link to choose a password.
+      const token = await createInvite(svc.sql, who.tenantId, String(input.email).trim());
+      return { ...result, loginUrl: `${svc.settings.baseUrl}/studio/welcome#token=${token}` };
     });
 }

@@ -38,8 +38,8 @@ export interface KeyedIdentity extends RealtimeIdentity {
   key: KeyPrincipal;
 }
 
-const HEADERS = ['x-api-key', 'x-project-id', 'authorization', 'origin', 'sec-fetch-site'];
-const PARAMS = ['apiKey', 'projectId', 'token'];
+const HEADERS = ['x-api-key', 'x-project-id', 'authorization', 'origin', 'sec-fetch-site', 'cookie'];
+const PARAMS = ['apiKey', 'projectId', 'token', 'csrf'];
 
 /** The credentials of a gateway request (query parameters and the headers the gate reads). */
 export function credentialsOf(req: Request, url: URL): RealtimeCredentials {

@@ -37,6 +37,7 @@ export const membersAdd: Command = {
       role: stringFlag(flags, 'role'),
       project: stringFlag(flags, 'project'),
     });
-    return { output: out, text: `member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}` };
+    const link = typeof out.loginUrl === 'string' ? `\nfirst sign-in to the Studio (single use, 7 days): ${out.loginUrl}` : '';
+    return { output: out, text: `member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}${link}` };
   },
 };

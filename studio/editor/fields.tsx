@@ -1,0 +1,270 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type * as Y from 'yjs';
+import type { Awareness } from 'y-protocols/awareness';
+import { gql, upload, type ProjectRef } from '../api.ts';
+import { labelOf, names, recordTitle, type FieldDef, type FieldType, type ModelDef } from '../models.ts';
+import { bindText } from './text-binding.ts';
+import { lazy } from '../lazy.tsx';
+
+const RichText = lazy(() => import('./richtext.tsx').then((m) => m.RichText));
+
+/** What every widget needs besides its value: the project, the models, and edit rights. */
+export interface FormCtx {
+  project: ProjectRef;
+  models: ModelDef[];
+  readOnly: boolean;
+  /** Collaboration: the room's document and awareness (absent on the "new record" form). */
+  doc?: Y.Doc;
+  awareness?: Awareness;
+  /** Who edits which field (awareness `focus`), for the presence dots beside labels. */
+  focusOf?: (key: string) => { name: string; color: string }[];
+  onFocus?: (key: string | null) => void;
+}
+
+export interface FieldProps {
+  field: FieldDef;
+  value: unknown;
+  onChange: (v: unknown) => void;
+  /** The Y.Text of a text or richtext field in a room. */
+  text?: Y.Text | undefined;
+  ctx: FormCtx;
+  id: string;
+}
+
+function TextInput({ field, value, onChange, text, ctx, id }: FieldProps) {
+  const ref = useRef<HTMLInputElement & HTMLTextAreaElement>(null);
+  useEffect(() => (text && ref.current ? bindText(ref.current, text) : undefined), [text]);
+  const area = field.config?.widget === 'textarea';
+  const common = {
+    id,
+    ref,
+    readOnly: ctx.readOnly,
+    placeholder: field.placeholder ?? '',
+    required: field.required,
+    onFocus: () => ctx.onFocus?.(field.key),
+    onBlur: () => ctx.onFocus?.(null),
+    ...(text ? {} : { value: typeof value === 'string' ? value : '', onInput: (e: Event) => onChange((e.currentTarget as HTMLInputElement).value) }),
+  };
+  return area ? <textarea rows={5} {...common} /> : <input type="text" {...common} />;
+}
+
+function toLocalInput(v: unknown): string {
+  if (typeof v !== 'string' || !v) return '';
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) return '';
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+}
+
+/** Records of a model, for select and reference pickers (first 100, searchable by title). */
+function useOptions(ctx: FormCtx, modelKeys: string[]): { id: string; label: string }[] {
+  const [opts, setOpts] = useState<{ id: string; label: string }[]>([]);
+  useEffect(() => {
+    let live = true;
+    Promise.all(modelKeys.map(async (k) => {
+      const m = ctx.models.find((x) => x.key === k);
+      if (!m) return [];
+      const d = await gql(ctx.project.id, `{ l: ${names(k).list}(first: 100, preview: true) { edges { node { _id naturalKey content } } } }`);
+      return d.l.edges.map((e: any) => ({ id: e.node._id, label: `${recordTitle(m, e.node)}${modelKeys.length > 1 ? ` (${m.name || k})` : ''}` }));
+    })).then((all) => live && setOpts(all.flat()), () => {});
+    return () => void (live = false);
+  }, [ctx.project.id, modelKeys.join(',')]);
+  return opts;
+}
+
+function Choice({ field, value, onChange, ctx, id, options }: FieldProps & { options: { value: string; label: string }[] }) {
+  if (field.config?.multiple) {
+    const set = new Set(Array.isArray(value) ? (value as string[]) : []);
+    return (
+      <fieldset class="checks" id={id} disabled={ctx.readOnly}>
+        <legend class="sr-only">{labelOf(field)}</legend>
+        {options.map((o) => (
+          <label key={o.value}><input type="checkbox" checked={set.has(o.value)} onChange={(e) => {
+            const next = new Set(set);
+            if (e.currentTarget.checked) next.add(o.value); else next.delete(o.value);
+            onChange(options.map((x) => x.value).filter((v) => next.has(v)));
+          }} /> {o.label}</label>
+        ))}
+      </fieldset>
+    );
+  }
+  return (
+    <select id={id} disabled={ctx.readOnly} required={field.required} value={typeof value === 'string' ? value : ''} onChange={(e) => onChange(e.currentTarget.value || null)}>
+      <option value="">—</option>
+      {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+    </select>
+  );
+}
+
+function RecordPicker(p: FieldProps) {
+  const keys = p.field.type === 'select' ? [p.field.config?.optionModelKey ?? ''] : p.field.config?.modelKeys ?? (p.field.config?.modelKey ? [p.field.config.modelKey] : p.ctx.models.map((m) => m.key));
+  const opts = useOptions(p.ctx, keys.filter(Boolean));
+  return <Choice {...p} options={opts.map((o) => ({ value: o.id, label: o.label }))} />;
+}
+
+const ACCEPT: Record<string, string> = { image: 'image/*', video: 'video/*', file: '' };
+
+function Asset({ field, value, onChange, ctx, id }: FieldProps) {
+  const v = (value && typeof value === 'object' ? value : null) as Record<string, any> | null;
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const kind = field.type as 'image' | 'video' | 'file';
+  const onFile = async (file: File | undefined) => {
+    if (!file) return;
+    setBusy(true);
+    setError('');
+    try {
+      const f = await upload(ctx.project.id, file, kind === 'image' ? v?.alt : undefined);
+      const base = { fileId: f.id, url: f.url, mimeType: f.contentType };
+      onChange(kind === 'image' ? { ...base, alt: v?.alt ?? f.alt ?? '', ...(f.width ? { width: f.width, height: f.height } : {}) }
+        : kind === 'video' ? { ...base, ...(f.width ? { width: f.width, height: f.height } : {}) }
+        : { ...base, name: f.filename, size: f.size });
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="asset">
+      {v?.url && kind === 'image' && <img src={v.url} alt={v.alt ?? ''} class="preview" />}
+      {v?.url && kind === 'video' && <video src={v.url} controls class="preview" />}
+      {v?.url && kind === 'file' && <a href={v.url} target="_blank" rel="noreferrer">{v.name ?? v.url}</a>}
+      {!ctx.readOnly && <input id={id} type="file" accept={ACCEPT[kind]} disabled={busy} onChange={(e) => void onFile(e.currentTarget.files?.[0])} aria-label={`Upload ${labelOf(field)}`} />}
+      {kind === 'image' && v && <label>Alt text<input type="text" readOnly={ctx.readOnly} value={v.alt ?? ''} onChange={(e) => onChange({ ...v, alt: e.currentTarget.value })} /></label>}
+      {v && !ctx.readOnly && <button type="button" class="ghost" onClick={() => onChange(null)}>Remove</button>}
+      {busy && <span class="muted" aria-live="polite">Uploading…</span>}
+      {error && <span role="alert" class="error">{error}</span>}
+    </div>
+  );
+}
+
+function JsonInput({ value, onChange, ctx, id, rows = 6 }: Omit<FieldProps, 'field' | 'text'> & { rows?: number }) {
+  const [raw, setRaw] = useState(value === undefined || value === null ? '' : JSON.stringify(value, null, 2));
+  const [error, setError] = useState('');
+  useEffect(() => {
+    try {
+      if (JSON.stringify(JSON.parse(raw || 'null')) === JSON.stringify(value ?? null)) return;
+    } catch { /* keep what is being typed */ return; }
+    setRaw(value === undefined || value === null ? '' : JSON.stringify(value, null, 2));
+  }, [JSON.stringify(value ?? null)]);
+  return (
+    <>
+      <textarea id={id} class="mono" rows={rows} readOnly={ctx.readOnly} value={raw} aria-invalid={!!error} onInput={(e) => {
+        const t = e.currentTarget.value;
+        setRaw(t);
+        try {
+          const parsed = t.trim() ? JSON.parse(t) : null;
+          setError('');
+          onChange(parsed);
+        } catch { setError('Not valid JSON yet'); }
+      }} />
+      {error && <span class="error">{error}</span>}
+    </>
+  );
+}
+
+function ListInput(p: FieldProps) {
+  const { field, value, onChange, ctx, id } = p;
+  const items = Array.isArray(value) ? value : [];
+  const inner: FieldType = field.itemType ?? field.config?.itemType ?? 'json';
+  const set = (i: number, v: unknown) => onChange(items.map((x, j) => (j === i ? v : x)));
+  const move = (i: number, d: number) => {
+    const next = [...items];
+    const [x] = next.splice(i, 1);
+    next.splice(i + d, 0, x);
+    onChange(next);
+  };
+  return (
+    <div class="list" id={id}>
+      <ol>
+        {items.map((item, i) => (
+          <li key={i}>
+            {inner === 'text' ? <input type="text" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, e.currentTarget.value)} />
+              : inner === 'number' ? <input type="number" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, Number(e.currentTarget.value))} />
+              : <JsonInput id={`${id}-${i}`} rows={3} value={item} onChange={(v) => set(i, v)} ctx={ctx} />}
+            {!ctx.readOnly && <span class="row-actions">
+              <button type="button" class="ghost" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
+              <button type="button" class="ghost" aria-label="Move down" disabled={i === items.length - 1} onClick={() => move(i, 1)}>↓</button>
+              <button type="button" class="ghost" aria-label="Remove item" onClick={() => onChange(items.filter((_, j) => j !== i))}>✕</button>
+            </span>}
+          </li>
+        ))}
+      </ol>
+      {!ctx.readOnly && <button type="button" class="ghost" onClick={() => onChange([...items, inner === 'text' ? '' : inner === 'number' ? 0 : {}])}>Add item</button>}
+    </div>
+  );
+}
+
+function Blocks(p: FieldProps) {
+  const { field, value, onChange, ctx, id } = p;
+  const blocks = (Array.isArray(value) ? value : []) as Record<string, unknown>[];
+  const [type, setType] = useState('paragraph');
+  return (
+    <div class="blocks" id={id}>
+      {blocks.map((b, i) => (
+        <div class="block" key={i}>
+          <div class="bar"><strong>{String(b.type)}</strong><span class="grow" />
+            {!ctx.readOnly && <>
+              <button type="button" class="ghost" aria-label="Move block up" disabled={i === 0} onClick={() => { const n = [...blocks]; n.splice(i - 1, 0, n.splice(i, 1)[0]!); onChange(n); }}>↑</button>
+              <button type="button" class="ghost" aria-label="Remove block" onClick={() => onChange(blocks.filter((_, j) => j !== i))}>✕</button>
+            </>}
+          </div>
+          <JsonInput id={`${id}-${i}`} rows={3} ctx={ctx} value={Object.fromEntries(Object.entries(b).filter(([k]) => k !== 'type'))} onChange={(v) => onChange(blocks.map((x, j) => (j === i ? { ...(v && typeof v === 'object' ? v : {}), type: x.type } : x)))} />
+        </div>
+      ))}
+      {!ctx.readOnly && <div class="bar">
+        <label>Block type<input type="text" value={type} onInput={(e) => setType(e.currentTarget.value)} /></label>
+        <button type="button" class="ghost" onClick={() => type.trim() && onChange([...blocks, { type: type.trim() }])}>Add {labelOf(field)} block</button>
+      </div>}
+    </div>
+  );
+}
+
+function Inline(p: FieldProps) {
+  const inline = p.ctx.models.find((m) => m.key === p.field.config?.modelKey);
+  const obj = (p.value && typeof p.value === 'object' ? p.value : {}) as Record<string, unknown>;
+  if (!inline) return <JsonInput id={p.id} value={p.value} onChange={p.onChange} ctx={p.ctx} />;
+  return (
+    <fieldset class="inline" id={p.id}>
+      <legend>{inline.name || inline.key}</legend>
+      {inline.fields.map((f) => <Field key={f.key} field={f} id={`${p.id}-${f.key}`} ctx={p.ctx} value={obj[f.key]} onChange={(v) => p.onChange({ ...obj, [f.key]: v })} />)}
+    </fieldset>
+  );
+}
+
+function Widget(p: FieldProps) {
+  const { field, value, onChange, ctx, id } = p;
+  switch (field.type) {
+    case 'text': return <TextInput {...p} />;
+    case 'richtext': return <RichText {...p} />;
+    case 'number': return <input id={id} type="number" step="any" readOnly={ctx.readOnly} required={field.required} value={typeof value === 'number' ? String(value) : ''} onInput={(e) => onChange(e.currentTarget.value === '' ? null : Number(e.currentTarget.value))} />;
+    case 'boolean': return <input id={id} type="checkbox" disabled={ctx.readOnly} checked={value === true} onChange={(e) => onChange(e.currentTarget.checked)} />;
+    case 'date': return <input id={id} type="datetime-local" readOnly={ctx.readOnly} required={field.required} value={toLocalInput(value)} onInput={(e) => onChange(e.currentTarget.value ? new Date(e.currentTarget.value).toISOString() : null)} />;
+    case 'enum': return <Choice {...p} options={field.config?.options ?? []} />;
+    case 'select':
+    case 'reference': return <RecordPicker {...p} />;
+    case 'image':
+    case 'video':
+    case 'file': return <Asset {...p} />;
+    case 'list': return <ListInput {...p} />;
+    case 'flexible': return <Blocks {...p} />;
+    case 'model': return <Inline {...p} />;
+    default: return <JsonInput id={id} value={value} onChange={onChange} ctx={ctx} />;
+  }
+}
+
+/** One labelled field of the generated form, with the avatars of who is editing it. */
+export function Field(p: Omit<FieldProps, 'id'> & { id?: string }) {
+  const id = p.id ?? `f-${p.field.key}`;
+  const editors = p.ctx.focusOf?.(p.field.key) ?? [];
+  const grouped = ['richtext', 'list', 'flexible', 'model', 'image', 'video', 'file'].includes(p.field.type) || (p.field.type === 'enum' && p.field.config?.multiple);
+  return (
+    <div class={`field type-${p.field.type}`} data-field={p.field.key}>
+      <label for={grouped ? undefined : id} id={`${id}-label`}>
+        {labelOf(p.field)}{p.field.required && <span aria-label="required"> *</span>}
+        {editors.map((u) => <span key={u.name} class="dot" style={{ background: u.color }} title={`${u.name} is editing`} aria-label={`${u.name} is editing`} />)}
+      </label>
+      <Widget {...p} id={id} />
+    </div>
+  );
+}

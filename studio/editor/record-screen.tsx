@@ -1,0 +1,218 @@
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import * as Y from 'yjs';
+import { canEdit, gql, type ProjectRef } from '../api.ts';
+import { names, recordTitle, TEXT_TYPES, type ModelDef, type Placement, type ProjectConfig } from '../models.ts';
+import { navigate } from '../router.ts';
+import { StatusBadge, type RecordRow } from '../records.tsx';
+import { Field, type FormCtx } from './fields.tsx';
+import { colorOf, joinRoom, type Room } from './collab.ts';
+import { History } from './history.tsx';
+
+interface Props {
+  project: ProjectRef;
+  config: ProjectConfig;
+  model: ModelDef;
+  recordId: string;
+}
+
+const FIELDS = '_id naturalKey _updatedAt _publishedAt _hasDraft content';
+const listPath = (p: ProjectRef, m: ModelDef) => `/p/${encodeURIComponent(p.id)}/m/${m.key}`;
+
+export function RecordScreen(props: Props) {
+  return props.recordId === 'new' ? <NewRecord {...props} /> : <Editor {...props} />;
+}
+
+/** The generated form without a room: fill it in, then create the record. */
+function NewRecord({ project, config, model }: Props) {
+  const [values, setValues] = useState<Record<string, unknown>>(() => Object.fromEntries(model.fields.flatMap((f) => (f.type === 'enum' && f.config?.default !== undefined ? [[f.key, f.config.default]] : []))));
+  const [naturalKey, setNaturalKey] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const ctx: FormCtx = { project, models: config.models ?? [], readOnly: !canEdit(project.role) };
+  const n = names(model.key);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError('');
+    try {
+      const data = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null && v !== undefined && v !== ''));
+      const d = await gql(project.id, `mutation($nk:String,$data:${n.input}!){ r: ${n.create}(naturalKey:$nk, data:$data){ _id } }`, { nk: naturalKey.trim() || null, data });
+      navigate(`${listPath(project, model)}/r/${d.r._id}`, true);
+    } catch (err) {
+      setError((err as Error).message);
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="editor" onSubmit={create}>
+      <div class="bar"><h1>New {model.name || model.key}</h1></div>
+      <div class="field"><label for="f-naturalKey">Natural key <span class="muted">(optional, unique)</span></label><input id="f-naturalKey" type="text" value={naturalKey} onInput={(e) => setNaturalKey(e.currentTarget.value)} /></div>
+      {model.fields.map((f) => <Field key={f.key} field={f} ctx={ctx} value={values[f.key]} onChange={(v) => setValues((x) => ({ ...x, [f.key]: v }))} />)}
+      {error && <p role="alert" class="error">{error}</p>}
+      <div class="savebar"><button type="submit" disabled={busy || ctx.readOnly}>Create</button><button type="button" class="ghost" onClick={() => navigate(listPath(project, model))}>Cancel</button></div>
+    </form>
+  );
+}
+
+interface Peer { clientId: number; name: string; color: string; focus: string | null }
+
+function Editor({ project, config, model, recordId }: Props) {
+  const n = names(model.key);
+  const writer = canEdit(project.role);
+  const locales = Array.isArray(config.project.settings.locales) ? (config.project.settings.locales as string[]) : [];
+  const [locale, setLocale] = useState<string | null>(null);
+  const [record, setRecord] = useState<RecordRow | null>(null);
+  const [room, setRoom] = useState<Room | null>(null);
+  const [synced, setSynced] = useState(false);
+  const [, setTick] = useState(0);
+  const [peers, setPeers] = useState<Peer[]>([]);
+  const [error, setError] = useState('');
+  const [notice, setNotice] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [saveState, setSaveState] = useState<'saved' | 'pending'>('saved');
+  const placements = (config.placements ?? []).filter((p: Placement) => !p.modelKeys?.length || p.modelKeys.includes(model.key));
+  const [tab, setTab] = useState<string>(placements.find((p) => p.hideContentTab) ? `placement-0` : 'content');
+  const email = useMemo(() => document.querySelector('.who')?.textContent ?? 'editor', []);
+
+  const reload = () => gql(project.id, `query($id:ID!,$l:String){ r: ${n.one}(_id:$id, preview:true, locale:$l){ ${FIELDS} } }`, { id: recordId, l: locale })
+    .then((d) => (d.r ? setRecord(d.r) : setError('This record does not exist (or was deleted).')), (e: Error) => setError(e.message));
+
+  useEffect(() => void reload(), [recordId, locale]);
+  useEffect(() => {
+    let r: Room | undefined;
+    let live = true;
+    setSynced(false);
+    joinRoom(project.id, model.key, recordId, locale, { name: email, canWrite: writer }).then((joined) => {
+      if (!live) return joined.destroy();
+      r = joined;
+      setRoom(joined);
+      const rerender = () => setTick((t) => t + 1);
+      joined.content.observeDeep((_e, tr) => {
+        rerender();
+        if (tr.local && model.versioned === false) setSaveState('pending');
+      });
+      joined.provider.on('sync', (ok: boolean) => {
+        if (!ok) return;
+        // Text fields are Y.Text in the room; make the missing ones so typing can bind.
+        if (writer) joined.doc.transact(() => {
+          for (const f of model.fields) if (TEXT_TYPES.has(f.type) && !(joined.content.get(f.key) instanceof Y.Text)) joined.content.set(f.key, new Y.Text(typeof joined.content.get(f.key) === 'string' ? (joined.content.get(f.key) as string) : ''));
+        });
+        setSynced(true);
+      });
+      const aw = joined.provider.awareness;
+      const onAwareness = () => {
+        const list: Peer[] = [];
+        aw.getStates().forEach((s: any, clientId) => {
+          if (clientId !== joined.doc.clientID && s.user) list.push({ clientId, name: s.user.name, color: s.user.color ?? colorOf(s.user.name), focus: s.focus ?? null });
+        });
+        setPeers(list);
+      };
+      aw.on('change', onAwareness);
+    }, (e: Error) => live && setError(e.message));
+    return () => {
+      live = false;
+      r?.destroy();
+      setRoom(null);
+    };
+  }, [recordId, locale]);
+
+  // Unversioned models save themselves (docs/collab.md): show when the room has written.
+  useEffect(() => {
+    if (saveState !== 'pending') return;
+    const t = setTimeout(() => reload().then(() => setSaveState('saved')), 3500);
+    return () => clearTimeout(t);
+  }, [saveState, room]);
+
+  const act = async (what: string, fn: () => Promise<unknown>) => {
+    setBusy(true);
+    setError('');
+    setNotice('');
+    try {
+      await fn();
+      await reload();
+      setNotice(what);
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const saveDraft = () => gql(project.id, 'mutation($r:String!){ saveCollabDraft(roomName:$r){ _id } }', { r: room!.info.roomName });
+  const publish = () => act('Published', async () => {
+    if (model.versioned !== false) await saveDraft();
+    await gql(project.id, `mutation($id:ID!){ ${n.publish}(_id:$id){ _id } }`, { id: recordId });
+  });
+  const unpublish = () => act('Unpublished', () => gql(project.id, `mutation($id:ID!){ ${n.unpublish}(_id:$id){ _id } }`, { id: recordId }));
+  const remove = async () => {
+    if (!confirm(`Delete this ${model.name || model.key}? This cannot be undone.`)) return;
+    await act('Deleted', async () => {
+      await gql(project.id, `mutation($id:ID!){ ${n.remove}(_id:$id) }`, { id: recordId });
+      navigate(listPath(project, model), true);
+    });
+  };
+
+  const ctx: FormCtx | null = room && {
+    project,
+    models: config.models ?? [],
+    readOnly: !writer,
+    doc: room.doc,
+    awareness: room.provider.awareness,
+    focusOf: (key) => peers.filter((p) => p.focus === key),
+    onFocus: (key) => room.provider.awareness.setLocalStateField('focus', key),
+  };
+  const values = room ? (room.content.toJSON() as Record<string, unknown>) : {};
+  const set = (key: string, v: unknown) => room!.doc.transact(() => (v === null || v === undefined ? room!.content.delete(key) : room!.content.set(key, v)));
+
+  return (
+    <section class="editor">
+      <div class="bar">
+        <h1>{record ? recordTitle(model, { ...record, content: { ...record.content, ...values } }) : '…'}</h1>
+        {record && <StatusBadge r={record} />}
+        <span class="grow" />
+        <ul class="avatars" aria-label="Also editing">
+          {peers.map((p) => <li key={p.clientId} style={{ background: p.color }} title={p.name} aria-label={p.name}>{p.name.slice(0, 1).toUpperCase()}</li>)}
+        </ul>
+        {locales.length > 0 && (
+          <label class="inline-label">Locale
+            <select value={locale ?? ''} onChange={(e) => setLocale(e.currentTarget.value || null)}>
+              <option value="">Default</option>
+              {locales.map((l) => <option key={l} value={l}>{l}</option>)}
+            </select>
+          </label>
+        )}
+      </div>
+      {!writer && <p class="notice" role="status">You have read-only access: you see live edits but cannot change this record.</p>}
+      <div role="tablist" class="tabs" aria-label="Record">
+        {!placements.some((p) => p.hideContentTab) && <button type="button" role="tab" aria-selected={tab === 'content'} onClick={() => setTab('content')}>Content</button>}
+        <button type="button" role="tab" aria-selected={tab === 'history'} onClick={() => setTab('history')}>History</button>
+        {placements.map((p, i) => <button key={i} type="button" role="tab" aria-selected={tab === `placement-${i}`} onClick={() => setTab(`placement-${i}`)}>{p.tabName ?? `Panel ${i + 1}`}</button>)}
+      </div>
+      {error && <p role="alert" class="error">{error}</p>}
+      {notice && <p role="status" class="ok">{notice}</p>}
+      {tab === 'content' && (ctx && synced ? (
+        <div class="form" aria-busy={!synced}>
+          {model.fields.map((f) => {
+            const v = room!.content.get(f.key);
+            return <Field key={f.key} field={f} ctx={ctx} value={values[f.key]} text={v instanceof Y.Text && TEXT_TYPES.has(f.type) ? v : undefined} onChange={(x) => set(f.key, x)} />;
+          })}
+        </div>
+      ) : <p class="muted" aria-busy="true">Joining the record’s room…</p>)}
+      {tab === 'history' && record && <History project={project} model={model} recordId={recordId} current={{ ...record.content, ...values }} canWrite={writer} onRestored={() => void reload()} />}
+      {placements.map((p, i) => tab === `placement-${i}` && (
+        <iframe key={i} class="placement" title={p.tabName ?? `Panel ${i + 1}`} sandbox="allow-scripts allow-forms allow-popups allow-same-origin"
+          src={`${p.url}${p.url.includes('?') ? '&' : '?'}${new URLSearchParams({ projectId: project.id, modelKey: model.key, recordId, locale: locale ?? '' })}`} />
+      ))}
+      {writer && (
+        <div class="savebar">
+          {model.versioned === false
+            ? <span class="muted" role="status">{saveState === 'pending' ? 'Autosaving…' : `Saved${record ? ` · ${new Date(record._updatedAt).toLocaleTimeString()}` : ''}`}</span>
+            : <button type="button" disabled={busy || !room} onClick={() => void act('Draft saved', saveDraft)}>Save draft</button>}
+          <button type="button" disabled={busy || !room} onClick={() => void publish()}>Publish</button>
+          {record?._publishedAt && model.versioned !== false && <button type="button" class="ghost" disabled={busy} onClick={() => void unpublish()}>Unpublish</button>}
+          <span class="grow" />
+          <button type="button" class="danger" disabled={busy} onClick={() => void remove()}>Delete</button>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { addMember, PASSWORD, PNG, studioProject, type StudioProject } from './support.ts';
+
+/**
+ * The Studio end to end in headless Chromium (the Debian package): a member's first sign-in,
+ * a record made through the generated form with an uploaded image, published and read back
+ * through the public GraphQL API; two browsers editing one record; a viewer who cannot edit.
+ * Screenshots of the main screens go to docs/screenshots/ (linked from the README).
+ */
+const SHOTS = join(import.meta.dir, '../../docs/screenshots');
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+
+let server: TestServer;
+let project: StudioProject;
+let browser: Browser;
+let editorLink: string;
+let secondLink: string;
+let viewerLink: string;
+let recordId = '';
+const consoleErrors: string[] = [];
+
+async function context(width = 1280, height = 860): Promise<BrowserContext> {
+  const ctx = await browser.newContext({ viewport: { width, height } });
+  ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); }));
+  return ctx;
+}
+
+/** Signs in through the first-login page (the link `svc members add` printed). */
+async function firstSignIn(ctx: BrowserContext, link: string): Promise<Page> {
+  const page = await ctx.newPage();
+  await page.goto(link);
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  return page;
+}
+
+async function passwordSignIn(ctx: BrowserContext, email: string): Promise<Page> {
+  const page = await ctx.newPage();
+  await page.goto(`${server.apiUrl}/studio/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  return page;
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  server = await startTestServer();
+  project = await studioProject(server);
+  editorLink = await addMember(server, project.ownerKey, 'ed@acme.test', 'editor', project.projectId);
+  secondLink = await addMember(server, project.ownerKey, 'al@acme.test', 'admin', project.projectId);
+  viewerLink = await addMember(server, project.ownerKey, 'vi@acme.test', 'viewer', project.projectId);
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe('the Studio in a browser', () => {
+  test('an editor signs in, creates a record with an image through the form, publishes it, and the public API serves it', async () => {
+    const ctx = await context();
+    const signIn = await ctx.newPage();
+    await signIn.goto(`${server.apiUrl}/studio/`);
+    await signIn.getByRole('heading', { name: 'Sign in to the svc Studio' }).waitFor();
+    await shot(signIn, 'sign-in');
+    await signIn.close();
+
+    const page = await firstSignIn(ctx, editorLink);
+    await page.getByRole('link', { name: /studio/ }).first().click();
+    await page.getByRole('navigation', { name: 'Project' }).getByRole('link', { name: 'Article' }).click();
+    await page.getByRole('button', { name: 'New Article' }).click();
+    await page.getByLabel('Title').fill('Hello from the Studio');
+    await page.getByLabel('Summary').fill('Made in a browser');
+    await page.getByLabel('Rating').fill('4');
+    await page.getByRole('textbox', { name: 'Body' }).click();
+    await page.keyboard.type('Rich text body');
+    await page.getByLabel('Upload Cover').setInputFiles({ name: 'cover.png', mimeType: 'image/png', buffer: PNG });
+    await page.locator('img.preview').waitFor();
+    await page.getByRole('button', { name: 'Create' }).click();
+
+    // The record's editor: it joins the room, then publishing saves the draft and publishes it.
+    await page.getByRole('button', { name: 'Publish' }).waitFor();
+    recordId = page.url().split('/r/')[1]!;
+    expect(recordId).toMatch(/\S/);
+    await page.getByLabel('Title').waitFor();
+    await expect(page.getByLabel('Title').inputValue()).resolves.toBe('Hello from the Studio');
+    await shot(page, 'record-editor');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
+    await page.locator('.badge.published').waitFor();
+
+    const res = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': project.publicKey },
+      body: JSON.stringify({ query: '{ articles(first: 5) { edges { node { _id content } } } }' }),
+    });
+    const body = (await res.json()) as any;
+    const node = body.data.articles.edges[0].node;
+    expect(node._id).toBe(recordId);
+    expect(node.content.title).toBe('Hello from the Studio');
+    expect(node.content.body).toContain('Rich text body');
+    expect(node.content.rating).toBe(4);
+    expect(node.content.status).toBe('idea');
+    expect(node.content.cover.url).toContain('/api/files/');
+    expect((await fetch(node.content.cover.url)).headers.get('content-type')).toBe('image/png');
+
+    await page.getByRole('navigation', { name: 'Project' }).getByRole('link', { name: 'Article' }).click();
+    await page.getByRole('link', { name: 'Hello from the Studio' }).waitFor();
+    await shot(page, 'record-list');
+    await ctx.close();
+  }, 90_000);
+
+  test('two browsers typing into one record converge and see each other', async () => {
+    const a = await context();
+    const b = await context();
+    const pa = await firstSignIn(a, secondLink);
+    // The editor's link was used by the first test: they sign in with their password now.
+    const pb = await passwordSignIn(b, 'ed@acme.test');
+    const url = `${server.apiUrl}/studio/p/${project.projectId}/m/article/r/${recordId}`;
+    await Promise.all([pa.goto(url), pb.goto(url)]);
+    const ta = pa.getByLabel('Summary');
+    const tb = pb.getByLabel('Summary');
+    await ta.waitFor();
+    await tb.waitFor();
+    // Each sees the other's avatar (awareness).
+    await pa.locator('.avatars li[aria-label="ed@acme.test"]').waitFor();
+    await pb.locator('.avatars li[aria-label="al@acme.test"]').waitFor();
+    await ta.click();
+    await pa.keyboard.press('End');
+    await tb.click();
+    await pb.keyboard.press('Home');
+    await Promise.all([pa.keyboard.type(' [from A]', { delay: 15 }), pb.keyboard.type('[from B] ', { delay: 15 })]);
+    const want = '[from B] Made in a browser [from A]';
+    // Both pages end with the same text, both insertions in it.
+    const converged = `document.querySelector('#f-summary').value === ${JSON.stringify(want)}`;
+    await Promise.all([pa.waitForFunction(converged, undefined, { timeout: 15_000 }), pb.waitForFunction(converged, undefined, { timeout: 15_000 })]);
+    // Presence of the field being edited shows beside its label.
+    await pa.locator('[data-field="summary"] .dot').waitFor();
+    await shot(pa, 'collaboration');
+    await a.close();
+    await b.close();
+  }, 90_000);
+
+  test('a viewer sees the record read-only and the server refuses their writes', async () => {
+    const ctx = await context(390, 844);
+    const page = await firstSignIn(ctx, viewerLink);
+    await page.goto(`${server.apiUrl}/studio/p/${project.projectId}/m/article/r/${recordId}`);
+    await page.getByText('You have read-only access').waitFor();
+    await page.getByLabel('Title').waitFor();
+    expect(await page.getByLabel('Title').evaluate((el) => (el as unknown as { readOnly: boolean }).readOnly)).toBe(true);
+    expect(await page.getByRole('button', { name: 'Publish' }).count()).toBe(0);
+    await shot(page, 'viewer-mobile');
+    // The UI hides the buttons; the server is what enforces it (the same public API).
+    const answer: any = await page.evaluate(async ([pid, id]) => {
+      const meta: any = await fetch('/studio/api/session').then((r) => r.json());
+      const r = await fetch('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': meta.csrf, 'x-project-id': pid! },
+        body: JSON.stringify({ query: 'mutation($id:ID!){ updateArticle(_id:$id, data:{ title: "hacked" }) { _id } }', variables: { id } }),
+      });
+      return r.json();
+    }, [project.projectId, recordId]);
+    expect(answer.errors[0].message).toBe('missing required scope: records:write');
+    await ctx.close();
+  }, 60_000);
+
+  test('no console errors on the way', () => {
+    expect(consoleErrors).toEqual([]);
+  });
+});

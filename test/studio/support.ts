@@ -1,0 +1,69 @@
+import { bootstrapProject, cli, type TestServer } from '../support/server.ts';
+
+/** The Studio tests' project: a versioned article (every common field kind) and a category list. */
+export const STUDIO_MODELS = [
+  {
+    key: 'category',
+    name: 'Category',
+    fields: [{ key: 'name', type: 'text', required: true, queryable: true }],
+  },
+  {
+    key: 'article',
+    name: 'Article',
+    fields: [
+      { key: 'title', type: 'text', required: true, queryable: true, label: 'Title' },
+      { key: 'summary', type: 'text', config: { widget: 'textarea' }, label: 'Summary' },
+      { key: 'body', type: 'richtext', label: 'Body' },
+      { key: 'cover', type: 'image', label: 'Cover' },
+      { key: 'rating', type: 'number', queryable: true, label: 'Rating' },
+      { key: 'featured', type: 'boolean', queryable: true, label: 'Featured' },
+      { key: 'status', type: 'enum', queryable: true, label: 'Status', config: { options: [{ value: 'idea', label: 'Idea' }, { value: 'ready', label: 'Ready' }], default: 'idea' } },
+      { key: 'category', type: 'select', label: 'Category', config: { optionModelKey: 'category' } },
+      { key: 'tags', type: 'list', itemType: 'text', label: 'Tags' },
+      { key: 'extra', type: 'json', label: 'Extra' },
+    ],
+  },
+];
+
+export interface StudioProject {
+  tenantId: string;
+  projectId: string;
+  ownerKey: string;
+  publicKey: string;
+}
+
+export async function studioProject(server: TestServer): Promise<StudioProject> {
+  const { tenantId, projectId, ownerKey } = await bootstrapProject(server, 'studio');
+  const auth = { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' };
+  const push = await fetch(`${server.apiUrl}/v1/control/projects/${projectId}/config`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ config: { key: 'studio', name: 'Studio test', models: STUDIO_MODELS, placements: [{ type: 'main-editor', url: `${server.apiUrl}/health`, modelKeys: ['article'], tabName: 'Preview' }] } }),
+  });
+  const pushed = (await push.json()) as { errors?: unknown[] };
+  if (!push.ok || pushed.errors?.length) throw new Error(`push failed: ${push.status} ${JSON.stringify(pushed)}`);
+  const key = await fetch(`${server.apiUrl}/v1/control/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'web', type: 'public', project: projectId, scopes: ['records:read'] }) });
+  const { key: publicKey } = (await key.json()) as { key: string };
+  return { tenantId, projectId, ownerKey, publicKey };
+}
+
+/** `svc members add` as the owner; returns the first-login link it prints. */
+export async function addMember(server: TestServer, ownerKey: string, email: string, role: string, projectId?: string): Promise<string> {
+  const r = await cli(server, ownerKey, 'members', 'add', '--email', email, '--role', role, ...(projectId ? ['--project', projectId] : []), '--json');
+  if (r.code !== 0) throw new Error(r.err);
+  return r.json.loginUrl as string;
+}
+
+export const PASSWORD = 'correct horse battery staple';
+
+/** Redeems a first-login link over HTTP; returns the session cookie and the CSRF token. */
+export async function welcome(server: { apiUrl: string }, loginUrl: string, password = PASSWORD): Promise<{ cookie: string; csrf: string }> {
+  const token = new URL(loginUrl).hash.replace('#token=', '');
+  const res = await fetch(`${server.apiUrl}/studio/api/welcome`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, password }) });
+  if (!res.ok) throw new Error(`welcome failed: ${res.status} ${await res.text()}`);
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+  return { cookie, csrf: ((await res.json()) as { csrf: string }).csrf };
+}
+
+/** A 2×2 PNG, enough for the upload sniffing to read its size. */
+export const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64');
