@@ -1,20 +1,72 @@
-import { useState } from 'preact/hooks';
-import { gql, type ProjectRef } from './api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { csrfToken, type ProjectRef } from './api.ts';
+import type { Fetcher, mountGraphiQL } from './graphiql-mount.ts';
+import { names, type ProjectConfig } from './models.ts';
 
-/** Runs GraphQL against the project as the signed-in member. */
-export function Explorer({ project }: { project: ProjectRef }) {
-  const [query, setQuery] = useState('{\n  _schemaVersion\n}');
-  const [result, setResult] = useState('');
-  const run = async () => {
-    try { setResult(JSON.stringify(await gql(project.id, query), null, 2)); } catch (e) { setResult((e as Error).message); }
-  };
+/** GET /studio/explorer/manifest.json: GraphiQL's bundle, built apart from the app. */
+interface Manifest {
+  entry: string;
+  styles: string[];
+  workers: Record<string, string>;
+}
+
+let loading: Promise<{ manifest: Manifest; mount: typeof mountGraphiQL }> | undefined;
+
+/** Links GraphiQL's stylesheets and imports its bundle, once. */
+function loadGraphiQL() {
+  loading ??= (async () => {
+    const manifest = (await (await fetch('/studio/explorer/manifest.json')).json()) as Manifest;
+    await Promise.all(manifest.styles.map((href) => new Promise<void>((resolve) => {
+      if (document.querySelector(`link[href="${href}"]`)) return resolve();
+      const link = document.createElement('link');
+      link.rel = 'stylesheet';
+      link.href = href;
+      link.onload = link.onerror = () => resolve();
+      document.head.appendChild(link);
+    })));
+    const mod = (await import(/* a runtime URL: GraphiQL is not part of the app's bundle */ manifest.entry)) as { mountGraphiQL: typeof mountGraphiQL };
+    return { manifest, mount: mod.mountGraphiQL };
+  })();
+  loading.catch(() => (loading = undefined));
+  return loading;
+}
+
+/** The GraphQL explorer: GraphiQL against this project, as the member (same rights as the Studio). */
+function starter(config: ProjectConfig): string {
+  const m = config.models?.[0];
+  const head = '# GraphiQL runs as you, with your role\'s rights in this project.\n# Ctrl+Space completes, Ctrl+Enter runs; the docs are on the left.\n';
+  if (!m) return `${head}{\n  _schemaVersion\n}\n`;
+  return `${head}{\n  ${names(m.key).list}(first: 5, preview: true) {\n    totalCount\n    edges {\n      node {\n        _id\n        _updatedAt\n        content\n      }\n    }\n  }\n}\n`;
+}
+
+export function Explorer({ project, config }: { project: ProjectRef; config: ProjectConfig }) {
+  const host = useRef<HTMLDivElement>(null);
+  const [error, setError] = useState('');
+  useEffect(() => {
+    let unmount: (() => void) | undefined;
+    let live = true;
+    const fetcher: Fetcher = async (params) => {
+      const res = await fetch('/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'x-csrf-token': csrfToken(), 'x-project-id': project.id },
+        body: JSON.stringify(params),
+        credentials: 'same-origin',
+      });
+      return res.json();
+    };
+    loadGraphiQL().then(({ manifest, mount }) => {
+      if (live) unmount = mount(host.current!, fetcher, manifest.workers, { defaultQuery: starter(config) });
+    }, (e: Error) => setError(`Could not load GraphiQL: ${e.message}`));
+    return () => {
+      live = false;
+      unmount?.();
+    };
+  }, [project.id]);
   return (
     <section class="explorer">
-      <h1>GraphQL explorer</h1>
-      <label for="gql-query">Query</label>
-      <textarea id="gql-query" class="mono" rows={12} value={query} onInput={(e) => setQuery(e.currentTarget.value)} onKeyDown={(e) => { if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); void run(); } }} />
-      <button type="button" onClick={() => void run()}>Run (Ctrl+Enter)</button>
-      <pre class="mono result" aria-live="polite">{result}</pre>
+      <h1 class="sr-only">GraphQL explorer</h1>
+      {error && <p role="alert" class="error">{error}</p>}
+      <div class="graphiql-host" ref={host} aria-busy={!error} />
     </section>
   );
 }

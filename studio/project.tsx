@@ -60,7 +60,7 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
     else if (here === '/customers') body = <CustomersPanel project={project} />;
     else if (here === '/operations') body = <OperationsPanel project={project} config={config} />;
     else if (here === '/schedules') body = <SchedulesPanel project={project} />;
-    else if (here === '/graphql') body = <Explorer project={project} />;
+    else if (here === '/graphql') body = <Explorer project={project} config={config} />;
     else body = (
       <section>
         <h1>{config.project.name}</h1>

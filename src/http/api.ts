@@ -50,7 +50,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .use(identityRoutes(svc))
     .use(oidcRoutes(svc))
     .use(operationRoutes(svc))
-    .use(graphqlRoutes(svc))
+    .use(graphqlRoutes(svc, { graphiql: !svc.settings.studio }))
     .use(collabRoutes(svc))
     .use(fileRoutes(svc));
   if (svc.settings.studio) app.use(studioRoutes(svc));

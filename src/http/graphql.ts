@@ -122,7 +122,8 @@ function readGet(request: Request): GraphqlRequest {
   return { query, variables: parseVariables(url.searchParams.get('variables')), operationName: url.searchParams.get('operationName') };
 }
 
-export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }) {
+/** `graphiql: false` leaves /graphiql to the Studio, which serves the real GraphiQL (src/http/studio.ts). */
+export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphiql: boolean } = { graphiql: true }) {
   const { gate } = deps;
   const production = deps.settings.production;
 
@@ -170,7 +171,7 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }) {
         return failure(err, production);
       }
     });
-  if (!production) {
+  if (!production && opts.graphiql) {
     app.get('/graphiql', () => new Response(GRAPHIQL_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } }));
   }
   return app;

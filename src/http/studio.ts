@@ -6,7 +6,7 @@ import {
   acceptInvite, createLoginCodes, loginWithCode, loginWithPassword, projectsOfLogin, revokeSession, sessionOf, SESSION_DAYS, type NewSession,
 } from '../control/sessions.ts';
 import { sendMail } from '../identity/mailer.ts';
-import { ASSET_PREFIX, StudioBundle, studioHtml } from '../studio/bundle.ts';
+import { ASSET_PREFIX, buildExplorer, buildStudio, graphiqlHtml, Lazy, studioHtml, type StudioAsset } from '../studio/bundle.ts';
 import { objectBody } from './control-request.ts';
 
 /**
@@ -25,8 +25,24 @@ function jsonBody(request: Request, body: unknown): Record<string, unknown> {
   return objectBody(body);
 }
 
+function serveAsset(asset: StudioAsset | undefined, request: Request): Response {
+  if (!asset) throw new NotFound('No such Studio asset');
+  const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '');
+  return new Response(gzip ? asset.gzip : asset.body, {
+    headers: {
+      'content-type': asset.type,
+      // Names carry a content hash: a new build has new names.
+      'cache-control': 'public, max-age=31536000, immutable',
+      'x-content-type-options': 'nosniff',
+      vary: 'accept-encoding',
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+    },
+  });
+}
+
 export function studioRoutes(svc: Service) {
-  const bundle = new StudioBundle();
+  const app = new Lazy(() => buildStudio());
+  const explorer = new Lazy(() => buildExplorer());
   const { settings } = svc;
   const secure = settings.baseUrl.startsWith('https:');
   const deps = { sql: svc.sql, dataDir: settings.dataDir };
@@ -41,6 +57,8 @@ export function studioRoutes(svc: Service) {
     "img-src 'self' data: blob: https: http:",
     "media-src 'self' blob: https: http:",
     "style-src 'self' 'unsafe-inline'",
+    // GraphiQL's stylesheet carries its fonts inline.
+    "font-src 'self' data:",
     "script-src 'self'",
     'worker-src blob: \'self\'',
     'frame-src https: http:',
@@ -49,37 +67,27 @@ export function studioRoutes(svc: Service) {
     "form-action 'self'",
   ].join('; ');
 
+  const headers = () => ({
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-cache',
+    'content-security-policy': csp(),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  });
   const page = async () => {
-    const b = await bundle.get();
-    return new Response(studioHtml(b, { realtimeUrl: settings.realtimeUrl, production: settings.production }), {
-      headers: {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-cache',
-        'content-security-policy': csp(),
-        'x-content-type-options': 'nosniff',
-        'referrer-policy': 'no-referrer',
-      },
-    });
+    const b = await app.get();
+    return new Response(studioHtml(b, { realtimeUrl: settings.realtimeUrl, production: settings.production }), { headers: headers() });
   };
 
-  return new Elysia({ name: 'svc.studio' })
+  const routes = new Elysia({ name: 'svc.studio' });
+  // GraphiQL for API keys, in place of the former textarea page (not in production, like before).
+  if (!settings.production) routes.get('/graphiql', async () => new Response(graphiqlHtml(await explorer.get()), { headers: headers() }));
+  return routes
     .get('/studio', page)
     .get('/studio/', page)
-    .get('/studio/assets/:name', async ({ params, request }) => {
-      const asset = (await bundle.get()).assets.get(params.name);
-      if (!asset) throw new NotFound('No such Studio asset');
-      const gzip = /\bgzip\b/.test(request.headers.get('accept-encoding') ?? '');
-      return new Response(gzip ? asset.gzip : asset.body, {
-        headers: {
-          'content-type': asset.type,
-          // Names carry a content hash: a new build has new names.
-          'cache-control': 'public, max-age=31536000, immutable',
-          'x-content-type-options': 'nosniff',
-          vary: 'accept-encoding',
-          ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-        },
-      });
-    })
+    .get('/studio/assets/:name', async ({ params, request }) => serveAsset((await app.get()).assets.get(params.name), request))
+    .get('/studio/explorer/manifest.json', async () => json((await explorer.get()).manifest, 200, { 'cache-control': 'no-cache' }))
+    .get('/studio/explorer/:name', async ({ params, request }) => serveAsset((await explorer.get()).assets.get(params.name), request))
     .post('/studio/api/login', async ({ request, body }) => signedIn(await loginWithPassword(deps, jsonBody(request, body))))
     .post('/studio/api/code', async ({ request, body }) => {
       const { email, codes } = await createLoginCodes(deps, jsonBody(request, body));

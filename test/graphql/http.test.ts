@@ -168,13 +168,13 @@ describe('HTTP surface', () => {
     expect(no.status).toBe(405);
   });
 
-  test('GET /graphiql serves a self-contained page', async () => {
+  test('GET /graphiql serves GraphiQL from its own bundle (no CDN)', async () => {
     const r = await fetch(`${server.apiUrl}/graphiql`);
     expect(r.status).toBe(200);
     const html = await r.text();
-    expect(html).toContain('<textarea');
-    expect(html).not.toMatch(/src="https?:/);
-  });
+    expect(html).toMatch(/<script type="module" src="\/studio\/explorer\/graphiql-page-[a-z0-9]+\.js">/);
+    expect(html).not.toMatch(/(src|href)="https?:/);
+  }, 60_000);
 
   test('depth, alias and page-size limits fail before execution', async () => {
     const deep = `{ posts { edges { node { author { ... on Author { _id } } } } } }`;

@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { bootstrapProject, cli, type TestServer } from '../support/server.ts';
 
 /** The Studio tests' project: a versioned article (every common field kind) and a category list. */
@@ -65,5 +66,8 @@ export async function welcome(server: { apiUrl: string }, loginUrl: string, pass
   return { cookie, csrf: ((await res.json()) as { csrf: string }).csrf };
 }
 
-/** A 2×2 PNG, enough for the upload sniffing to read its size. */
-export const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==', 'base64');
+/** A 480×270 PNG cover (a blue-to-teal gradient, drawn with sharp). */
+export async function coverPng(): Promise<Buffer> {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="480" height="270"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1f5fbf"/><stop offset="1" stop-color="#15aabf"/></linearGradient></defs><rect width="480" height="270" fill="url(#g)"/><circle cx="360" cy="90" r="46" fill="#ffd43b"/></svg>`;
+  return sharp(Buffer.from(svg)).png().toBuffer();
+}
