@@ -64,6 +64,19 @@ export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKe
   return { text, params: p.values };
 }
 
+/**
+ * `byIdsStatement` for a write transaction's read-back: the same rows through
+ * svc_records_by_ids (sql/016_write_functions.sql), whose plan PostgreSQL keeps per connection.
+ * A scope with row restrictions (customers' reads) takes byIdsStatement, which applies them.
+ */
+export function writtenStatement(scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): { text: string; params: unknown[] } {
+  if (scope.rows) return byIdsStatement(scope, ids, modelKeys);
+  return {
+    text: `select * from svc_records_by_ids($1::text, $2::text[], $3::text, $4::text, $5::text, $6::text[])`,
+    params: [scope.projectId, [...ids], scope.stage, scope.locale, scope.defaultLocale, modelKeys ? [...modelKeys] : null],
+  };
+}
+
 export interface OneSelector {
   id?: string | null;
   naturalKey?: string | null;

@@ -16,6 +16,8 @@ export type { PendingEvent, WriteStep };
  * the transaction and its NOTIFY, pipelined between BEGIN and COMMIT. Checks that depend on
  * stored rows (the record exists, required fields of merged content) run in SQL
  * (sql/009_records_write.sql) and fail the statement, so the transaction never waits on JS.
+ * Each write is one call of a PL/pgSQL function (sql/016_write_functions.sql) whose statements
+ * PostgreSQL plans once per connection, not once per message.
  *
  * Columns a write sets are listed once per statement; adding one (an owner, a variant) means a
  * parameter and a column in the statement of each write that sets it.
@@ -77,12 +79,9 @@ export function tooLongToIndex(err: unknown, projectId: string, model: ModelDef,
   return new BadUserInput(`Value of queryable field "${field}" is too long to index`, { field });
 }
 
-/** Locks the record (FOR UPDATE) or fails the transaction with NOT_FOUND and `message`. */
+/** Locks the record (FOR UPDATE) or fails the transaction with NOT_FOUND and `message` (svc_lock_record). */
 function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message: string): Statement {
-  return {
-    text: `select svc_check(count(*) > 0, 'SV404', $4::text) from (select id from records where project_id = $1::text and id = $2::text and model_key = $3::text for update) r`,
-    params: [ctx.projectId, id, model.key, message],
-  };
+  return { text: `select svc_lock_record($1::text, $2::text, $3::text, $4::text)`, params: [ctx.projectId, id, model.key, message] };
 }
 
 const notFound = (model: ModelDef, id: string) => `No ${model.key} record with _id "${id}"`;
@@ -103,21 +102,12 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   const id = newRecordId();
   const versioned = isVersioned(model);
   const json = JSON.stringify(data);
-  // One statement: the record, its content (draft, and published for unversioned models) and the
-  // history entry. A duplicate natural key fails it (unique violation) and with it the transaction.
+  // One statement (svc_create_record, sql/016_write_functions.sql): the record, its content (draft,
+  // and published for unversioned models) and the history entry. A duplicate natural key fails
+  // it (unique violation) and with it the transaction.
   const statement: Statement = {
-    text: `with r as (
-        insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
-        values ($1::text, $2::text, $3::text, $4::text, $5::boolean, case when $5::boolean then null else now() end, $6::text, $6::text)
-        returning id
-      ), c as (
-        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
-        select r.id, $2::text, $3::text, s.stage, $7::text, $8::text::jsonb, to_tsvector('simple', $9::text), now()
-        from r cross join unnest($10::text[]) as s(stage)
-      )
-      insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      select r.id, $2::text, 'created', $7::text, $8::text::jsonb, $6::text from r`,
-    params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data), versioned ? ['draft'] : ['draft', 'published']],
+    text: `select svc_create_record($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
+    params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data)],
     mapError: (err) => {
       const e = err as { code?: string; constraint?: string };
       if (e?.code === '23505' && e.constraint === 'records_natural_key') return new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
@@ -134,77 +124,39 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
   const json = JSON.stringify(patch);
   // The patch goes over the working content of the locale; a locale written for the first time
   // starts as a copy of the default locale's, so a translation may change only what it
-  // translates. Unversioned models check required fields of the result (svc_required).
+  // translates. Unversioned models check required fields of the result (svc_update_record locks
+  // the record or fails with NOT_FOUND, then merges, checks and writes).
   const statement: Statement = {
-    text: `with m as (
-        select svc_required(coalesce(
-          (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $4::text),
-          (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $5::text),
-          '{}'::jsonb) || $6::text::jsonb, $7::text[]) as data
-      ), c as (
-        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
-        select $1::text, $2::text, $3::text, s.stage, $4::text, m.data, svc_search(m.data, $8::text[]), now()
-        from m cross join unnest($9::text[]) as s(stage)
-        on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, updated_at = now()
-      ), r as (
-        update records set updated_at = now(), updated_by = $10::text, has_draft = $11::boolean,
-          published_at = case when $11::boolean then published_at else now() end
-        where id = $1::text
-      )
-      insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      values ($1::text, $2::text, 'updated', $4::text, $6::text::jsonb, $10::text)`,
-    params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned ? ['draft'] : ['draft', 'published'], ctx.userId, versioned],
+    text: `select svc_update_record($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
+    params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned, ctx.userId, notFoundMessage],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
-  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
 }
 
-/** Copies every locale of the working version to published; required fields are checked per locale. */
+/**
+ * Copies every locale of the working version to published; required fields are checked per
+ * locale. svc_publish_record locks the record (or fails with NOT_FOUND) first.
+ */
 export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
-  const required = requiredKeys(model);
-  const check: Statement[] = required.length === 0 ? [] : [{
-    text: `select svc_required(data, $2::text[]) from record_content where record_id = $1::text and stage = 'draft' order by locale`,
-    params: [id, required],
-  }];
-  // Published locales without a working version go; the others are overwritten from it. The two
-  // sets are disjoint, so the sub-statements cannot trip over each other.
   const statement: Statement = {
-    text: `with gone as (
-        delete from record_content p where p.record_id = $1::text and p.stage = 'published'
-          and not exists (select 1 from record_content d where d.record_id = $1::text and d.stage = 'draft' and d.locale = p.locale)
-      ), copied as (
-        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at, variants)
-        select record_id, project_id, model_key, 'published', locale, data, search, now(), variants
-        from record_content where record_id = $1::text and stage = 'draft'
-        on conflict (record_id, stage, locale) do update set data = excluded.data, search = excluded.search, variants = excluded.variants, updated_at = now()
-      ), marked as (
-        update records set published_at = now(), has_draft = false, updated_by = $2::text where id = $1::text
-      )
-      insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      values ($1::text, $3::text, 'published', null, null, $2::text)`,
-    params: [id, ctx.userId, ctx.projectId],
+    text: `select svc_publish_record($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text)`,
+    params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), notFoundMessage],
   };
-  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), ...check, statement], event: { action: 'published', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement], event: { action: 'published', recordId: id, modelKey: model.key } };
 }
 
 export function unpublishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
-    text: `with gone as (
-        delete from record_content where record_id = $1::text and stage = 'published'
-      ), marked as (
-        update records set published_at = null, has_draft = true, updated_by = $2::text where id = $1::text
-      )
-      insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      values ($1::text, $3::text, 'unpublished', null, null, $2::text)`,
-    params: [id, ctx.userId, ctx.projectId],
+    text: `select svc_unpublish_record($1::text, $2::text, $3::text, $4::text, $5::text)`,
+    params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage],
   };
-  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'unpublished', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement], event: { action: 'unpublished', recordId: id, modelKey: model.key } };
 }
 
 export function deleteRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
-    text: `with d as (delete from records where project_id = $1::text and id = $2::text and model_key = $3::text returning id)
-      select svc_check(count(*) > 0, 'SV404', $4::text) from d`,
+    text: `select svc_delete_record($1::text, $2::text, $3::text, $4::text)`,
     params: [ctx.projectId, id, model.key, notFoundMessage],
   };
   return { recordId: id, statements: [statement], event: { action: 'deleted', recordId: id, modelKey: model.key } };

@@ -1,5 +1,5 @@
 import { NotFound } from '../errors.ts';
-import { byIdsStatement } from '../content/read.ts';
+import { writtenStatement } from '../content/read.ts';
 import type { ContentRow, ReadScope, RecordNode } from '../content/types.ts';
 import type { WriteContext, WriteStep } from '../content/write.ts';
 import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
@@ -47,7 +47,7 @@ export function commit(ctx: GqlContext, tx: WriteTx): Promise<Committed> {
 
 /** Reads back, inside the transaction, the working version of records it wrote. */
 export function readBack(tx: WriteTx, scope: ReadScope, ids: readonly string[], restrictTo: readonly string[] | null): Handle<ContentRow> {
-  return tx.read<ContentRow>(byIdsStatement(scope, ids, restrictTo));
+  return tx.read<ContentRow>(writtenStatement(scope, ids, restrictTo));
 }
 
 /** One write and the record as it stands after it (the per-model mutations). */
