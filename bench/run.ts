@@ -11,6 +11,7 @@ import { openDatabase, seedReferenceTables, type BenchDatabase } from './databas
 import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
 import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
 import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.ts';
+import { pgCpuWindow } from './pg-cpu.ts';
 import type { AuthCost } from './auth-cost.ts';
 import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
@@ -78,6 +79,8 @@ const rows: Row[] = [];
 const notes: string[] = [];
 /** Server CPU per request (ns) of the service rows, from /proc over the whole load run. */
 const cpuPerRequest = new Map<string, { ns: number; cores: number }>();
+/** Write rows: CPU µs per operation of the service (or the ceiling's client) and of PostgreSQL's backends. */
+const writeCpu = new Map<string, { client: number; pg: number }>();
 let authCost: AuthCost | { na: string } | undefined;
 let collab: string[] = [];
 /** The login-under-load section (bench/login-load.ts). */
@@ -113,10 +116,16 @@ async function measure(name: string, shape: Row['shape'], reference: boolean, ta
   process.stderr.write(`bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
   const rss = rssWindow(target.child.pid);
   const cpu = cpuWindow(target.child.pid);
+  const pg = shape === 'write' && db ? await pgCpuWindow(db.url).catch(() => undefined) : undefined;
   const result = await runLoad(plan);
   const rssMb = rss.end();
   // Warm-up included on both sides: CPU over the whole run ÷ wall time = cores kept busy.
   const used = cpu.end();
+  const pgSeconds = await pg?.end();
+  if (used && pgSeconds !== undefined && result.rps > 0) {
+    const ops = result.rps * (plan.warmupMs + plan.durationMs) / 1000;
+    writeCpu.set(name, { client: (used.cpuSeconds * 1e6) / ops, pg: (pgSeconds * 1e6) / ops });
+  }
   if (used && !reference && result.rps > 0) {
     cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
     notes.push(`${name}: server CPU ${((used.cores * 1e6) / result.rps).toFixed(1)} µs per request (${used.cores.toFixed(2)} cores busy)`);
@@ -331,18 +340,26 @@ async function runWriteCeiling(plan: LoadPlan): Promise<void> {
   const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'write-ceiling.json');
   writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, connections: plan.connections, warmupMs: plan.warmupMs, durationMs: plan.durationMs }));
   const child = startChild(process.execPath, [join(import.meta.dir, 'references', 'write-ceiling.ts'), input], { label: 'write-ceiling', cwd: join(import.meta.dir, '..') });
+  const pg = await pgCpuWindow(db!.url).catch(() => undefined);
   let out = '';
   child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   const timer = setTimeout(() => void child.stop('SIGKILL', 0), plan.warmupMs + plan.durationMs + 60_000);
   await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
   clearTimeout(timer);
+  const pgSeconds = await pg?.end();
   const m = /LOADJSON (\{.*\})/.exec(out);
   if (!m) {
     naRow('write-ceiling', 'write', true, `printed no result: ${child.tail()}`);
     process.stderr.write('failed\n');
     return;
   }
-  const r = JSON.parse(m[1]!) as LoadResult;
+  const r = JSON.parse(m[1]!) as LoadResult & { cpuSeconds?: number };
+  if (r.cpuSeconds !== undefined && pgSeconds !== undefined && r.rps > 0) {
+    // The client's whole life (setup, warm-up, run; it reports its own CPU) against operations
+    // at the measured rate over warm-up and run.
+    const ops = r.rps * (plan.warmupMs + plan.durationMs) / 1000;
+    writeCpu.set('write-ceiling', { client: (r.cpuSeconds * 1e6) / ops, pg: (pgSeconds * 1e6) / ops });
+  }
   rows.push({ name: 'write-ceiling', shape: 'write', reference: true, result: { ...r, rssMb: undefined } });
   process.stderr.write(`${r.rps.toFixed(0)} commits/s\n`);
 }
@@ -355,6 +372,13 @@ function writeNotes(): void {
   const ceiling = rps('write-ceiling');
   const pairs = rps('write');
   if (pairs && ceiling) notes.push(`write: ${pairs.toFixed(0)} create+publish pairs/s = ${(pairs / ceiling).toFixed(3)} × write-ceiling (${ceiling.toFixed(0)} bare INSERT commits/s, same connections, same run); targets ≥ 0.4 (at least 0.25)`);
+  for (const [name, c] of writeCpu) {
+    const per = name === 'write' ? 'create+publish pair' : name === 'write-ceiling' ? 'bare INSERT commit' : name === 'write/batch100' ? 'batch of 100' : 'create';
+    notes.push(`${name}: CPU per ${per}: ${c.client.toFixed(0)} µs in ${name === 'write-ceiling' ? 'the Bun.SQL client' : 'the service'} + ${c.pg.toFixed(0)} µs in PostgreSQL backends = ${(c.client + c.pg).toFixed(0)} µs`);
+  }
+  const cw = writeCpu.get('write');
+  const cc = writeCpu.get('write-ceiling');
+  if (cw && cc) notes.push(`write: by CPU (what a quiet 2-core box would allow when both are CPU-bound): pairs/s ≈ ${((cc.client + cc.pg) / (cw.client + cw.pg)).toFixed(3)} × write-ceiling`);
   if (single && batch) notes.push(`write/batch100: ${(batch * 100).toFixed(0)} records/s in batches of 100 against ${single.toFixed(0)} records/s as single creates = ${((batch * 100) / single).toFixed(1)} × (target ≥ 10 ×)`);
 }
 

@@ -40,5 +40,6 @@ await Promise.all(loops);
 await sql.close();
 lat.sort((a, b) => a - b);
 const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : 0);
-console.log(`LOADJSON ${JSON.stringify({ requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors: 0 })}`);
+const cpu = process.cpuUsage();
+console.log(`LOADJSON ${JSON.stringify({ requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors: 0, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}`);
 process.exit(0);

@@ -56,6 +56,18 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => admin.end());
 
+/**
+ * The commits of a phase, run again (up to three times) while it counts more than `expected`:
+ * on a loaded machine a stray transaction now and then lands in a phase (the suite's other
+ * files share the server), and strays only ever add, so the least count is the phase's own. A
+ * write path that really commits more is above `expected` every time and still fails.
+ */
+async function least(expected: number, run: () => Promise<number>): Promise<number> {
+  let n = await run();
+  for (let i = 1; i < 3 && n > expected; i++) n = Math.min(n, await run());
+  return n;
+}
+
 async function settledCommits(): Promise<number> {
   let last = -1;
   for (let stable = 0; stable < 3; ) {
@@ -135,32 +147,33 @@ describe('commits per write (pg_stat_database.xact_commit)', () => {
     // The first phase on the database counts two transactions more than the ones after it,
     // whatever it writes: it is run and not counted.
     await phase(false, async () => {});
-    const base = await phase(false, async () => {});
-    const pairs = await phase(false, async (gql) => {
+    const base = Math.min(await phase(false, async () => {}), await phase(false, async () => {}));
+    let round = 0;
+    const pairs = await least(base + 20, () => phase(false, async (gql) => {
+      round++;
       for (let i = 0; i < 10; i++) {
-        const c = await gql(CREATE, { d: { title: `t${i}`, slug: `s${i}` }, k: `n${i}` });
+        const c = await gql(CREATE, { d: { title: `t${i}`, slug: `s${i}` }, k: `n${round}-${i}` });
         expect(c.createNote.title).toBe(`t${i}`);
         await gql(PUBLISH, { id: c.createNote._id });
       }
-    });
+    }));
     about(pairs - base, 20);
-    const batch = await phase(false, async (gql) => {
+    const batch = await least(base + 1, () => phase(false, async (gql) => {
       const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { title: `b${i}` } }));
       const r = await gql('mutation($o: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $o) { _id } }', { o: ops });
       expect(r.batchRecordOperations).toHaveLength(100);
-    });
+    }));
     about(batch - base, 1);
-    const failed = await phase(false, async (gql) => {
-      await expect(gql(CREATE, { d: { title: 'dup' }, k: 'n1' })).rejects.toThrow('CONFLICT');
+    const failed = await least(base, () => phase(false, async (gql) => {
+      await expect(gql(CREATE, { d: { title: 'dup' }, k: 'n1-1' })).rejects.toThrow('CONFLICT');
       await expect(gql(PUBLISH, { id: 'rec_missing' })).rejects.toThrow('NOT_FOUND');
-    });
+    }));
     about(failed - base, 0);
   }, 300_000);
 
   test('with LISTEN/NOTIFY: the events travel in the write\'s own commit; the only other transactions are the listener\'s reads', async () => {
     // The listening backend now and then runs a transaction or three more than the messages it
-    // reads (on this box: 15 or 18 for the same phase). Strays only ever add, so each count is
-    // the least of two runs.
+    // reads (on this box: 15 or 18 for the same phase): each count is the least of two runs.
     const base = Math.min(await phase(true, async () => {}), await phase(true, async () => {}));
     let round = 0;
     const writes = () => phase(true, async (gql, heard) => {
