@@ -1,5 +1,5 @@
 import type { Settings } from './env.ts';
-import { connect, connectContentSql, ping, type ContentSql, type Sql } from './store/db.ts';
+import { connect, connectContentSql, connectSession, ping, type ContentSql, type Sql } from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus } from './actors/bus.ts';
@@ -114,10 +114,11 @@ export async function openService(settings: Settings): Promise<Service> {
   // Signing keys (created on the first start of the deployment) and the revocation list.
   const { tokens } = await startIdentity({ sql, bus, settings });
   const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
-  const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot });
+  const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }) });
   await collab.start();
   const files = new FilesRuntime(sql, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir });
   const metrics = new MetricsRegistry();
+  collab.registerMetrics(metrics);
   const requests = new RequestLog(metrics, settings.log);
   const gate = new Gate({
     keys: new KeyResolver(sql, bus),

@@ -4,7 +4,9 @@ import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import type { Gate } from '../auth/gate.ts';
 import { hasScope } from '../auth/scopes.ts';
 import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
-import { keyAccess, type JoinAuth, type Joiner } from './gateway.ts';
+import type { JoinAuth, Joiner } from './gateway.ts';
+import { customerPrincipals, keyAccess, type Access } from './access.ts';
+import { keyPrincipals } from '../graphql/field-access.ts';
 
 /**
  * Who joins a room (CONTRACT §10): `apiKey` (plus `projectId` for tenant keys) and/or `token`, a
@@ -29,7 +31,16 @@ export function joinAuth(deps: JoinAuthDeps): JoinAuth {
     }
     const { key, customer } = await deps.gate.admit({ headers: req.headers, params });
     if (customer) return customerJoiner(deps, key, customer);
-    return { identity: `key:${key.keyId}`, userId: key.keyId, projectId: key.projectId, access: (model) => keyAccess(key, model) };
+    const principals = keyPrincipals(key);
+    return {
+      identity: `key:${key.keyId}`,
+      userId: key.keyId,
+      projectId: key.projectId,
+      access: (model) => {
+        const mode = keyAccess(key, model);
+        return mode && { mode, principals };
+      },
+    };
   };
 }
 
@@ -44,12 +55,12 @@ function customerJoiner(deps: JoinAuthDeps, key: KeyPrincipal | null, c: Custome
     identity: `customer:${c.customerId}`,
     userId: c.customerId,
     projectId: c.projectId,
-    async access(model: ModelDef, recordId: string) {
-      const viaKey = key ? keyAccess(key, model) : null;
-      if (viaKey === 'write' || hasScope(c.scopes, `records:write:${model.key}`)) return 'write';
+    async access(model: ModelDef, recordId: string): Promise<Access | null> {
       const [own] = await deps.sql`select 1 from records where project_id = ${c.projectId} and id = ${recordId} and owner_customer_id = ${c.customerId}`;
-      if (own) return 'write';
-      if (viaKey === 'read' || (hasScope(c.scopes, `records:read:${model.key}`) && (model.versioned === false || hasScope(c.scopes, 'drafts:read')))) return 'read';
+      const principals = customerPrincipals(key, own !== undefined);
+      const viaKey = key ? keyAccess(key, model) : null;
+      if (viaKey === 'write' || hasScope(c.scopes, `records:write:${model.key}`) || own) return { mode: 'write', principals };
+      if (viaKey === 'read' || (hasScope(c.scopes, `records:read:${model.key}`) && (model.versioned === false || hasScope(c.scopes, 'drafts:read')))) return { mode: 'read', principals };
       return null;
     },
   };

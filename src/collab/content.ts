@@ -9,8 +9,11 @@ export type Content = Record<string, unknown>;
 
 const TEXT_TYPES = new Set(['text', 'richtext']);
 
+/** The name of the root map holding the fields. */
+export const CONTENT_MAP = 'content';
+
 export function contentMap(doc: Y.Doc): Y.Map<unknown> {
-  return doc.getMap('content');
+  return doc.getMap(CONTENT_MAP);
 }
 
 /** The record content the document stands for: the model's fields only, Y.Text as strings. */

@@ -1,13 +1,13 @@
 import type { Server, ServerWebSocket } from 'bun';
 import { UPGRADED, type GatewayModule, type GatewaySocketData } from '../gateway-module.ts';
 import type { ModelDef } from '../projects/types.ts';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { hasScope } from '../auth/scopes.ts';
 import { BadUserInput, NotFound, PermissionDenied, SvcError, errorBody, toSvcError } from '../errors.ts';
 import { CloseCode, MAX_FRAME_BYTES, parseRoomName } from './protocol.ts';
 import type { Conn, Room } from './room.ts';
 import type { CollabRooms } from './rooms.ts';
 import { recordExists } from './store.ts';
+import { unreadableFields, writeRule, type Access } from './access.ts';
+import type { WriteRule } from './guard.ts';
 
 /**
  * Collaboration rooms on the realtime gateway: the upgrade route `/{modelKey}:{recordId}:{variantId}`
@@ -20,8 +20,8 @@ export interface Joiner {
   /** Recorded as the editor (`userId` of events and history). */
   userId: string;
   projectId: string;
-  /** 'write', 'read' (awareness only) or null (refused) for a record of a model. */
-  access(model: ModelDef, recordId: string): 'write' | 'read' | null | Promise<'write' | 'read' | null>;
+  /** Write, read (awareness only) or null (refused) for a record of a model, with the joiner's principals. */
+  access(model: ModelDef, recordId: string): Access | null | Promise<Access | null>;
 }
 
 /** Resolves the `token` / `apiKey` (+ `projectId`) query parameters of an upgrade. */
@@ -32,7 +32,7 @@ export interface CollabSocketData {
   key: string;
   identity: string;
   userId: string;
-  readOnly: boolean;
+  rule: WriteRule;
   conn?: Conn;
   room?: Room;
   /** Frames that arrived before the room was attached (bounded). */
@@ -44,14 +44,6 @@ type Socket = ServerWebSocket<CollabSocketData>;
 const MAX_QUEUED = 64;
 /** Seconds a client refused by the room limit should wait (rooms free when editors leave). */
 export const ROOM_LIMIT_RETRY_AFTER = 30;
-
-/** What a key may do in a room of `model`. Drafts are what a room shows, so reading needs drafts:read on versioned models. */
-export function keyAccess(p: KeyPrincipal, model: ModelDef): 'write' | 'read' | null {
-  if (p.allowedModels && !p.allowedModels.includes(model.key)) return null;
-  if (hasScope(p, `records:write:${model.key}`)) return 'write';
-  if (hasScope(p, `records:read:${model.key}`) && (model.versioned === false || hasScope(p, 'drafts:read'))) return 'read';
-  return null;
-}
 
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
@@ -89,13 +81,15 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
         const { info } = await rooms.resolve(joiner.projectId, name);
         const access = await joiner.access(info.model, info.recordId);
         if (!access) throw new PermissionDenied('Joining this room needs write access to the record');
+        const hidden = unreadableFields(info.model, access.principals);
+        if (hidden.length > 0) throw new PermissionDenied(`A room shows every field; this caller may not read: ${hidden.join(', ')}`);
         if (!(await recordExists(rooms.sql, info.projectId, info.model.key, info.recordId))) throw new NotFound('No such record');
         const limit = await rooms.checkLimit(joiner.identity, info.key);
         if (!limit.ok) {
           return json({ error: 'room_limit_exceeded', limit: rooms.roomLimit, held: limit.held }, 429, { 'retry-after': String(ROOM_LIMIT_RETRY_AFTER) });
         }
         rooms.hold(joiner.identity, info.key);
-        const data: CollabSocketData = { kind: 'collab', key: info.key, identity: joiner.identity, userId: joiner.userId, readOnly: access === 'read', queue: [], closed: false };
+        const data: CollabSocketData = { kind: 'collab', key: info.key, identity: joiner.identity, userId: joiner.userId, rule: writeRule(info.model, access), queue: [], closed: false };
         if (!server.upgrade(req, { data })) {
           rooms.release(joiner.identity, info.key);
           throw new BadUserInput('WebSocket upgrade failed');
@@ -108,7 +102,7 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
     websocket: {
       async open(ws: Socket) {
         const d = ws.data;
-        const conn: Conn = { ws, userId: d.userId, readOnly: d.readOnly, awarenessIds: new Set() };
+        const conn: Conn = { ws, userId: d.userId, rule: d.rule, awarenessIds: new Set() };
         d.conn = conn;
         try {
           // The room may unload between the join check and this open: get a live one.

@@ -2,7 +2,8 @@ import type { KeyPrincipal } from '../auth/principal.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import type { Sql } from '../store/db.ts';
-import { keyAccess } from './gateway.ts';
+import { keyAccess, unreadableFields } from './access.ts';
+import { keyPrincipals } from '../graphql/field-access.ts';
 import { DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { recordExists } from './store.ts';
 
@@ -28,5 +29,6 @@ export async function collabInfo(sql: Sql, realtimeUrl: string, principal: KeyPr
   const model = snapshot.models.find((m) => m.key === modelKey);
   const visible = model && (!principal.allowedModels || principal.allowedModels.includes(model.key));
   if (!model || !visible || !(await recordExists(sql, snapshot.id, model.key, recordId))) throw new NotFound(`No ${modelKey} record with _id "${recordId}"`);
-  return { enabled: keyAccess(principal, model) !== null, wsUrl: realtimeUrl, roomName, auth: { method: 'query-param', params: AUTH_PARAMS } };
+  const enabled = keyAccess(principal, model) !== null && unreadableFields(model, keyPrincipals(principal)).length === 0;
+  return { enabled, wsUrl: realtimeUrl, roomName, auth: { method: 'query-param', params: AUTH_PARAMS } };
 }

@@ -2,6 +2,7 @@ import * as Y from 'yjs';
 import * as encoding from 'lib0/encoding';
 import * as decoding from 'lib0/decoding';
 import * as syncProtocol from 'y-protocols/sync';
+import * as authProtocol from 'y-protocols/auth';
 
 /**
  * The y-websocket wire format (what `WebsocketProvider` speaks), with no I/O: parse a client
@@ -109,6 +110,18 @@ export function awarenessFrame(update: Uint8Array): Uint8Array {
   const e = encoding.createEncoder();
   encoding.writeVarUint(e, MESSAGE_AWARENESS);
   encoding.writeVarUint8Array(e, update);
+  return encoding.toUint8Array(e);
+}
+
+/**
+ * y-protocols' auth message "permission denied": what the server tells an editor whose update
+ * it refused (WebsocketProvider reports it through its `messageHandlers[2]`, by default a
+ * console warning naming the reason).
+ */
+export function permissionDeniedFrame(reason: string): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_AUTH);
+  authProtocol.writePermissionDenied(e, reason);
   return encoding.toUint8Array(e);
 }
 

@@ -1,5 +1,6 @@
 import type { ModelDef } from '../projects/types.ts';
 import type { ModelLookup } from '../content/validate.ts';
+import type { WriteRule } from './guard.ts';
 
 /** What a room needs of a WebSocket (Bun's ServerWebSocket fits; tests may pass their own). */
 export interface RoomSocket {
@@ -14,8 +15,11 @@ export interface Conn {
   ws: RoomSocket;
   /** Who edits: the key id or the customer id; the autosave is attributed to the last one. */
   userId: string | null;
-  /** records:read joiners: awareness only, their document updates are ignored. */
-  readOnly: boolean;
+  /**
+   * What the socket may change (guard.ts): null for every field; read-only joiners (awareness
+   * only) nothing; others every field but those whose `access.write` leaves them out.
+   */
+  rule: WriteRule;
   /** Awareness client ids this socket announced, removed when it leaves. */
   awarenessIds: Set<number>;
 }

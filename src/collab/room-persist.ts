@@ -1,10 +1,14 @@
 import * as Y from 'yjs';
 import type { Sql } from '../store/db.ts';
+import type { BusEvent, EventBus } from '../actors/bus.ts';
 import { NotFound } from '../errors.ts';
 import { validateData } from '../content/validate.ts';
-import { changedFields, seedDoc, writeContent, type Content } from './content.ts';
-import { insertState, loadState, readDraft } from './store.ts';
+import { run } from '../content/db.ts';
+import { runStep, updateRecord, type PendingEvent, type WriteContext } from '../content/write.ts';
+import { changedFields, readContent, seedDoc, writeContent, type Content } from './content.ts';
+import { insertState, loadState, lockState, readDraft, writeState } from './store.ts';
 import type { RoomInfo } from './room-host.ts';
+import type { Lease, SaverLocks } from './saver-lock.ts';
 
 /**
  * A room's document at load: its stored state when there is one (then reconciled with writes
@@ -66,4 +70,234 @@ export function validPatch(info: RoomInfo, patch: Content): Content {
     }
   }
   return out;
+}
+
+/** What a room's persistence needs of its process. */
+export interface SaverHost {
+  sql: Sql;
+  /** Record writes announce their events with the commit (bus.stage) like every write. */
+  bus: EventBus;
+  locks: SaverLocks;
+  debounceMs: number;
+  maxWaitMs: number;
+  /** Counters of the process (GET /metrics): save transactions committed by autosaves. */
+  stats: { saves: number; refused: number };
+}
+
+/** A save found that this process no longer holds the room's lock: nothing was written. */
+class LeaseLost extends Error {}
+
+/**
+ * How a room persists (the half of the room that talks to PostgreSQL): the debounce, the saver
+ * lease, saves into the record (unversioned models) or into the stored state (versioned ones),
+ * and the reconciliation with writes made outside the room. Its methods run inside the room's
+ * mailbox, in order with the document's updates; the debounce timer goes through `enqueue`.
+ */
+export class RoomSaver {
+  readonly #info: RoomInfo;
+  readonly #doc: Y.Doc;
+  readonly #host: SaverHost;
+  readonly #enqueue: () => void;
+  readonly #gone: () => void;
+  /** The record content the document was last reconciled with (see sql/012_collab.sql). */
+  #base: Content;
+  #lease: Lease | null;
+  #version = 0;
+  #savedVersion = 0;
+  #lastEditor: string | null = null;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #firstDirtyAt = 0;
+  #stopped = false;
+  /** Saves written into the record, for diagnostics and the bench. */
+  saves = 0;
+
+  constructor(info: RoomInfo, doc: Y.Doc, host: SaverHost, loaded: { base: Content; lease: Lease | null; dirty: boolean }, enqueue: () => void, gone: () => void) {
+    this.#info = info;
+    this.#doc = doc;
+    this.#host = host;
+    this.#base = loaded.base;
+    this.#lease = loaded.lease;
+    if (loaded.dirty) this.#version = 1;
+    this.#enqueue = enqueue;
+    this.#gone = gone;
+  }
+
+  get isSaver(): boolean {
+    return this.#host.locks.valid(this.#lease);
+  }
+
+  get lastEditor(): string | null {
+    return this.#lastEditor;
+  }
+
+  /** Edits this process must still save (a process that does not save has none). */
+  get unsaved(): boolean {
+    return this.isSaver && this.#version !== this.#savedVersion;
+  }
+
+  /** The document changed (by `editor` when known): save it after the debounce. */
+  changed(editor?: string | null): void {
+    if (editor) this.#lastEditor = editor;
+    this.#version++;
+    this.#schedule();
+  }
+
+  /** Debounce: a save `debounceMs` after the last change, at most `maxWaitMs` after the first. */
+  #schedule(): void {
+    if (this.#stopped) return;
+    const now = Date.now();
+    if (this.#timer === undefined) this.#firstDirtyAt = now;
+    else clearTimeout(this.#timer);
+    const delay = Math.max(0, Math.min(this.#host.debounceMs, this.#firstDirtyAt + this.#host.maxWaitMs - now));
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#enqueue();
+    }, delay);
+    this.#timer.unref?.();
+  }
+
+  /** One process saves a room: the holder of its advisory lock. The others stand by. */
+  async #claim(): Promise<boolean> {
+    if (!this.isSaver && !this.#stopped) this.#lease = await this.#host.locks.acquire(this.#info.key);
+    return this.isSaver;
+  }
+
+  /**
+   * The lock session was lost: this process saves nothing more until it holds the lock again.
+   * It tries at once; when another process took the room over, that one saves (it has every
+   * edit: the room's processes share them).
+   */
+  async relock(): Promise<void> {
+    this.#lease = null;
+    await this.save(false);
+  }
+
+  async save(final: boolean): Promise<void> {
+    if (final && this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+    if (this.#stopped || !(await this.#claim())) {
+      this.#savedVersion = this.#version;
+      return;
+    }
+    if (this.#version === this.#savedVersion) return;
+    try {
+      if (this.#info.model.versioned === false) await this.#writeRecord(this.#lastEditor, this.#lease);
+      else await this.#storeState();
+    } catch (err) {
+      if (!(err instanceof LeaseLost)) throw err;
+      // Nothing was written: hold the lock again (then save) or leave the room to its new saver.
+      this.#lease = null;
+      if (await this.#claim()) return this.save(final);
+      this.#savedVersion = this.#version;
+    }
+  }
+
+  /** Versioned models: the live state is kept (compacted), the working version is not touched. */
+  async #storeState(): Promise<void> {
+    const info = this.#info;
+    const lease = this.#lease!;
+    const version = this.#version;
+    const ok = await this.#host.sql.begin(async (tx) => {
+      if (!(await lockState(tx, info.key))) return false;
+      if (!(await this.#host.locks.held(tx as never, lease))) throw new LeaseLost();
+      const draft = await readDraft(tx, info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale);
+      if (draft === null) return false;
+      this.#mergeOutside(draft);
+      await writeState(tx, info.key, { state: Y.encodeStateAsUpdate(this.#doc), base: this.#base });
+      return true;
+    });
+    if (!ok) return this.#lost();
+    this.#host.stats.saves++;
+    this.#savedVersion = version;
+  }
+
+  /** `saveCollabDraft`: the document into the record's working version, from any process. */
+  saveDraft(userId: string | null): Promise<boolean> {
+    return this.#writeRecord(userId, null);
+  }
+
+  /**
+   * Writes the document into the record's working version (and, for unversioned models, the
+   * published one) with the content layer's updateRecord, attributed to `userId`. Inside the
+   * transaction the record is locked and read first: a write that committed since the last
+   * reconciliation is merged into the document before the document is written back. An autosave
+   * (`lease` given) commits only while this process still holds the room's lock.
+   */
+  async #writeRecord(userId: string | null, lease: Lease | null): Promise<boolean> {
+    const info = this.#info;
+    const ctx: WriteContext = { projectId: info.projectId, defaultLocale: info.defaultLocale, userId, models: info.models };
+    const toBus = (e: PendingEvent): BusEvent => ({ type: 'record.changed', projectId: info.projectId, action: e.action, recordId: e.recordId, modelKey: e.modelKey, userId });
+    let event: BusEvent | undefined;
+    let wrote = false;
+    let base = this.#base;
+    let version = this.#version;
+    const ok = await this.#host.sql.begin(async (tx) => {
+      const draft = await readDraft(tx, info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale, true);
+      if (draft === null) return false;
+      if (lease && !(await this.#host.locks.held(tx as never, lease))) throw new LeaseLost();
+      this.#mergeOutside(draft);
+      const content = readContent(this.#doc, info.model);
+      const patch = validPatch(info, changedFields(content, draft));
+      if (Object.keys(patch).length > 0) {
+        const step = updateRecord(ctx, info.model, info.recordId, info.locale, patch);
+        await runStep(tx as never, step);
+        event = toBus(step.event);
+        await this.#host.bus.stage((text, params) => run(tx as never, text, params), [event]);
+        wrote = true;
+      }
+      base = { ...draft, ...patch };
+      version = this.#version;
+      await writeState(tx, info.key, { state: Y.encodeStateAsUpdate(this.#doc), base });
+      return true;
+    });
+    if (!ok) {
+      this.#lost();
+      return false;
+    }
+    this.#base = base;
+    this.#savedVersion = version;
+    if (lease) this.#host.stats.saves++;
+    if (wrote) {
+      this.saves++;
+      if (event) this.#host.bus.deliverLocal([event]);
+    }
+    return wrote;
+  }
+
+  /** Merges the difference between the record's working version and `base` into the document. */
+  #mergeOutside(draft: Content): void {
+    const outside = changedFields(draft, this.#base);
+    if (Object.keys(outside).length > 0) writeContent(this.#doc, this.#info.model, outside, 'merge');
+    this.#base = draft;
+  }
+
+  /** A record write committed elsewhere (GraphQL, CLI): the saver merges it into the document. */
+  async merge(): Promise<void> {
+    if (!this.isSaver || this.#stopped) return;
+    const i = this.#info;
+    const draft = await readDraft(this.#host.sql, i.projectId, i.model.key, i.recordId, i.locale, i.defaultLocale);
+    if (draft === null) return this.#lost();
+    this.#mergeOutside(draft);
+  }
+
+  /** The record is gone: nothing is left to save. */
+  #lost(): void {
+    this.#savedVersion = this.#version;
+    this.#gone();
+  }
+
+  /** The room unloads: no more saves from here on (queued ones find nothing to do). */
+  halt(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+  }
+
+  /** After the room's last message: the lock goes back. */
+  async release(): Promise<void> {
+    const lease = this.#lease;
+    this.#lease = null;
+    if (lease) await this.#host.locks.release(lease).catch(() => {});
+  }
 }

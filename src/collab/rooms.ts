@@ -2,11 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../actors/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
+import type { MetricsRegistry } from '../metrics/registry.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { NotFound } from '../errors.ts';
 import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
+import { SaverLocks } from './saver-lock.ts';
 import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, setPresence } from './store.ts';
 
 /**
@@ -29,6 +31,8 @@ export interface CollabDeps {
   sql: Sql;
   bus: EventBus;
   project(id: string): Promise<ProjectSnapshot>;
+  /** A connection of its own for the saver locks (store/db.ts connectSession). */
+  lockSession(onclose: () => void): Sql;
 }
 
 const CHANNEL = 'svc_collab';
@@ -46,7 +50,10 @@ export class CollabRooms {
   readonly #deps: CollabDeps;
   readonly #host: RoomHost;
   #server: { publish(topic: string, data: Uint8Array): unknown } | undefined;
-  #lockConn: Promise<Sql & { release(): void }> | undefined;
+  /** The saver election: one advisory lock per room this process saves (saver-lock.ts). */
+  readonly locks: SaverLocks;
+  /** Autosave transactions committed and updates refused by field rules, in this process. */
+  readonly stats = { saves: 0, refused: 0 };
   /** identity → room key → sockets, in this process. */
   readonly #holds = new Map<string, Map<string, number>>();
   /** record id → loaded room keys, for merges and deletes. */
@@ -63,7 +70,10 @@ export class CollabRooms {
   constructor(deps: CollabDeps, opts: CollabOptions = {}) {
     this.#deps = deps;
     this.roomLimit = opts.roomLimit ?? 10;
-    const self = this;
+    // A lost lock session voids every room's lease: each one re-acquires or stands by.
+    this.locks = new SaverLocks(deps.lockSession, () => {
+      for (const key of this.registry.keys()) this.registry.peek(key)?.relock();
+    });
     this.#host = {
       sql: deps.sql,
       debounceMs: opts.debounceMs ?? 2_000,
@@ -74,8 +84,8 @@ export class CollabRooms {
           .then(() => relayUpdate(deps.sql, CHANNEL, room.key, this.processId, kind, userId, data))
           .catch((e) => console.error('collab relay failed:', e instanceof Error ? e.message : e));
       },
-      tryLock: (key) => self.#lock(key),
-      unlock: (key) => self.#unlock(key),
+      locks: this.locks,
+      stats: this.stats,
       bus: deps.bus,
       unloaded: (room) => {
         const set = this.#byRecord.get(room.info.recordId);
@@ -96,6 +106,14 @@ export class CollabRooms {
 
   readonly #heartbeatMs: number;
 
+  /** The rooms' series on GET /metrics. */
+  registerMetrics(m: MetricsRegistry): void {
+    m.actors.add(() => Object.entries(this.registry.counts()).map(([state, n]) => [['room', state], n] as const));
+    m.counterFrom('svc_collab_saves_total', 'Autosaves of collaboration rooms committed by this process (record writes and stored room states).', () => this.stats.saves);
+    m.counterFrom('svc_collab_refused_updates_total', 'Room updates refused by field access rules or read-only sockets.', () => this.stats.refused);
+    m.counterFrom('svc_collab_lock_losses_total', 'Saver lock sessions lost (their rooms re-acquired or handed over).', () => this.locks.losses);
+  }
+
   get sql(): Sql {
     return this.#deps.sql;
   }
@@ -104,7 +122,10 @@ export class CollabRooms {
     const sub = await this.#deps.sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
     this.#unlisten = () => sub.unlisten();
     await heartbeat(this.#deps.sql, this.processId);
-    this.#beat = setInterval(() => void heartbeat(this.#deps.sql, this.processId).catch(() => {}), this.#heartbeatMs);
+    this.#beat = setInterval(() => {
+      void heartbeat(this.#deps.sql, this.processId).catch(() => {});
+      void this.locks.check();
+    }, this.#heartbeatMs);
     this.#beat.unref?.();
     this.#unsubscribe = this.#deps.bus.subscribe((e) => {
       if (e.type !== 'record.changed') return;
@@ -248,28 +269,7 @@ export class CollabRooms {
     await this.#presenceChain;
     await this.#unlisten?.().catch(() => {});
     await forgetProcess(this.#deps.sql, this.processId).catch(() => {});
-    const conn = this.#lockConn;
-    this.#lockConn = undefined;
-    if (conn) (await conn.catch(() => undefined))?.release();
-  }
-
-  // ---- the saver lock: session advisory locks on one reserved connection ----
-
-  #conn(): Promise<Sql & { release(): void }> {
-    this.#lockConn ??= (this.#deps.sql as unknown as { reserve(): Promise<Sql & { release(): void }> }).reserve();
-    return this.#lockConn;
-  }
-
-  async #lock(key: string): Promise<boolean> {
-    const c = await this.#conn();
-    const [row] = await c`select pg_try_advisory_lock(hashtextextended(${key}, 727014)) as ok`;
-    return row?.ok === true;
-  }
-
-  async #unlock(key: string): Promise<void> {
-    if (!this.#lockConn) return;
-    const c = await this.#lockConn;
-    await c`select pg_advisory_unlock(hashtextextended(${key}, 727014))`;
+    await this.locks.close();
   }
 
   // ---- relay between processes ----

@@ -24,6 +24,12 @@ export async function insertState(tx: Tx, room: string, projectId: string, recor
   return rows.length > 0;
 }
 
+/** Locks the room's stored state for the transaction; false when there is none. */
+export async function lockState(tx: Tx, room: string): Promise<boolean> {
+  const rows = await q(tx)`select 1 from collab_state where room = ${room} for update`;
+  return rows.length > 0;
+}
+
 export async function writeState(tx: Tx, room: string, s: StoredState): Promise<void> {
   await q(tx)`update collab_state set state = ${Buffer.from(s.state)}, base = ${q(tx).json(s.base as never)}, updated_at = now()
     where room = ${room}`;

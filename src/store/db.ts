@@ -26,6 +26,24 @@ export function connect(url: string, opts: { max?: number; pool?: string } = {})
   }) as unknown as Sql;
 }
 
+/**
+ * One connection that stays the same backend for as long as it lives (session state such as
+ * advisory locks lives there): never idle-closed or recycled. `onclose` hears its loss; after it,
+ * queries would silently run on a new backend, so the owner starts over with a new session.
+ */
+export function connectSession(url: string, opts: { pool: string; onclose: () => void }): Sql {
+  return postgres(url, {
+    max: 1,
+    connect_timeout: 5,
+    idle_timeout: null,
+    max_lifetime: null,
+    onnotice: () => {},
+    onclose: opts.onclose,
+    transform: { undefined: null },
+    connection: { application_name: poolName(opts.pool) },
+  } as never) as unknown as Sql;
+}
+
 /** Fails fast with one line if the server cannot be reached. */
 export async function ping(sql: Sql, url: string): Promise<void> {
   try {

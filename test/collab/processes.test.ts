@@ -1,17 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { freePort } from '../../src/store/ports.ts';
-import { MODELS, editor, roomOf, synced, type Editor } from './support.ts';
+import { MODELS, editor, roomOf, spawnGateway, synced, type Editor } from './support.ts';
 
 /**
  * A room whose editors are connected to different processes is one room (CONTRACT §2): updates
  * and awareness cross through PostgreSQL, room status counts every process, one process saves,
  * and a process stopped with SIGTERM saves what its editors typed before it exits.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let a: TestServer;
 let bUrl: string;
 let b: ReturnType<typeof Bun.spawn>;
@@ -19,29 +16,11 @@ let p: GqlProject;
 let key: string;
 const open: Editor[] = [];
 
-async function spawnGateway(): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
-  const [port, rport] = [await freePort(), await freePort()];
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  Object.assign(env, { DATABASE_URL: a.databaseUrl, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' });
-  const url = `http://127.0.0.1:${rport}`;
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {}
-    if (Date.now() > end) throw new Error('process never became healthy');
-    await Bun.sleep(100);
-  }
-  return { proc, url };
-}
-
 beforeAll(async () => {
   a = await startTestServer();
   p = await gqlProject(a, MODELS, 'collab-procs');
   key = await p.key('sk', ALL_SECRET);
-  ({ proc: b, url: bUrl } = await spawnGateway());
+  ({ proc: b, url: bUrl } = await spawnGateway(a));
 }, 60_000);
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { CollabRooms } from '../../src/collab/rooms.ts';
+import { connectSession } from '../../src/store/db.ts';
 import type { Conn, RoomSocket } from '../../src/collab/room.ts';
 import { MESSAGE_SYNC, syncStep1Frame, updateFrame } from '../../src/collab/protocol.ts';
 import type { BusEvent } from '../../src/actors/bus.ts';
@@ -26,7 +27,10 @@ beforeAll(async () => {
   p = await gqlProject(server, MODELS, 'collab-room');
   key = await p.key('sk', ALL_SECRET);
   const svc = server.svc;
-  rooms = new CollabRooms({ sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot }, { debounceMs: 60_000, maxWaitMs: 60_000 });
+  rooms = new CollabRooms(
+    { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }) },
+    { debounceMs: 60_000, maxWaitMs: 60_000 },
+  );
   await rooms.start();
 }, 60_000);
 afterAll(async () => {
@@ -52,7 +56,7 @@ function client(userId: string): { conn: Conn; doc: Y.Doc; closed: number[] } {
       closed.push(code ?? 0);
     },
   };
-  return { conn: { ws, userId, readOnly: false, awarenessIds: new Set() }, doc, closed };
+  return { conn: { ws, userId, rule: null, awarenessIds: new Set() }, doc, closed };
 }
 
 describe('room actor', () => {

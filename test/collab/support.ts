@@ -1,7 +1,10 @@
 import * as Y from 'yjs';
 import { WebsocketProvider } from 'y-websocket';
 import type { ModelDef } from '../../src/projects/types.ts';
+import { join } from 'node:path';
 import { eventually } from '../support/eventually.ts';
+import { freePort } from '../../src/store/ports.ts';
+import type { TestServer } from '../support/server.ts';
 
 /** Test models: a versioned article and an unversioned (live) note. */
 export const MODELS: ModelDef[] = [
@@ -69,4 +72,23 @@ export async function tryJoin(gatewayUrl: string, room: string, params: Record<s
     body = JSON.parse(text);
   } catch {}
   return { status: res.status, body, headers: res.headers };
+}
+
+/** A second service process (`src/main.ts`) on the test server's database; resolves once healthy. */
+export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
+  const [port, rport] = [await freePort(), await freePort()];
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
+  Object.assign(env, { DATABASE_URL: a.databaseUrl, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir });
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: join(import.meta.dir, '..', '..'), env, stdout: 'ignore', stderr: 'inherit' });
+  const url = `http://127.0.0.1:${rport}`;
+  const end = Date.now() + 30_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {}
+    if (Date.now() > end) throw new Error('process never became healthy');
+    await Bun.sleep(100);
+  }
+  return { proc, url };
 }
