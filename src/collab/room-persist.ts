@@ -107,6 +107,7 @@ export class RoomSaver {
   #lastEditor: string | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #firstDirtyAt = 0;
+  #lastChangeAt = 0;
   #stopped = false;
   /** Saves written into the record, for diagnostics and the bench. */
   saves = 0;
@@ -142,17 +143,28 @@ export class RoomSaver {
     this.#schedule();
   }
 
-  /** Debounce: a save `debounceMs` after the last change, at most `maxWaitMs` after the first. */
+  /**
+   * Debounce: a save `debounceMs` after the last change, at most `maxWaitMs` after the first.
+   * One timer per quiet period, not one per keystroke: when it fires early it re-arms for the rest.
+   */
   #schedule(): void {
     if (this.#stopped) return;
     const now = Date.now();
-    if (this.#timer === undefined) this.#firstDirtyAt = now;
-    else clearTimeout(this.#timer);
-    const delay = Math.max(0, Math.min(this.#host.debounceMs, this.#firstDirtyAt + this.#host.maxWaitMs - now));
+    this.#lastChangeAt = now;
+    if (this.#timer !== undefined) return;
+    this.#firstDirtyAt = now;
+    this.#arm(this.#host.debounceMs);
+  }
+
+  #arm(delay: number): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
+      if (this.#stopped) return;
+      const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#firstDirtyAt + this.#host.maxWaitMs);
+      const wait = due - Date.now();
+      if (wait > 0) return this.#arm(wait);
       this.#enqueue();
-    }, delay);
+    }, Math.max(0, delay));
     this.#timer.unref?.();
   }
 

@@ -118,7 +118,15 @@ export class Room implements Actor {
   }
 
   frame(conn: Conn, data: Uint8Array): void {
-    this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
+    if (this.#mailbox.pending > 0 || this.#stopped) return this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
+    // Nothing queued or in flight: handling the frame now is the order the mailbox would keep
+    // (frames are handled synchronously), without a promise and a microtask per keystroke.
+    this.#lastUse = Date.now();
+    try {
+      this.#frame(conn, data);
+    } catch (err) {
+      this.#fail(conn, err);
+    }
   }
 
   leave(conn: Conn): void {
