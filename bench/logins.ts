@@ -22,6 +22,8 @@ const PASSWORD = 'bench login pw 1';
 
 async function call(input: Input, query: string, variables: Record<string, unknown>): Promise<boolean> {
   const res = await fetch(input.graphql, {
+    // A login still unanswered after 30 s counts as failed (the run must end).
+    signal: AbortSignal.timeout(30_000),
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': input.publicKey },
     body: JSON.stringify({ query, variables }),

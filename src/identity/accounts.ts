@@ -8,10 +8,11 @@ import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
 import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './sessions.ts';
 import { stampScopes } from './stamping.ts';
+import { ARGON2, hashPassword, verifyPassword } from './passwords.ts';
 
 /**
  * Customer accounts of one project (CONTRACT §8): registration, password and one-time-code
- * login, refresh, logout. Passwords are argon2id (`Bun.password`, hashed off the event loop);
+ * login, refresh, logout. Passwords are argon2id (passwords.ts: `Bun.password` off the event loop, OWASP parameters, bounded concurrency);
  * one-time codes are HMAC'd with the vault key, single use, valid 10 minutes, 5 tries each.
  * Failed logins are counted per email and per client IP over 15 minutes (in PostgreSQL, so
  * every process sees the same count); past the limit a login is RATE_LIMITED whatever the
@@ -71,8 +72,8 @@ export function checkPassword(v: unknown, email: string): string {
 let dummyHash: Promise<string> | undefined;
 /** Verifies against a fixed hash so an unknown email costs what a wrong password costs. */
 function burnVerify(password: string): Promise<boolean> {
-  dummyHash ??= Bun.password.hash('svc-dummy-password-for-timing', { algorithm: 'argon2id' });
-  return dummyHash.then((h) => Bun.password.verify(password, h));
+  dummyHash ??= Bun.password.hash('svc-dummy-password-for-timing', ARGON2);
+  return dummyHash.then((h) => verifyPassword(password, h));
 }
 
 async function checkThrottle(sql: Sql, projectId: string, subjects: { subject: string; limit: number }[]): Promise<void> {
@@ -137,7 +138,7 @@ export async function registerCustomer(id: Identity, project: ProjectView, input
   }
   const [dup] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email}`;
   if (dup) throw new BadUserInput('email is already registered', { field: 'email' });
-  const passwordHash = await Bun.password.hash(password, { algorithm: 'argon2id' });
+  const passwordHash = await hashPassword(password);
   const payload = await login(id, project, { id: newId('cus'), email, name }, { passwordHash, verified: false });
   if (setting(project, 'customerWelcomeEmailEnabled', true)) {
     const from = typeof project.settings.displayName === 'string' ? project.settings.displayName : undefined;
@@ -162,7 +163,7 @@ export async function loginCustomer(id: Identity, project: ProjectView, input: {
   await checkThrottle(id.sql, project.id, subs);
   const [row] = await id.sql<{ id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]>`
     select id, email, name, password_hash, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
-  const ok = row?.password_hash && !row.disabled_at ? await Bun.password.verify(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
+  const ok = row?.password_hash && !row.disabled_at ? await verifyPassword(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
   if (!ok || !row) {
     await recordFailure(id.sql, project.id, subs.map((s) => s.subject));
     throw new Unauthenticated(INVALID_LOGIN);

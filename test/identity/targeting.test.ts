@@ -7,6 +7,7 @@ import { startGqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { upsertRole } from '../../src/identity/customer-roles.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnPeer } from './support.ts';
+import { createClient } from 'graphql-ws';
 
 let server: TestServer;
 let p: GqlProject;
@@ -191,6 +192,35 @@ describe('self read access', () => {
     expect((await p.gql(pk, link, { id: note }, a.auth)).body.data.note.order).toBeNull();
     expect((await p.gql(pk, link, { id: note }, b.auth)).body.data.note.order).toEqual({ _id: ob, item: 'bananas for b' });
     expect((await p.gql(pk, link, { id: note })).body.data.note.order).toBeNull();
+  });
+
+  test('change channels of an owner-only model are refused to readers who may not read all of it', async () => {
+    const a = await customer();
+    const token = a.auth.authorization.slice('Bearer '.length);
+    const at = (channel: string, q: string) => fetch(`${server.gatewayUrl}/sse/${channel}?${q}`, { signal: AbortSignal.timeout(10_000) });
+    for (const [channel, q] of [['changes:order', `apiKey=${pk}&token=${token}`], ['changes:order', `token=${token}`], ['changes:*', `apiKey=${pk}`], ['changes:*', `apiKey=${pk}&token=${token}`]] as const) {
+      const res = await at(channel, q);
+      expect({ channel, q: q.replace(/=[^&]+/g, ''), status: res.status }).toEqual({ channel, q: q.replace(/=[^&]+/g, ''), status: 403 });
+      await res.body?.cancel();
+    }
+    // The service (a secret key on the model's access list) still hears every order, and others' channels are unaffected.
+    for (const [channel, key] of [['changes:order', sk], ['changes:banner', pk]] as const) {
+      const res = await at(channel, `apiKey=${key}`);
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+    }
+    // GraphQL subscriptions (graphql-ws) refuse it the same way; another model subscribes.
+    const client = createClient({ url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: pk, authorization: a.auth.authorization }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
+    try {
+      const first = (query: string) => new Promise<{ errors?: { message: string; extensions?: { code?: string } }[] } | string>((resolve) => {
+        const stop = client.subscribe({ query }, { next: (v) => (resolve(v as never), stop()), error: (e) => resolve(Array.isArray(e) ? { errors: e } : String(e)), complete: () => resolve('complete') });
+        setTimeout(() => (resolve('subscribed'), stop()), 1500);
+      });
+      expect(await first('subscription { recordChanged(modelKey: "order") { recordId } }')).toMatchObject({ errors: [{ message: 'Insufficient permissions' }] });
+      expect(await first('subscription { recordChanged(modelKey: "banner") { recordId } }')).toBe('subscribed');
+    } finally {
+      await client.dispose();
+    }
   });
 
   test('self-readable fields: the owner reads them; another customer, the key alone and content JSON do not', async () => {
