@@ -8,11 +8,11 @@ import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
 import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './sessions.ts';
 import { stampScopes } from './stamping.ts';
-import { ARGON2, hashPassword, verifyPassword } from './passwords.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
 
 /**
  * Customer accounts of one project (CONTRACT §8): registration, password and one-time-code
- * login, refresh, logout. Passwords are argon2id (passwords.ts: `Bun.password` off the event loop, OWASP parameters, bounded concurrency);
+ * login, refresh, logout. Passwords are argon2id (passwords.ts: OWASP parameters, on low-priority hasher threads, bounded queue);
  * one-time codes are HMAC'd with the vault key, single use, valid 10 minutes, 5 tries each.
  * Failed logins are counted per email and per client IP over 15 minutes (in PostgreSQL, so
  * every process sees the same count); past the limit a login is RATE_LIMITED whatever the
@@ -72,7 +72,11 @@ export function checkPassword(v: unknown, email: string): string {
 let dummyHash: Promise<string> | undefined;
 /** Verifies against a fixed hash so an unknown email costs what a wrong password costs. */
 function burnVerify(password: string): Promise<boolean> {
-  dummyHash ??= Bun.password.hash('svc-dummy-password-for-timing', ARGON2);
+  // A refused attempt (hasher queue full) must not leave a rejected promise here for good.
+  dummyHash ??= hashPassword('svc-dummy-password-for-timing').catch((err: unknown) => {
+    dummyHash = undefined;
+    throw err;
+  });
   return dummyHash.then((h) => verifyPassword(password, h));
 }
 
