@@ -13,12 +13,13 @@ import type { HashJob } from './hasher-worker.ts';
  * request thread wins the CPU whenever both want it — on Linux the threads of a process share
  * one scheduling group, so an equal-priority hashing thread would halve the request thread's
  * share (measured: event-loop lag p50 0.1 ms → 3.6 ms with one hash running; 0.1 ms niced).
- * At most `availableParallelism() - 1` threads (at least one); at most 256 jobs wait, past that
+ * One thread per core (they only take what requests leave); at most 256 jobs wait, past that
  * a login or registration answers RATE_LIMITED with `Retry-After: 1` instead of queueing
  * without bound. Hashes made with other parameters (older accounts) still verify.
  */
 export const ARGON2 = { algorithm: 'argon2id', memoryCost: 19_456, timeCost: 2 } as const;
-const THREADS = Math.max(1, availableParallelism() - 1);
+/** One per core: they yield to the request thread, so they only use what requests leave. */
+const THREADS = Math.max(1, availableParallelism());
 const MAX_WAITING = 256;
 
 interface Pending {
