@@ -107,7 +107,7 @@ export async function setupFleet(url: string, s: Seeded, rss: () => { end(): num
   if (run.errors > 0) notes.push(`provision: ${run.errors} provisions failed (first: ${run.firstError})`);
   const done = ids.filter(Boolean);
   notes.push(
-    `provision: ${done.length} projects provisioned into one fleet group at concurrency ${CONCURRENCY}: ${run.rps.toFixed(1)} projects/s, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms = ${(run.rps / ref.rps).toFixed(2)} × bare POST /v1/control/projects (${ref.rps.toFixed(1)}/s, same concurrency, same run); each provision is 5 transactions (claim + 4 recorded steps) and 3 NOTIFYs`,
+    `provision: ${done.length} projects provisioned into one fleet group at concurrency ${CONCURRENCY}: ${run.rps.toFixed(1)} projects/s, p50 ${run.p50.toFixed(1)} ms, p99 ${run.p99.toFixed(1)} ms = ${(run.rps / ref.rps).toFixed(2)} × bare POST /v1/control/projects (${ref.rps.toFixed(1)}/s, same concurrency, same run); each provision is 5 committed statements (the claim, then one per recorded step) after 2–3 reads, and 3–4 NOTIFYs after the commits`,
   );
 
   // One record per project, written with the tenant key through X-Project-Id (waits for key caches).

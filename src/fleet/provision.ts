@@ -142,52 +142,87 @@ export class Provisioner {
     }
   }
 
+  /**
+   * One step as ONE statement (its own transaction): a CTE claims the step by setting its flag
+   * where it is still unset — the row lock makes a concurrent run of the same step wait, then
+   * find the flag set and do nothing — and the step's effect runs only for a claimed row. A
+   * statement is atomic, so the flag and the effect commit together. Cache events go out after
+   * the commit (as every key update does, auth/keys.ts).
+   */
   async #step(row: FullRow, step: ProvisionStep): Promise<FullRow> {
     const { sql, bus } = this.#deps;
+    const last = step === PROVISION_STEPS[PROVISION_STEPS.length - 1];
+    const status = last ? 'completed' : 'in_progress';
+    const t = row.tenant_id;
+    const id = row.provision_id;
+    let claimed: (FullRow & { key_ids?: string[] | null; key_hashes?: string[] | null })[];
+    if (step === 'created_project') {
+      claimed = await sql`
+        with claim as (
+          update provisions set created_project = true, status = ${status}, last_error = null, updated_at = now()
+          where tenant_id = ${t} and provision_id = ${id} and not created_project returning *
+        ), made as (
+          insert into projects (id, tenant_id, name) select project_id, tenant_id, name from claim returning id
+        )
+        select claim.* from claim where (select count(*) from made) = 1`;
+    } else if (step === 'group_joined') {
+      // FOR SHARE orders the join against a publish (which locks the group FOR UPDATE and moves
+      // the members it sees): the project is pinned to the version current when it joins.
+      claimed = await sql`
+        with g as (
+          select id, schema_version from fleet_groups where id = ${row.group_id} and schema_version > 0 for share
+        ), claim as (
+          update provisions set group_joined = true, schema_version = (select schema_version from g), status = ${status}, last_error = null, updated_at = now()
+          where tenant_id = ${t} and provision_id = ${id} and not group_joined and exists (select 1 from g) returning *
+        ), joined as (
+          update projects set fleet_group_id = (select id from g), fleet_schema_version = (select schema_version from g), schema_version = schema_version + 1
+          where id = (select project_id from claim) returning id
+        )
+        select claim.* from claim where (select count(*) from joined) = 1`;
+    } else if (step === 'branding_set') {
+      const branding = row.branding && Object.keys(row.branding).length > 0 ? row.branding : {};
+      claimed = await sql`
+        with claim as (
+          update provisions set branding_set = true, status = ${status}, last_error = null, updated_at = now()
+          where tenant_id = ${t} and provision_id = ${id} and not branding_set returning *
+        ), branded as (
+          update projects set settings = settings || ${sql.json(branding as never)} where id = (select project_id from claim) returning id
+        )
+        select claim.* from claim where (select count(*) from branded) = 1`;
+    } else {
+      // Key rows are locked in id order (no deadlock between concurrent provisions listing the
+      // same keys) and gain the project only where it is missing: a resumed step adds nothing twice.
+      claimed = await sql`
+        with claim as (
+          update provisions set allow_list_extended = true, status = ${status}, last_error = null, updated_at = now()
+          where tenant_id = ${t} and provision_id = ${id} and not allow_list_extended returning *
+        ), locked as (
+          select k.id from api_keys k, claim c
+          where k.id = any(c.allow_list_key_ids) and k.tenant_id = c.tenant_id and k.kind in ('pk_t', 'sk_t') and k.deleted_at is null
+          order by k.id for update of k
+        ), extended as (
+          update api_keys k set project_ids = array_append(k.project_ids, c.project_id), updated_at = now()
+          from claim c where k.id in (select id from locked) and not (c.project_id = any(k.project_ids))
+          returning k.id, k.key_hash
+        )
+        select claim.*, (select array_agg(id) from extended) as key_ids, (select array_agg(key_hash) from extended) as key_hashes from claim`;
+    }
+    const done = claimed[0];
+    if (!done) {
+      // Not claimed: done meanwhile by a concurrent run (this or another process), or impossible.
+      const now = await this.#row(sql, t, id);
+      if (!now) throw new NotFound('Provision not found');
+      if (now[step]) return now;
+      if (step === 'group_joined') throw new NotFound('Fleet group not found');
+      throw new Error(`provision step ${step} did not apply`);
+    }
     const events: BusEvent[] = [];
-    const next = await sql.begin(async (txRaw) => {
-      const tx = txRaw as unknown as Sql;
-      const [locked] = await tx<FullRow[]>`select * from provisions where tenant_id = ${row.tenant_id} and provision_id = ${row.provision_id} for update`;
-      if (!locked) throw new NotFound('Provision not found');
-      // Done meanwhile by a concurrent request (this or another process): nothing to repeat.
-      if (locked[step]) return locked;
-      let schemaVersion = locked.schema_version;
-      if (step === 'created_project') {
-        await tx`insert into projects (id, tenant_id, name) values (${locked.project_id}, ${locked.tenant_id}, ${locked.name})`;
-      } else if (step === 'group_joined') {
-        // FOR SHARE orders the join against a publish of the group (which locks it FOR UPDATE):
-        // the project is pinned to the version current at commit, never left behind.
-        const [g] = await tx<{ schema_version: number }[]>`select schema_version from fleet_groups where id = ${locked.group_id} for share`;
-        if (!g || g.schema_version < 1) throw new NotFound('Fleet group not found');
-        schemaVersion = g.schema_version;
-        await tx`update projects set fleet_group_id = ${locked.group_id}, fleet_schema_version = ${schemaVersion}, schema_version = schema_version + 1
-                 where id = ${locked.project_id}`;
-        events.push({ type: 'project.changed', projectId: locked.project_id });
-      } else if (step === 'branding_set') {
-        if (locked.branding && Object.keys(locked.branding).length > 0) {
-          await tx`update projects set settings = settings || ${tx.json(locked.branding as never)} where id = ${locked.project_id}`;
-          events.push({ type: 'project.changed', projectId: locked.project_id });
-        }
-      } else {
-        // Appends only where missing: a resumed step never lists the project twice.
-        const keys = await tx<{ id: string; key_hash: string }[]>`
-          update api_keys set project_ids = array_append(project_ids, ${locked.project_id}), updated_at = now()
-          where id = any(${locked.allow_list_key_ids}::text[]) and tenant_id = ${locked.tenant_id} and kind in ('pk_t', 'sk_t')
-            and deleted_at is null and not (${locked.project_id} = any(project_ids))
-          returning id, key_hash`;
-        for (const k of keys) events.push({ type: 'key.changed', keyId: k.id, keyHash: k.key_hash });
-      }
-      const last = step === PROVISION_STEPS[PROVISION_STEPS.length - 1];
-      const [updated] = await tx.unsafe<FullRow[]>(
-        `update provisions set ${step} = true, schema_version = $3, status = $4, last_error = null, updated_at = now()
-         where tenant_id = $1 and provision_id = $2 returning *`,
-        [locked.tenant_id, locked.provision_id, schemaVersion, last ? 'completed' : 'in_progress'] as never[],
-      );
-      if (events.length > 0) await bus.stage((text, params) => tx.unsafe(text, params as never[]) as unknown as Promise<unknown[]>, events);
-      return updated!;
-    });
-    bus.deliverLocal(events);
-    return next;
+    if (step === 'group_joined' || (step === 'branding_set' && row.branding && Object.keys(row.branding).length > 0)) events.push({ type: 'project.changed', projectId: done.project_id });
+    (done.key_ids ?? []).forEach((keyId, i) => events.push({ type: 'key.changed', keyId, keyHash: done.key_hashes?.[i] ?? null }));
+    for (const e of events) await bus.publish(e);
+    delete done.key_ids;
+    delete done.key_hashes;
+    return done;
   }
 }
 

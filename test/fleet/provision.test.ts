@@ -192,6 +192,27 @@ describe('concurrency', () => {
     expect(await allowListCount(prov.id, [...ids][0])).toBe(1);
   }, 120_000);
 
+  test('many different provisions at once, listing the same keys, racing a publish: all complete, none left behind', async () => {
+    await publish(a, t.ownerKey, 'racing', [PRODUCT]);
+    const ids = Array.from({ length: 24 }, () => nextId('many'));
+    const [answers] = await Promise.all([
+      Promise.all(ids.map((id, i) => provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id, { group_id: 'racing' }) }))),
+      (async () => {
+        await Bun.sleep(20);
+        await publish(a, t.ownerKey, 'racing', [{ ...PRODUCT, fields: [...PRODUCT.fields, { key: 'price', type: 'number' }] }]);
+      })(),
+    ]);
+    expect(answers.map((r) => r.status)).toEqual(ids.map(() => 201));
+    const projects = answers.map((r) => r.body.project_id as string);
+    for (const pid of projects) {
+      expect(await allowListCount(prov.id, pid)).toBe(1);
+      expect(await allowListCount(reader.id, pid)).toBe(1);
+    }
+    // Whichever committed first, every member ends on the group's current version.
+    const pinned = await a.svc.sql<{ v: number }[]>`select fleet_schema_version as v from projects where id in ${a.svc.sql(projects)}`;
+    expect(new Set(pinned.map((r) => r.v))).toEqual(new Set([2]));
+  }, 120_000);
+
   test('duplicates split over two processes produce one project', async () => {
     const id = nextId('two-procs');
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id) })));
