@@ -41,7 +41,7 @@ export function fleetModels(sql: Sql, groupId: string, version: number): Promise
     const [row] = await sql<{ schema: { models?: ModelDef[] }; size: number }[]>`
       select schema, octet_length(schema::text) as size from fleet_group_versions where group_id = ${groupId} and version = ${version}`;
     if (!row) throw new Error(`fleet group ${groupId} has no version ${version}`);
-    const models = Object.freeze((row.schema.models ?? []).map((m) => Object.freeze(m)));
+    const models = Object.freeze(row.schema.models ?? []);
     if (entries.get(key) === entry) {
       entry.bytes = 2 * Number(row.size);
       usedBytes += entry.bytes;
