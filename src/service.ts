@@ -2,7 +2,7 @@ import type { Settings } from './env.ts';
 import { connect, connectContentSql, connectSession, ping, type ContentSql, type Sql } from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
-import { EventBus } from './actors/bus.ts';
+import { EventBus, watching } from './actors/bus.ts';
 import { NatsTransport } from './actors/bus-nats.ts';
 import { ActorRegistry } from './actors/registry.ts';
 import { ProjectActor } from './projects/actor.ts';
@@ -87,10 +87,11 @@ export async function openService(settings: Settings): Promise<Service> {
   const contentSql = connectContentSql(url, { pool: 'write' });
   const readSql = connectContentSql(url, { max: settings.readPool, pool: 'read' });
   const bus = new EventBus();
-  if (settings.busUrl) await bus.attachTransport(new NatsTransport(settings.busUrl, sql));
+  // A gateway-only process hears just the projects its clients watch (docs/bus.md).
+  if (settings.busUrl) await bus.attachTransport(new NatsTransport(settings.busUrl, sql, { narrow: settings.role === 'gateway' }));
   else await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
   const writes = new WriteCommitter(contentSql, bus);
-  const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 10 * 60_000 });
+  const projects = new ActorRegistry<ProjectActor>(watching(bus, (id) => id, (id) => ProjectActor.spawn(id, sql)), { idleMs: 10 * 60_000 });
   const indexes = new IndexReconciler(sql);
   bus.subscribe((e) => {
     if (e.type === 'schema.changed') {

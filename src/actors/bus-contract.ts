@@ -76,6 +76,13 @@ export interface BusTransport {
   statements(events: readonly BusEvent[], literal: Literal): string[];
   /** A transaction with staged events committed (the outbox relay may go now). */
   committed(): void;
+  /**
+   * Interest in one project's events (ref-counted by the bus). A transport that narrows (NATS
+   * in a gateway) hears only watched projects' events and deployment-wide ones once the
+   * returned promise settles; the others hear everything and ignore this.
+   */
+  watch?(projectId: string): Promise<void>;
+  unwatch?(projectId: string): void;
   /** The last measured send → hear delay, ms (metrics). */
   readonly lagMs: number;
   health(): Promise<BusHealth>;

@@ -1,6 +1,10 @@
 import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection } from 'nats';
 import type { Sql } from '../store/db.ts';
 import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+import { NarrowListener } from './bus-nats-narrow.ts';
+import { decodeWire, parseBusUrl, relativeSubject, type Wire } from './bus-nats-wire.ts';
+
+export { parseBusUrl, subjectOf } from './bus-nats-wire.ts';
 
 /**
  * The scale-out transport (`SVC_BUS_URL=nats://…`): events go to a NATS JetStream stream
@@ -24,39 +28,6 @@ const POLL_MS = 500;
 /** pg_try_advisory_xact_lock key of the relay: one relay at a time keeps the outbox's order. */
 const RELAY_LOCK = 0x5_76_63_62; // "svcb"
 
-interface Wire {
-  o: string;
-  at: number;
-  e: BusEvent;
-}
-
-/** NATS subject tokens may not hold `.`, `*`, `>` or white space. */
-const token = (s: string) => s.replace(/[.*>\s]/g, '_') || '_';
-
-/** The subject below the deployment's prefix (what the outbox stores, so a new prefix still relays old rows). */
-function relativeSubject(e: BusEvent): string {
-  if (e.type === 'record.changed') return `${token(e.projectId)}.changes.${token(e.modelKey)}`;
-  if ('projectId' in e && typeof e.projectId === 'string') return `${token(e.projectId)}.events.${e.type}`;
-  return `_.${e.type}`;
-}
-
-export function subjectOf(e: BusEvent, prefix = 'svc'): string {
-  return `${prefix}.${relativeSubject(e)}`;
-}
-
-/**
- * `nats://host:port` → subjects `svc.…` in stream `SVC_BUS`; `nats://host:port/acme` → `acme.…`
- * in `ACME_BUS`, so several deployments may share one NATS server.
- */
-export function parseBusUrl(url: string): { servers: string; prefix: string; stream: string } {
-  const u = new URL(url);
-  const name = u.pathname.replace(/^\/+|\/+$/g, '');
-  if (name && !/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new Error(`SVC_BUS_URL: the path names the deployment's subjects and may hold only letters, digits, _ and -, got "${name}"`);
-  const prefix = name || 'svc';
-  const auth = u.username ? `${decodeURIComponent(u.username)}${u.password ? `:${decodeURIComponent(u.password)}` : ''}@` : '';
-  return { servers: `${u.protocol}//${auth}${u.host}`, prefix, stream: `${prefix.toUpperCase().replace(/-/g, '_')}_BUS` };
-}
-
 export interface NatsTransportOptions {
   /** Stream name (one per deployment on a shared NATS); from the URL by default. */
   stream?: string;
@@ -64,6 +35,11 @@ export interface NatsTransportOptions {
   prefix?: string;
   /** How long the stream keeps events (replay and catch-up window). */
   maxAgeMs?: number;
+  /**
+   * Hear only watched projects' events and deployment-wide ones (a gateway: bus-nats-narrow.ts);
+   * otherwise every event of the deployment (API and worker processes keep caches of any project).
+   */
+  narrow?: boolean;
 }
 
 export class NatsTransport implements BusTransport {
@@ -73,6 +49,11 @@ export class NatsTransport implements BusTransport {
   readonly #stream: string;
   readonly #prefix: string;
   readonly #maxAgeMs: number;
+  readonly #narrow: boolean;
+  readonly #watched = new Set<string>();
+  #listener: NarrowListener | undefined;
+  /** When the connection dropped (narrow: the read-back starts there). */
+  #droppedAt = 0;
   #origin = '';
   #sink: TransportSink | undefined;
   #nc: NatsConnection | undefined;
@@ -96,6 +77,7 @@ export class NatsTransport implements BusTransport {
     this.#prefix = opts.prefix ?? parsed.prefix;
     this.#stream = opts.stream ?? parsed.stream;
     this.#maxAgeMs = opts.maxAgeMs ?? 10 * 60_000;
+    this.#narrow = opts.narrow ?? false;
   }
 
   async start(origin: string, sink: TransportSink): Promise<void> {
@@ -121,9 +103,12 @@ export class NatsTransport implements BusTransport {
     this.#connected = true;
     void (async () => {
       for await (const s of nc.status()) {
-        if (s.type === Events.Disconnect) this.#connected = false;
-        else if (s.type === Events.Reconnect) {
+        if (s.type === Events.Disconnect) {
+          this.#connected = false;
+          this.#droppedAt = Date.now();
+        } else if (s.type === Events.Reconnect) {
           this.#connected = true;
+          this.#listener?.gap(this.#droppedAt || Date.now());
           void this.#drain();
         }
       }
@@ -140,22 +125,43 @@ export class NatsTransport implements BusTransport {
     };
     await jsm.streams.add(config).catch(async () => jsm.streams.update(this.#stream, config));
     this.#js = nc.jetstream();
-    const consumer = await this.#js.consumers.get(this.#stream, { filterSubjects: `${this.#prefix}.>`, deliver_policy: DeliverPolicy.New });
-    this.#messages = await consumer.consume({ max_messages: 1_000 });
-    void this.#read(this.#messages);
+    if (this.#narrow) {
+      const listener = new NarrowListener(nc, this.#js, this.#stream, this.#prefix, (wire) => this.#heard(wire));
+      await listener.start();
+      for (const p of this.#watched) await listener.watch(p);
+      this.#listener = listener;
+      // Projects watched while NATS was away were not heard: read back from when they started.
+      if (this.#watched.size && this.#droppedAt) listener.gap(this.#droppedAt);
+    } else {
+      const consumer = await this.#js.consumers.get(this.#stream, { filterSubjects: `${this.#prefix}.>`, deliver_policy: DeliverPolicy.New });
+      this.#messages = await consumer.consume({ max_messages: 1_000 });
+      void this.#read(this.#messages);
+    }
     void this.#drain();
+  }
+
+  async watch(projectId: string): Promise<void> {
+    if (!this.#narrow) return;
+    if (!this.#listener && this.#watched.size === 0) this.#droppedAt ||= Date.now();
+    this.#watched.add(projectId);
+    await this.#listener?.watch(projectId);
+  }
+
+  unwatch(projectId: string): void {
+    if (!this.#narrow) return;
+    this.#watched.delete(projectId);
+    this.#listener?.unwatch(projectId);
+  }
+
+  #heard(wire: Wire): void {
+    if (wire.o === this.#origin) this.#lagMs = Math.max(0, Date.now() - wire.at);
+    this.#sink?.heard(wire.o, [wire.e]);
   }
 
   async #read(messages: ConsumerMessages): Promise<void> {
     for await (const m of messages) {
-      let wire: Wire;
-      try {
-        wire = JSON.parse(new TextDecoder().decode(m.data)) as Wire;
-      } catch {
-        continue;
-      }
-      if (wire.o === this.#origin) this.#lagMs = Math.max(0, Date.now() - wire.at);
-      this.#sink?.heard(wire.o, [wire.e]);
+      const wire = decodeWire(m.data);
+      if (wire) this.#heard(wire);
     }
   }
 
@@ -165,7 +171,7 @@ export class NatsTransport implements BusTransport {
 
   async health(): Promise<BusHealth> {
     const [row] = await this.#sql<{ n: number }[]>`select count(*)::int as n from bus_outbox`.catch(() => [{ n: -1 }]);
-    const connected = this.#connected && this.#messages !== undefined;
+    const connected = this.#connected && (this.#messages !== undefined || this.#listener !== undefined);
     return { kind: 'nats', connected, lagMs: this.#lagMs, backlog: row!.n, ...(connected || !this.#lastError ? {} : { detail: this.#lastError }) };
   }
 
@@ -248,6 +254,7 @@ export class NatsTransport implements BusTransport {
     if (this.#soon) clearTimeout(this.#soon);
     while (this.#draining) await Bun.sleep(10);
     this.#messages?.stop();
+    this.#listener?.stop();
     // A NATS still away at stop: its pending first connect closes itself when it lands (#connect).
     if (this.#connected) await this.#nc?.drain().catch(() => {});
     else await this.#nc?.close().catch(() => {});

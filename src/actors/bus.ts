@@ -20,6 +20,7 @@ export class EventBus {
   readonly #listeners = new Set<Listener>();
   readonly #committed = new Set<Listener>();
   readonly #reconnectListeners = new Set<() => void>();
+  readonly #watching = new Map<string, number>();
   #transport: BusTransport | undefined;
 
   /**
@@ -52,6 +53,26 @@ export class EventBus {
 
   async health(): Promise<BusHealth> {
     return this.#transport ? this.#transport.health() : { kind: 'local', connected: true, lagMs: 0, backlog: 0 };
+  }
+
+  /**
+   * Declares that this process needs `projectId`'s events (a live project actor, channel or
+   * room); call the returned function once when it no longer does. Await it before reading the
+   * state those events change, so nothing committed after the read is missed.
+   */
+  async watch(projectId: string): Promise<() => void> {
+    const n = this.#watching.get(projectId) ?? 0;
+    this.#watching.set(projectId, n + 1);
+    if (n === 0) await this.#transport?.watch?.(projectId);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.#watching.get(projectId) ?? 1) - 1;
+      if (left > 0) return void this.#watching.set(projectId, left);
+      this.#watching.delete(projectId);
+      this.#transport?.unwatch?.(projectId);
+    };
   }
 
   /** Called whenever the transport comes back after a drop in which events may have been missed. */
@@ -142,4 +163,31 @@ export class EventBus {
       }
     }
   }
+}
+
+/**
+ * Wraps an actor factory so that each actor watches its project's events from before it loads
+ * until it has stopped (see `EventBus.watch`). `projectOf` maps the actor's key to its project.
+ */
+export function watching<A extends { stop(): Promise<void> }>(bus: EventBus, projectOf: (key: string) => string, spawn: (key: string) => Promise<A> | A): (key: string) => Promise<A> {
+  return async (key) => {
+    const release = await bus.watch(projectOf(key));
+    let actor: A;
+    try {
+      actor = await spawn(key);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const stop = actor.stop.bind(actor);
+    return Object.assign(actor, {
+      async stop() {
+        try {
+          await stop();
+        } finally {
+          release();
+        }
+      },
+    });
+  };
 }

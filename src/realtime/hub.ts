@@ -1,4 +1,4 @@
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import { watching, type BusEvent, type EventBus } from '../actors/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import { ChannelActor, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';
@@ -89,10 +89,11 @@ export class RealtimeHub {
       heartbeatMs: opts.heartbeatMs ?? 30_000,
       sseBufferBytes: opts.sseBufferBytes ?? 1024 * 1024,
     };
-    this.#channels = new ActorRegistry((key) => {
+    // Each live channel watches its project's events (a narrowing bus then routes them here).
+    this.#channels = new ActorRegistry(watching(bus, (key) => key.slice(0, key.indexOf('|')), (key) => {
       const bar = key.indexOf('|');
       return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
-    }, { idleMs: this.options.channelIdleMs });
+    }), { idleMs: this.options.channelIdleMs });
     this.#unsubscribe.push(bus.subscribeCommitted((e) => this.#route(e)));
     this.#unsubscribe.push(
       bus.subscribe((e) => {

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
 import { NatsTransport, subjectOf } from '../../src/actors/bus-nats.ts';
+import { NarrowListener } from '../../src/actors/bus-nats-narrow.ts';
+import { connect as natsConnect, RetentionPolicy, StorageType } from 'nats';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
@@ -126,4 +128,71 @@ describe('event bus on NATS JetStream', () => {
     await a.detach();
     await b.detach();
   }, 60_000);
+
+  test('a narrowing bus (a gateway) hears only the projects it watches and deployment-wide events, across a NATS restart', async () => {
+    const name = stream();
+    const writer = new EventBus();
+    const gateway = new EventBus();
+    await writer.attachTransport(new NatsTransport(`${nats.url}/${name}`, sqlA));
+    await gateway.attachTransport(new NatsTransport(`${nats.url}/${name}`, sqlB, { narrow: true }));
+    const heard: string[] = [];
+    gateway.subscribeCommitted((e) => heard.push(e.type === 'record.changed' ? `${e.projectId}:${e.recordId}` : e.type));
+    const release = await gateway.watch('p-watched');
+    const expected: string[] = [];
+    const write = async (projectId: string) => {
+      const e = event(projectId);
+      await commitStaged(sqlA, writer, [e]);
+      if (projectId === 'p-watched') expected.push(`${projectId}:${(e as { recordId: string }).recordId}`);
+    };
+    for (let i = 0; i < 10; i++) await write(i % 2 ? 'p-watched' : 'p-other');
+    await commitStaged(sqlA, writer, [{ type: 'key.changed', keyId: 'k1', keyHash: null }]);
+    expected.push('key.changed');
+    await eventually(() => heard.length === expected.length, 10_000);
+    await nats.kill();
+    for (let i = 0; i < 10; i++) await write(i % 2 ? 'p-watched' : 'p-other');
+    await nats.restart();
+    for (let i = 0; i < 10; i++) await write(i % 2 ? 'p-watched' : 'p-other');
+    await eventually(() => heard.length >= expected.length, 30_000);
+    await Bun.sleep(500);
+    expect(heard).toEqual(expected);
+    // Once released, the project's events no longer come.
+    release();
+    await Bun.sleep(100);
+    await write('p-watched');
+    expected.pop();
+    await commitStaged(sqlA, writer, [{ type: 'signing-keys.changed' }]);
+    await eventually(() => heard.at(-1) === 'signing-keys.changed', 10_000);
+    expect(heard).toEqual([...expected, 'signing-keys.changed']);
+    await writer.detach();
+    await gateway.detach();
+  }, 60_000);
+
+  test('a gap is read back from the stream: missed events once, in order, live ones held until then and not repeated', async () => {
+    const nc = await natsConnect({ servers: nats.url });
+    const jsm = await nc.jetstreamManager();
+    const name = stream();
+    await jsm.streams.add({ name: `${name.toUpperCase()}_BUS`, subjects: [`${name}.>`], storage: StorageType.Memory, retention: RetentionPolicy.Limits });
+    const js = nc.jetstream();
+    const enc = new TextEncoder();
+    let id = 0;
+    const publish = (projectId: string) => {
+      const e = event(projectId);
+      const n = ++id;
+      return js.publish(`${name}.${subjectOf(e, '').slice(1)}`, enc.encode(JSON.stringify({ o: 'writer', at: Date.now(), e })), { msgID: `db.${n}` }).then(() => (e as { recordId: string }).recordId);
+    };
+    const heard: string[] = [];
+    const since = Date.now();
+    // Published while the listener was not there.
+    const missed = [await publish('p1'), await publish('p2'), await publish('p1')];
+    const listener = new NarrowListener(nc, js, `${name.toUpperCase()}_BUS`, name, (w) => heard.push((w.e as { recordId: string }).recordId));
+    await listener.start();
+    await listener.watch('p1');
+    listener.gap(since);
+    const live = [await publish('p1'), await publish('p2'), await publish('p1')];
+    await eventually(() => heard.length === 4, 10_000);
+    await Bun.sleep(300);
+    expect(heard).toEqual([missed[0]!, missed[2]!, live[0]!, live[2]!]);
+    listener.stop();
+    await nc.close();
+  }, 30_000);
 });
