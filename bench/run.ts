@@ -23,8 +23,9 @@ import type { LoadPlan, LoadResult } from './load.ts';
 import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabLines, runCollab } from './collab.ts';
+import { runFanout3 } from './fanout-3proc.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', ...FANOUT, 'collab'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', ...FANOUT, 'fanout-3proc', 'collab'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -494,7 +495,7 @@ async function main(): Promise<number> {
     }
     const readBytes: { file?: string } = {};
     // fan-out and collab run their own services and references (bench/fanout.ts, bench/collab.ts).
-    const http = scenarios.filter((n) => !isFanout(n) && n !== 'collab');
+    const http = scenarios.filter((n) => !isFanout(n) && n !== 'collab' && n !== 'fanout-3proc');
     const fanout = scenarios.filter(isFanout);
     if (http.length) await runService(o, http, pinned, readBytes);
     if (fanout.length) {
@@ -502,6 +503,7 @@ async function main(): Promise<number> {
       fanoutLines = r.lines;
       notes.push(...r.notes);
     }
+    if (scenarios.includes('fanout-3proc')) fanoutLines = [...fanoutLines, ...(await runFanout3(db!.url, o.quick))];
     if (scenarios.includes('collab')) collab = collabLines(await runCollab(db!.url, o.quick));
     for (const r of refs) await runReference(o, r, readBytes);
   } catch (err) {

@@ -36,7 +36,7 @@ async function stopTarget(child: Child, extra?: () => void): Promise<void> {
  * Starts the service with its own SVC_DATA_DIR, ports and root token on `databaseUrl`.
  * `BENCH_PORT` pins the API port (checked first: a port in use is one clear error).
  */
-export async function startService(databaseUrl: string, opts: { env?: Record<string, string>; profile?: string; pinnedPort?: number }): Promise<Target & { rootToken: string; gatewayUrl: string }> {
+export async function startService(databaseUrl: string, opts: { env?: Record<string, string | undefined>; profile?: string; pinnedPort?: number }): Promise<Target & { rootToken: string; gatewayUrl: string; dataDir: string }> {
   const port = opts.pinnedPort ?? (await freePort());
   if (opts.pinnedPort) await assertPortFree(port, 'BENCH_PORT');
   const realtimePort = await freePort();
@@ -69,7 +69,7 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
     const msg = (err as Error).message;
     throw new Error(/in use/i.test(msg) ? `port ${port} is in use (the service could not listen)` : `the service did not start: ${msg}`);
   }
-  return { child, url, gatewayUrl: `http://127.0.0.1:${realtimePort}`, endpoint: `${url}/graphql`, rootToken, profile: prof.file, stop: () => stopTarget(child, () => rmSync(dataDir, { recursive: true, force: true })) };
+  return { child, url, gatewayUrl: `http://127.0.0.1:${realtimePort}`, endpoint: `${url}/graphql`, rootToken, dataDir, profile: prof.file, stop: () => stopTarget(child, () => rmSync(dataDir, { recursive: true, force: true })) };
 }
 
 export const REFERENCES = ['ceiling-static', 'ceiling-jit', 'postgraphile', 'yoga-node'] as const;
