@@ -23,6 +23,7 @@ const THREADS = Math.max(1, availableParallelism());
 const MAX_WAITING = 256;
 
 interface Pending {
+  op: HashJob['op'];
   resolve(v: string | boolean): void;
   reject(e: Error): void;
 }
@@ -47,8 +48,10 @@ function startSlot(): Slot {
     slot.pending.delete(e.data.id);
     slot.busy = false;
     if (p) {
-      if (e.data.error !== undefined) p.reject(new Error(e.data.error));
-      else p.resolve(e.data.result!);
+      // A stored hash that is not one fails the verify; any other error is the hasher's.
+      if (e.data.error === undefined) p.resolve(e.data.result!);
+      else if (p.op === 'verify') p.resolve(false);
+      else p.reject(new Error(`password hashing failed: ${e.data.error}`));
     }
     pump();
   };
@@ -80,7 +83,7 @@ function pump(): void {
 function submit(job: Omit<HashJob, 'id'>): Promise<string | boolean> {
   if (queue.length >= MAX_WAITING) return Promise.reject(new RateLimited('Too many logins at once; try again in a moment', undefined, { 'retry-after': '1' }));
   return new Promise((resolve, reject) => {
-    queue.push({ job, p: { resolve, reject } });
+    queue.push({ job, p: { op: job.op, resolve, reject } });
     pump();
   });
 }
@@ -91,10 +94,5 @@ export async function hashPassword(password: string): Promise<string> {
 
 /** False for a wrong password and for a stored hash that is not one. */
 export async function verifyPassword(password: string, hash: string): Promise<boolean> {
-  try {
-    return (await submit({ op: 'verify', password, hash, options: ARGON2 })) as boolean;
-  } catch (err) {
-    if (err instanceof RateLimited) throw err;
-    return false;
-  }
+  return (await submit({ op: 'verify', password, hash, options: ARGON2 })) as boolean;
 }

@@ -1,4 +1,7 @@
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, setDefaultTimeout, test } from 'bun:test';
+
+// argon2id at low priority on a loaded box is slow: never a reason to fail.
+setDefaultTimeout(60_000);
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { hashPassword, verifyPassword } from '../../src/identity/passwords.ts';
 
