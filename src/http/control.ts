@@ -11,9 +11,14 @@ export function controlRoutes(svc: Service) {
   return new Elysia({ prefix: '/v1/control' })
     .get('/whoami', async ({ headers }) => caller(headers))
     .post('/tenants', async ({ headers, body: b, set }) => {
-      const result = await createTenant(svc.sql, await caller(headers), body(b));
+      const input = body(b);
+      const result = await createTenant(svc.sql, await caller(headers), input);
       set.status = 201;
-      return result;
+      set.headers['cache-control'] = 'no-store';
+      if (!svc.settings.studio || typeof input.ownerEmail !== 'string') return result;
+      // The owner's first sign-in to the Studio, as for members.
+      const token = await createInvite(svc.sql, result.tenantId, input.ownerEmail.trim());
+      return { ...result, loginUrl: `${svc.settings.baseUrl}/studio/welcome#token=${token}` };
     })
     .post('/projects', async ({ headers, body: b, set }) => {
       const result = await createProject(svc.sql, await caller(headers), body(b));

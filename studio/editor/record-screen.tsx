@@ -7,6 +7,7 @@ import { StatusBadge, type RecordRow } from '../records.tsx';
 import { Field, type FormCtx } from './fields.tsx';
 import { colorOf, joinRoom, type Room } from './collab.ts';
 import { History } from './history.tsx';
+import { settle } from './settle.ts';
 
 interface Props {
   project: ProjectRef;
@@ -137,9 +138,13 @@ function Editor({ project, config, model, recordId }: Props) {
       setBusy(false);
     }
   };
-  const saveDraft = () => gql(project.id, 'mutation($r:String!){ saveCollabDraft(roomName:$r){ _id } }', { r: room!.info.roomName });
+  const saveDraft = async () => {
+    await settle();
+    return gql(project.id, 'mutation($r:String!){ saveCollabDraft(roomName:$r){ _id } }', { r: room!.info.roomName });
+  };
   const publish = () => act('Published', async () => {
     if (model.versioned !== false) await saveDraft();
+    else await settle();
     await gql(project.id, `mutation($id:ID!){ ${n.publish}(_id:$id){ _id } }`, { id: recordId });
   });
   const unpublish = () => act('Unpublished', () => gql(project.id, `mutation($id:ID!){ ${n.unpublish}(_id:$id){ _id } }`, { id: recordId }));

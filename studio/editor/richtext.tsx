@@ -10,14 +10,16 @@ import { keymap } from 'prosemirror-keymap';
 import { redo, undo, yCursorPlugin, ySyncPlugin, yUndoPlugin } from 'y-prosemirror';
 import type { FieldProps } from './fields.tsx';
 import { applyDiff } from './text-binding.ts';
+import { onSettle } from './settle.ts';
 
 /**
  * The rich-text field: ProseMirror (with prosemirror-example-setup's menu and keys). In a room
  * it is bound with y-prosemirror to the document's `richtext:<field>` XML fragment, with the
  * other editors' cursors from awareness. The record stores HTML, kept in the content map's
- * Y.Text (what the server saves, docs/collab.md): whoever edits mirrors the editor's HTML into
- * it, and when the two disagree without a local edit (a write made outside the room, or a
- * concurrent edit) the lowest-numbered writer in the room reconciles them.
+ * Y.Text (what the server saves, docs/collab.md). One editor writes that mirror: the lowest
+ * client id among the writers that have this field's editor open (awareness `mirrors`), so two
+ * editors never apply competing diffs to the text. It also seeds an empty fragment from the
+ * text, and re-seeds it when the text changed from outside the room (a GraphQL write merged in).
  */
 export const richSchema = new Schema({ nodes: addListNodes(basic.spec.nodes, 'paragraph block*', 'block'), marks: basic.spec.marks });
 const MIRROR = Symbol('richtext-mirror');
@@ -61,9 +63,19 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
     const doc = ctx.doc;
     const awareness = ctx.awareness;
     const fragment = doc.getXmlFragment(`richtext:${field.key}`);
+    // Announce that this editor can mirror the field (a writer with the field's editor open).
+    const announce = (on: boolean) => {
+      const mine = new Set<string>(((awareness.getLocalState() as { mirrors?: string[] } | null)?.mirrors) ?? []);
+      if (on) mine.add(field.key); else mine.delete(field.key);
+      awareness.setLocalStateField('mirrors', [...mine]);
+    };
+    if (!ctx.readOnly) announce(true);
     const isLeader = () => {
       let min = Infinity;
-      awareness.getStates().forEach((s, clientId) => { if ((s as { user?: { canWrite?: boolean } }).user?.canWrite && clientId < min) min = clientId; });
+      awareness.getStates().forEach((s, clientId) => {
+        const st = s as { user?: { canWrite?: boolean }; mirrors?: string[] };
+        if (st.user?.canWrite && st.mirrors?.includes(field.key) && clientId < min) min = clientId;
+      });
       return min === doc.clientID;
     };
     const plugins: Plugin[] = [
@@ -78,7 +90,6 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       ...editable(ctx.readOnly),
       attributes: { ...editable(ctx.readOnly).attributes, ...label },
     });
-    let localEdit = false;
     let fragmentAt = 0;
     let textAt = 0;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -90,22 +101,16 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       timer = undefined;
       const h = toHtml(view.state.doc);
       const t = text.toString();
-      const mine = localEdit;
-      localEdit = false;
-      if (h === t || ctx.readOnly) return;
-      if (mine) applyDiff(text, h);
-      else if (isLeader()) {
-        if (fragment.length === 0 || textAt > fragmentAt) reseed(t);
-        else doc.transact(() => applyDiff(text, h), MIRROR);
-      }
+      if (h === t || ctx.readOnly || !isLeader()) return;
+      if (fragment.length === 0 || textAt > fragmentAt) reseed(t);
+      else doc.transact(() => applyDiff(text, h), MIRROR);
     };
     const schedule = () => {
       if (timer) clearTimeout(timer);
       timer = setTimeout(reconcile, 250);
     };
-    const onFragment = (_e: unknown, tr: Y.Transaction) => {
+    const onFragment = () => {
       fragmentAt = Date.now();
-      if (tr.local) localEdit = true;
       schedule();
     };
     const onText = (_e: unknown, tr: Y.Transaction) => {
@@ -115,10 +120,28 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
     };
     fragment.observeDeep(onFragment);
     text.observe(onText);
+    // A new leader (the previous one left or closed the field) catches up at once.
+    const onAwareness = () => schedule();
+    awareness.on('change', onAwareness);
+    // Before a save: the leader writes now; anyone else waits (up to 3 s) for its mirror.
+    const stopSettle = onSettle(async () => {
+      if (timer) {
+        clearTimeout(timer);
+        reconcile();
+      }
+      const end = Date.now() + 3000;
+      while (toHtml(view.state.doc) !== text.toString() && Date.now() < end) {
+        if (isLeader()) reconcile();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    });
     // A room whose fragment is empty but whose text holds the record's HTML: seed it (once).
     if (fragment.length === 0 && text.length > 0) schedule();
     return () => {
       if (timer) clearTimeout(timer);
+      stopSettle();
+      awareness.off('change', onAwareness);
+      if (!ctx.readOnly) announce(false);
       fragment.unobserveDeep(onFragment);
       text.unobserve(onText);
       view.destroy();

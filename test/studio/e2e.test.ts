@@ -92,13 +92,13 @@ describe('the Studio in a browser', () => {
     await page.getByRole('button', { name: 'Create' }).click();
 
     // The record's editor: it joins the room, then publishing saves the draft and publishes it.
-    await page.getByRole('button', { name: 'Publish' }).waitFor();
+    await page.getByRole('button', { name: 'Publish', exact: true }).waitFor();
     recordId = page.url().split('/r/')[1]!;
     expect(recordId).toMatch(/\S/);
     await page.getByLabel('Title').waitFor();
     await expect(page.getByLabel('Title').inputValue()).resolves.toBe('Hello from the Studio');
     await shot(page, 'record-editor');
-    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByRole('button', { name: 'Publish', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
     await page.locator('.badge.published').waitFor();
 
@@ -145,11 +145,40 @@ describe('the Studio in a browser', () => {
     await Promise.all([pa.keyboard.type(' [from A]', { delay: 15 }), pb.keyboard.type('[from B] ', { delay: 15 })]);
     const want = '[from B] Made in a browser [from A]';
     // Both pages end with the same text, both insertions in it.
-    const converged = `document.querySelector('#f-summary').value === ${JSON.stringify(want)}`;
-    await Promise.all([pa.waitForFunction(converged, undefined, { timeout: 15_000 }), pb.waitForFunction(converged, undefined, { timeout: 15_000 })]);
+    // The text of an element, leaving out other editors' cursor labels (y-prosemirror widgets).
+    const converged = ([sel, prop, w]: string[]) => {
+      const el = (globalThis as any).document.querySelector(sel)?.cloneNode(true);
+      el?.querySelectorAll('.ProseMirror-yjs-cursor').forEach((c: any) => c.remove());
+      return el?.[prop!] === w;
+    };
+    const summaryDone = ['#f-summary', 'value', want];
+    await Promise.all([pa.waitForFunction(converged, summaryDone, { timeout: 15_000 }), pb.waitForFunction(converged, summaryDone, { timeout: 15_000 })]);
     // Presence of the field being edited shows beside its label.
     await pa.locator('[data-field="summary"] .dot').waitFor();
+
+    // Rich text: ProseMirror bound with y-prosemirror; both type at once, at either end.
+    const ra = pa.getByRole('textbox', { name: 'Body' });
+    const rb = pb.getByRole('textbox', { name: 'Body' });
+    await ra.click();
+    await pa.keyboard.press('End');
+    await rb.click();
+    await pb.keyboard.press('Home');
+    await Promise.all([pa.keyboard.type(' and A', { delay: 15 }), pb.keyboard.type('B says: ', { delay: 15 })]);
+    const rich = 'B says: Rich text body and A';
+    const richDone = ['[aria-labelledby="f-body-label"]', 'textContent', rich];
+    await Promise.all([pa.waitForFunction(converged, richDone, { timeout: 15_000 }), pb.waitForFunction(converged, richDone, { timeout: 15_000 })]);
     await shot(pa, 'collaboration');
+    // What the room saves is the editors' HTML: publish, then read it through the public API.
+    await pa.getByRole('button', { name: 'Publish', exact: true }).click();
+    await pa.getByRole('status').filter({ hasText: 'Published' }).waitFor();
+    const res = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': project.publicKey },
+      body: JSON.stringify({ query: 'query($id: ID!) { article(_id: $id) { content } }', variables: { id: recordId } }),
+    });
+    const content = ((await res.json()) as any).data.article.content;
+    expect(content.summary).toBe(want);
+    expect(content.body).toBe(`<p>${rich}</p>`);
     await a.close();
     await b.close();
   }, 90_000);
@@ -161,7 +190,7 @@ describe('the Studio in a browser', () => {
     await page.getByText('You have read-only access').waitFor();
     await page.getByLabel('Title').waitFor();
     expect(await page.getByLabel('Title').evaluate((el) => (el as unknown as { readOnly: boolean }).readOnly)).toBe(true);
-    expect(await page.getByRole('button', { name: 'Publish' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Publish', exact: true }).count()).toBe(0);
     await shot(page, 'viewer-mobile');
     // The UI hides the buttons; the server is what enforces it (the same public API).
     const answer: any = await page.evaluate(async ([pid, id]) => {

@@ -46,6 +46,18 @@ describe('member sign-in', () => {
     expect(again.status).toBe(401);
   });
 
+  test('a tenant created with an owner email gets the owner a first-login link, and the owner sees every project', async () => {
+    const t = await cli(a, a.rootToken, 'tenants', 'create', '--name', 'Other Co', '--owner-email', 'boss@other.test', '--json');
+    expect(t.json.loginUrl).toMatch(/\/studio\/welcome#token=mi_/);
+    const p = await cli(a, t.json.controlKey, 'projects', 'create', '--name', 'Shop', '--json');
+    const s = await welcome(b, t.json.loginUrl);
+    const me = (await (await fetch(`${b.apiUrl}/studio/api/session`, { headers: { cookie: s.cookie } })).json()) as any;
+    expect(me).toMatchObject({ email: 'boss@other.test', tenant: { id: t.json.tenantId, name: 'Other Co' }, projects: [{ id: p.json.projectId, name: 'Shop', role: 'owner' }] });
+    // Nothing of the first tenant is visible to this session.
+    const other = await fetch(`${a.apiUrl}/v1/control/projects/${project.projectId}/config`, { headers: { cookie: s.cookie, 'x-csrf-token': s.csrf } });
+    expect(other.status).toBe(404);
+  });
+
   test('passwords: a wrong one is refused like an unknown email; sign-in posts must be JSON', async () => {
     const bad = await fetch(`${a.apiUrl}/studio/api/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'ed@acme.test', password: 'not the password at all' }) });
     expect(bad.status).toBe(401);
