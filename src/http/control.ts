@@ -11,14 +11,12 @@ export function controlRoutes(svc: Service) {
   return new Elysia({ prefix: '/v1/control' })
     .get('/whoami', async ({ headers }) => caller(headers))
     .post('/tenants', async ({ headers, body: b, set }) => {
-      const input = body(b);
-      const result = await createTenant(svc.sql, await caller(headers), input);
+      const result = await createTenant(svc.sql, await caller(headers), body(b));
       set.status = 201;
       set.headers['cache-control'] = 'no-store';
-      if (!svc.settings.studio || typeof input.ownerEmail !== 'string') return result;
-      // The owner's first sign-in to the Studio, as for members.
-      const token = await createInvite(svc.sql, result.tenantId, input.ownerEmail.trim());
-      return { ...result, loginUrl: `${svc.settings.baseUrl}/studio/welcome#token=${token}` };
+      // CONTRACT §3 fixes this answer's fields: the owner signs in to the Studio with a
+      // one-time code sent to --owner-email (docs/studio.md).
+      return result;
     })
     .post('/projects', async ({ headers, body: b, set }) => {
       const result = await createProject(svc.sql, await caller(headers), body(b));

@@ -11,8 +11,7 @@ export const tenantsCreate: Command = {
       name: stringFlag(flags, 'name'),
       ownerEmail: stringFlag(flags, 'owner-email'),
     });
-    const link = typeof out.loginUrl === 'string' ? `\nfirst sign-in to the Studio (single use, 7 days): ${out.loginUrl}` : '';
-    return { output: out, text: `tenant ${out.tenantId}\nowner member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}${link}` };
+    return { output: out, text: `tenant ${out.tenantId}\nowner member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}` };
   },
 };
 
