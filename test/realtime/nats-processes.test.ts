@@ -4,7 +4,7 @@ import { startTestServer, cli, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { startNats, type TestNats } from '../support/nats.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnService } from '../support/process.ts';
 import { sse } from './support.ts';
 
 /**
@@ -22,21 +22,9 @@ let gateway: string;
 const procs: ReturnType<typeof Bun.spawn>[] = [];
 
 async function spawn(role: string, busUrl: string) {
-  const [port, rport] = [await freePort(), await freePort()];
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  Object.assign(env, { DATABASE_URL: worker.databaseUrl, SVC_ROLE: role, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: worker.rootToken, SVC_DATA_DIR: worker.dataDir, SVC_READ_POOL: '1', SVC_BUS_URL: busUrl, SVC_LOG: 'off' });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' });
+  const { proc, url } = await spawnService({ DATABASE_URL: worker.databaseUrl, SVC_ROOT_TOKEN: worker.rootToken, SVC_DATA_DIR: worker.dataDir, SVC_READ_POOL: '1', SVC_BUS_URL: busUrl, SVC_LOG: 'off' }, { role, cwd: ROOT });
   procs.push(proc);
-  const url = `http://127.0.0.1:${role === 'gateway' ? rport : port}`;
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return url;
-    } catch {}
-    if (Date.now() > end) throw new Error(`${role} process never became healthy`);
-    await Bun.sleep(100);
-  }
+  return url;
 }
 
 beforeAll(async () => {
@@ -56,7 +44,13 @@ afterAll(async () => {
 
 describe('the event bus on NATS across processes', () => {
   test('svc bus status and /health say nats, connected, nothing waiting', async () => {
-    const status = await cli({ apiUrl: writer }, undefined, 'bus', 'status', '--json');
+    // Set-up writes may still be on their way through the outbox: wait until it is empty.
+    let status = await cli({ apiUrl: writer }, undefined, 'bus', 'status', '--json');
+    const end = Date.now() + 15_000;
+    while (!(status.json?.connected && status.json?.backlog === 0) && Date.now() < end) {
+      await Bun.sleep(200);
+      status = await cli({ apiUrl: writer }, undefined, 'bus', 'status', '--json');
+    }
     expect(status.code).toBe(0);
     expect(status.json).toMatchObject({ kind: 'nats', connected: true, backlog: 0 });
     const health = await (await fetch(`${writer}/health`)).json();

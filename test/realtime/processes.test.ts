@@ -4,7 +4,7 @@ import { createClient } from 'graphql-ws';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnService } from '../support/process.ts';
 import { eventsSocket, sse } from './support.ts';
 
 /**
@@ -18,20 +18,7 @@ const procs: { proc: ReturnType<typeof Bun.spawn>; url: string }[] = [];
 let p: GqlProject;
 
 async function spawn(role: string, databaseUrl: string, rootToken: string, dataDir: string) {
-  const [port, rport] = [await freePort(), await freePort()];
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  Object.assign(env, { DATABASE_URL: databaseUrl, SVC_ROLE: role, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: rootToken, SVC_DATA_DIR: dataDir, SVC_READ_POOL: '1' });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'inherit' });
-  const url = `http://127.0.0.1:${role === 'gateway' ? rport : port}`;
-  const end = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {}
-    if (Date.now() > end) throw new Error(`${role} process never became healthy`);
-    await Bun.sleep(100);
-  }
+  const { proc, url } = await spawnService({ DATABASE_URL: databaseUrl, SVC_ROOT_TOKEN: rootToken, SVC_DATA_DIR: dataDir, SVC_READ_POOL: '1' }, { role, cwd: ROOT });
   procs.push({ proc, url });
   return url;
 }

@@ -16,3 +16,41 @@ export async function waitForReady(proc: Subprocess<'ignore' | 'inherit' | 'pipe
   }
   reader.releaseLock();
 }
+
+/**
+ * Spawns `bun src/main.ts` with `env` on fresh ports and waits for `/health` on the listener its
+ * role serves (the gateway's for `gateway`). A port picked free can be taken by another process
+ * before the child binds it (suites of other runs share the machine): a child that exits before
+ * it is healthy is started again on new ports, up to three times.
+ */
+export async function spawnService(env: Record<string, string>, opts: { role: string; cwd: string; timeoutMs?: number }): Promise<{ proc: Subprocess; url: string }> {
+  const { freePort } = await import('../../src/store/ports.ts');
+  let last = '';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const [port, rport] = [await freePort(), await freePort()];
+    const full: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) full[k] = v;
+    Object.assign(full, env, { SVC_ROLE: opts.role, PORT: String(port), REALTIME_PORT: String(rport) });
+    const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: opts.cwd, env: full, stdout: 'ignore', stderr: 'pipe' });
+    const url = `http://127.0.0.1:${opts.role === 'gateway' ? rport : port}`;
+    const end = Date.now() + (opts.timeoutMs ?? 30_000);
+    let exited = false;
+    void proc.exited.then(() => (exited = true));
+    while (!exited && Date.now() < end) {
+      try {
+        if ((await fetch(`${url}/health`)).ok) {
+          void new Response(proc.stderr).text().then((t) => t && process.stderr.write(t));
+          return { proc, url };
+        }
+      } catch {}
+      await Bun.sleep(100);
+    }
+    if (!exited) {
+      proc.kill('SIGKILL');
+      throw new Error(`${opts.role} process never became healthy`);
+    }
+    last = await new Response(proc.stderr).text();
+    if (!/in use/i.test(last)) break;
+  }
+  throw new Error(`${opts.role} process exited before it was healthy: ${last.trim().split('\n').slice(-3).join(' ')}`);
+}
