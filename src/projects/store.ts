@@ -13,7 +13,7 @@ export async function replaceModels(tx: Sql, projectId: string, models: readonly
     select key, definition, position from models where project_id = ${projectId} order by position, key`;
   const same =
     current.length === models.length &&
-    current.every((row, i) => row.key === models[i]!.key && JSON.stringify(row.definition) === JSON.stringify(models[i]));
+    current.every((row, i) => row.key === models[i]!.key && canonicalJson(row.definition) === canonicalJson(models[i]));
   if (same) return null;
   await tx`delete from models where project_id = ${projectId}`;
   for (const [i, m] of models.entries()) {

@@ -45,6 +45,13 @@ describe('project actor', () => {
     expect(await push(a, p.projectId, [post])).toBeNull();
   });
 
+  test('an unchanged model set is recognised whatever order jsonb keeps its keys in', async () => {
+    const p = await bootstrapProject(a, 'order');
+    const product = { key: 'product', name: 'Product', versioned: false, fields: [{ key: 'sku', type: 'text' as const, queryable: true }], lookups: [{ keyBy: ['sku'] }] };
+    expect(await push(a, p.projectId, [product as never])).toBe(1);
+    expect(await push(a, p.projectId, [product as never])).toBeNull();
+  });
+
   test('a schema change in one process reaches the project actor of another', async () => {
     const p = await bootstrapProject(a, 'cross');
     await push(a, p.projectId, [post]);
