@@ -23,8 +23,8 @@ type Place = string | typeof OUTSIDE | typeof UNKNOWN | typeof NOWHERE;
 type Struct = Y.Item | Y.GC | Y.Skip;
 
 /** Where the changes of `update` land: field keys, OUTSIDE, UNKNOWN. Empty when nothing changes. */
-export function touchedPlaces(doc: Y.Doc, update: Uint8Array): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
-  const { structs, ds } = Y.decodeUpdate(update) as { structs: Struct[]; ds: { clients: Map<number, { clock: number; len: number }[]> } };
+export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decodeUpdate(update)): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
+  const { structs, ds } = decoded as unknown as { structs: Struct[]; ds: { clients: Map<number, { clock: number; len: number }[]> } };
   const store = doc.store;
   const content = doc.getMap(CONTENT_MAP) as unknown as Y.AbstractType<unknown>;
   const fresh = new Map<number, (Y.Item | Y.GC)[]>();
@@ -144,10 +144,10 @@ export function touchedPlaces(doc: Y.Doc, update: Uint8Array): Set<string | type
 export type WriteRule = null | { all: true } | { all: false; denied: ReadonlySet<string> };
 
 /** The places of `update` the rule refuses (empty: the update may be applied). */
-export function refusedPlaces(rule: WriteRule, doc: Y.Doc, update: Uint8Array): string[] {
+export function refusedPlaces(rule: WriteRule, doc: Y.Doc, update: Uint8Array, decoded?: ReturnType<typeof Y.decodeUpdate>): string[] {
   if (rule === null) return [];
   const out: string[] = [];
-  for (const p of touchedPlaces(doc, update)) {
+  for (const p of touchedPlaces(doc, update, decoded)) {
     if (rule.all) out.push(p === OUTSIDE ? '(outside the fields)' : p === UNKNOWN ? '(unknown position)' : p);
     else if (p === UNKNOWN) out.push('(unknown position)');
     else if (p !== OUTSIDE && rule.denied.has(p)) out.push(p);
@@ -161,8 +161,8 @@ export function refusedPlaces(rule: WriteRule, doc: Y.Doc, update: Uint8Array): 
  * gap filled, Yjs would hold every later update of that editor as pending, here and in every
  * peer. The fill carries no content (broadcast and stored like any update, it changes nothing).
  */
-export function skipUpdate(doc: Y.Doc, update: Uint8Array, origin: unknown): void {
-  const { structs } = Y.decodeUpdate(update) as { structs: Struct[] };
+export function skipUpdate(doc: Y.Doc, update: Uint8Array, origin: unknown, decoded = Y.decodeUpdate(update)): void {
+  const { structs } = decoded as unknown as { structs: Struct[] };
   const ranges = new Map<number, { clock: number; end: number; open: boolean }>();
   for (const s of structs) {
     const r = ranges.get(s.id.client);

@@ -31,10 +31,13 @@ export const CloseCode = {
 /** Largest frame a client may send: far above any keystroke, far below a flood. */
 export const MAX_FRAME_BYTES = 2 * 1024 * 1024;
 
+/** An update decoded by Yjs (structs and delete set), kept for the field-rule check. */
+export type DecodedUpdate = ReturnType<typeof Y.decodeUpdate>;
+
 export type Frame =
   | { type: 'sync-step1'; stateVector: Uint8Array }
-  | { type: 'sync-step2'; update: Uint8Array }
-  | { type: 'update'; update: Uint8Array }
+  | { type: 'sync-step2'; update: Uint8Array; decoded: DecodedUpdate }
+  | { type: 'update'; update: Uint8Array; decoded: DecodedUpdate }
   | { type: 'awareness'; update: Uint8Array }
   | { type: 'query-awareness' }
   | { type: 'auth' };
@@ -65,8 +68,8 @@ export function parseFrame(data: Uint8Array): Frame {
           return { type: 'sync-step1', stateVector: payload };
         }
         if (sub === syncProtocol.messageYjsSyncStep2 || sub === syncProtocol.messageYjsUpdate) {
-          Y.decodeUpdate(payload);
-          return { type: sub === syncProtocol.messageYjsUpdate ? 'update' : 'sync-step2', update: payload };
+          const decoded = Y.decodeUpdate(payload);
+          return { type: sub === syncProtocol.messageYjsUpdate ? 'update' : 'sync-step2', update: payload, decoded };
         }
         throw new FrameError(`unknown sync message ${sub}`);
       }

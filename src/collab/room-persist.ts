@@ -106,7 +106,8 @@ export class RoomSaver {
   #savedVersion = 0;
   #lastEditor: string | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
-  #firstDirtyAt = 0;
+  /** When the unsaved changes must be saved at the latest (the `maxWaitMs` cap). */
+  #deadline = 0;
   #lastChangeAt = 0;
   #stopped = false;
   /** Saves written into the record, for diagnostics and the bench. */
@@ -152,7 +153,9 @@ export class RoomSaver {
     const now = Date.now();
     this.#lastChangeAt = now;
     if (this.#timer !== undefined) return;
-    this.#firstDirtyAt = now;
+    // The cap is spread over its last fifth: rooms that started typing together (a reconnect
+    // storm, a bench) do not all save in the same instant.
+    this.#deadline = now + this.#host.maxWaitMs * (0.8 + 0.2 * Math.random());
     this.#arm(this.#host.debounceMs);
   }
 
@@ -160,7 +163,7 @@ export class RoomSaver {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       if (this.#stopped) return;
-      const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#firstDirtyAt + this.#host.maxWaitMs);
+      const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#deadline);
       const wait = due - Date.now();
       if (wait > 0) return this.#arm(wait);
       this.#enqueue();

@@ -56,6 +56,8 @@ export class Room implements Actor {
   readonly #saver: RoomSaver;
   /** The editor of the relayed update being applied. */
   #remoteEditor: string | null = null;
+  /** The bytes being applied (#apply), sent on as they are. */
+  #incoming: { update: Uint8Array; frame: Uint8Array | undefined } | null = null;
   #stopped = false;
   #lastUse = Date.now();
 
@@ -75,7 +77,7 @@ export class Room implements Actor {
       () => this.#mailbox.tell({ t: 'save', final: false }, (e) => logFailure(this.key, e)),
       () => this.#gone(),
     );
-    doc.on('update', (update: Uint8Array, origin: unknown) => this.#onUpdate(update, origin));
+    doc.on('afterTransaction', (tr: Y.Transaction) => this.#afterTransaction(tr));
     this.awareness.on('update', (changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.#onAwareness(changes, origin));
   }
 
@@ -215,7 +217,7 @@ export class Room implements Actor {
       case 'remote':
         if (m.kind === 0) {
           this.#remoteEditor = m.userId;
-          Y.applyUpdate(this.doc, m.data, 'remote');
+          this.#apply(m.data, 'remote');
         } else awarenessProtocol.applyAwarenessUpdate(this.awareness, m.data, 'remote');
         return;
       case 'peer':
@@ -258,10 +260,10 @@ export class Room implements Actor {
         return;
       case 'sync-step2':
       case 'update': {
-        const refused = refusedPlaces(conn.rule, this.doc, f.update);
-        if (refused.length === 0) return Y.applyUpdate(this.doc, f.update, conn);
+        const refused = refusedPlaces(conn.rule, this.doc, f.update, f.decoded);
+        if (refused.length === 0) return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
         // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
-        skipUpdate(this.doc, f.update, new Skipped(conn));
+        skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);
         this.#host.stats.refused++;
         conn.ws.send(permissionDeniedFrame(conn.rule?.all ? 'This connection is read-only: document updates are not accepted' : `No write access to field(s): ${refused.join(', ')}`));
         return;
@@ -283,14 +285,33 @@ export class Room implements Actor {
     }
   }
 
-  #onUpdate(update: Uint8Array, origin: unknown): void {
-    if (origin === 'load') return;
+  /**
+   * After each document transaction: note the change for the saver, send it to this process's
+   * other sockets (the topic) and to the room's other processes. An update that came in as bytes
+   * (an editor's frame, a relayed update) goes out as those bytes: Yjs would only re-encode the
+   * same update. Only the server's own changes (merges, clock fills) are encoded here.
+   */
+  #afterTransaction(tr: Y.Transaction): void {
+    const origin = tr.origin;
+    if (origin === 'load' || !changed(tr)) return;
     const sender = origin instanceof Skipped ? origin.conn : isConn(origin) ? origin : null;
     this.#saver.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
-    const frame = updateFrame(update);
+    const incoming = this.#incoming;
+    const update = incoming && (origin === 'remote' || origin === sender) ? incoming.update : Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState));
+    const frame = incoming?.frame && origin === sender ? incoming.frame : updateFrame(update);
     if (sender) sender.ws.publish(this.key, frame);
     else this.#host.publish(this.key, frame);
     if (origin !== 'remote' && this.peers.size > 0) this.#host.relay(this, 0, update, this.#saver.lastEditor);
+  }
+
+  /** Applies update bytes that will be sent on as they are (see #afterTransaction). */
+  #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
+    this.#incoming = { update, frame };
+    try {
+      Y.applyUpdate(this.doc, update, origin);
+    } finally {
+      this.#incoming = null;
+    }
   }
 
   #onAwareness(changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
@@ -315,6 +336,13 @@ export class Room implements Actor {
   #gone(): void {
     this.closeAll(CloseCode.RecordGone, 'record deleted');
   }
+}
+
+/** Whether a transaction changed the document (Yjs emits 'update' on the same condition). */
+function changed(tr: Y.Transaction): boolean {
+  if (tr.deleteSet.clients.size > 0) return true;
+  for (const [client, clock] of tr.afterState) if (tr.beforeState.get(client) !== clock) return true;
+  return false;
 }
 
 function isConn(origin: unknown): origin is Conn {
