@@ -131,7 +131,7 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
   const lines = [
     '## Collaboration (`collab`)',
     '',
-    `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts, one process). Latency: an editor's update until the room's other editor sees it.`,
+    `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts, one process). Latency: an editor's update until the room's other editor's socket receives it.`,
     '',
     '| server | editors | updates/s | p50 ms | p99 ms | server CPU (cores) | peak RSS MB | saves/s |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
