@@ -95,7 +95,7 @@ export default defineConfig({
     },
   ],
   authProviders: [
-    { key: 'google', name: 'Google', type: 'oauth2', config: { clientId: 'acme-google', allowedDomains: ['acme.example'] }, enabled: true, isDefault: true, priority: 1 },
+    { key: 'google', name: 'Google', type: 'oauth2', config: { issuer: 'https://accounts.google.com', clientId: 'acme-google', clientSecretLabel: 'googleClientSecret', allowedDomains: ['acme.example'] }, enabled: true, isDefault: true, priority: 1 },
   ],
   relyingParties: [
     {

@@ -1,5 +1,6 @@
 import { ruleErrors } from '../content/targeting.ts';
 import { scopeError, parseScopes } from '../auth/scopes.ts';
+import { checkOauth2Config } from './validate-providers.ts';
 import { Checker, ENV_VAR_RE, HOSTNAME_RE, KEY_RE, SLUG_RE, isHttpUrl, join, originProblem, redirectUriProblem, type Obj } from './check.ts';
 import { cronProblem, isTimeZone } from '../operations/cron.ts';
 import { HOOK_EVENTS } from './types.ts';
@@ -115,7 +116,8 @@ function checkAuthProviders(c: Checker, v: unknown): void {
     c.string(o, 'key', p, { required: true, pattern: OP_KEY_RE, hint: 'must start with a letter and hold only letters, digits, _ and -' });
     c.string(o, 'name', p, { required: true, max: 200 });
     c.string(o, 'type', p, { required: true });
-    c.object(o.config, `${p}.config`);
+    if (o.type === 'oauth2') checkOauth2Config(c, o.config, `${p}.config`);
+    else c.object(o.config, `${p}.config`);
     c.boolean(o, 'enabled', p);
     c.boolean(o, 'isDefault', p);
     c.number(o, 'priority', p);

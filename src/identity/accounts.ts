@@ -130,6 +130,15 @@ async function login(id: Identity, project: ProjectView, customer: { id: string;
   return { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresIn: issued.expiresIn, customer: { ...customer, roles: stamp.roles } };
 }
 
+/**
+ * A new session for a customer who proved who they are another way: a browser session of the
+ * hosted login, or an upstream provider. Null when the customer is gone or disabled.
+ */
+export async function loginKnownCustomer(id: Identity, project: ProjectView, customerId: string): Promise<AuthPayload | null> {
+  const c = await loadCustomer(id.sql, project.id, customerId);
+  return c ? login(id, project, c) : null;
+}
+
 export async function registerCustomer(id: Identity, project: ProjectView, input: { email: unknown; password: unknown; name?: unknown }): Promise<AuthPayload> {
   if (!setting(project, 'customerSignupEnabled', true)) throw new PermissionDenied('Customer sign-up is disabled for this project');
   if (!setting(project, 'customerPasswordEnabled', true)) throw new PermissionDenied('Password login is disabled for this project');

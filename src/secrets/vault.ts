@@ -98,3 +98,15 @@ export async function pushSecrets(svc: { sql: Sql; settings: Pick<Settings, 'pro
   });
   return out;
 }
+
+/** A project secret's plaintext for the server's own use (an upstream client secret); null when unset. */
+export async function readSecret(sql: Sql, dataDir: string, projectId: string, label: string, ownerKind = 'project'): Promise<string | null> {
+  const [row] = await sql<{ iv: Buffer; ciphertext: Buffer; tag: Buffer }[]>`
+    select iv, ciphertext, tag from secrets where project_id = ${projectId} and owner_kind = ${ownerKind} and label = ${label}`;
+  if (!row) return null;
+  try {
+    return decrypt(secretsKey(dataDir), row, `${projectId}/${ownerKind}/${label}`);
+  } catch {
+    return null; // encrypted under another key
+  }
+}

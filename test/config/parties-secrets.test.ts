@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { folder, minimal } from './support.ts';
-import { startDnsServer } from './dns-server.ts';
+import { startDnsServer } from '../support/dns-server.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -71,19 +71,36 @@ describe('relying parties', () => {
     expect(r.json.errors[0].message).toContain('relyingparties:write');
   });
 
-  test('svc domains verify checks the TXT record and marks the domain verified', async () => {
+  test('svc domains verify checks both records (CNAME to the auth host, TXT challenge) and marks the domain verified', async () => {
     const p = await bootstrapProject(server, 'verify');
     const dir = folder({ 'svc.config.json': minimal(p, { relyingParties: [party({ customDomains: ['login.v.example'] })] }) });
     const r = await push(p.ownerKey, dir);
-    const token = r.json.domains[0].records[1].value;
-    const records = new Map<string, string>();
+    const [cname, txt] = r.json.domains[0].records;
+    expect(cname).toEqual({ type: 'CNAME', name: 'login.v.example', value: new URL(server.apiUrl).hostname });
+    expect(r.out).not.toContain('pending;'); // --json prints the object only
+    const token = txt.value;
+    const records = { txt: new Map<string, string>(), cname: new Map<string, string>() };
     const dns = await startDnsServer(records);
     process.env.SVC_DNS_SERVER = dns.address;
     try {
       const before = await cli(server, p.ownerKey, 'domains', 'verify', 'login.v.example', '--dir', dir, '--json');
       expect(before.code).toBe(1);
       expect(before.json.verified).toBe(false);
-      records.set('_svc-challenge.login.v.example', token);
+      expect(before.json.checks).toEqual({ cname: false, txt: false });
+      // The TXT record alone is not enough: the domain must also point at the auth host.
+      records.txt.set('_svc-challenge.login.v.example', token);
+      const half = await cli(server, p.ownerKey, 'domains', 'verify', 'login.v.example', '--dir', dir, '--json');
+      expect(half.code).toBe(1);
+      expect(half.json.checks).toEqual({ cname: false, txt: true });
+      expect(half.json.reason).toContain('CNAME');
+      records.cname.set('login.v.example', 'elsewhere.example');
+      const wrong = await cli(server, p.ownerKey, 'domains', 'verify', 'login.v.example', '--dir', dir, '--json');
+      expect(wrong.json.checks).toEqual({ cname: false, txt: true });
+      records.txt.set('_svc-challenge.login.v.example', 'not-the-token');
+      records.cname.set('login.v.example', cname.value);
+      const wrongTxt = await cli(server, p.ownerKey, 'domains', 'verify', 'login.v.example', '--dir', dir, '--json');
+      expect(wrongTxt.json.checks).toEqual({ cname: true, txt: false });
+      records.txt.set('_svc-challenge.login.v.example', token);
       const after = await cli(server, p.ownerKey, 'domains', 'verify', 'login.v.example', '--dir', dir, '--json');
       expect(after.code).toBe(0);
       expect(after.json.status).toBe('verified');

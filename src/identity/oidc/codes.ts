@@ -1,10 +1,11 @@
 import { SignJWT } from 'jose';
 import type { Sql } from '../../store/db.ts';
 import { hashSecret, newSecret } from '../../ids.ts';
-import { revokeSession } from '../sessions.ts';
+import { refreshSession, revokeSession } from '../sessions.ts';
 import type { TokenService } from '../tokens.ts';
 import { ALG } from '../signing-keys.ts';
-import { CODE_SECONDS, ID_TOKEN_SECONDS, verifierMatches, wireClientId, type AuthorizeRequest } from './protocol.ts';
+import { Unauthenticated } from '../../errors.ts';
+import { CODE_SECONDS, ID_TOKEN_SECONDS, scopedClaims, verifierMatches, wireClientId, type AuthorizeRequest } from './protocol.ts';
 
 /**
  * Authorization codes of the hosted login and their exchange. The hosted page logs the customer
@@ -22,6 +23,10 @@ export interface CodeGrant {
   loginRefreshToken: string;
   /** The party's allowedScopes: the session's stamped scopes are narrowed to them. */
   allowedScopes: string[] | null;
+  /** The issuer the login happened under (the deployment's or a custom domain's). */
+  issuer: string;
+  /** When the customer last authenticated (a browser session's login time, or now). */
+  authTime: Date;
 }
 
 export async function issueCode(sql: Sql, g: CodeGrant): Promise<string> {
@@ -32,9 +37,9 @@ export async function issueCode(sql: Sql, g: CodeGrant): Promise<string> {
       await tx`update customer_sessions set scopes = array(select unnest(scopes) intersect select unnest(${g.allowedScopes}::text[]))
                where id = ${g.sessionId}`;
     }
-    await tx`insert into oauth_codes (code_hash, project_id, client_id, redirect_uri, code_challenge, nonce, scopes, customer_id, session_id, expires_at)
+    await tx`insert into oauth_codes (code_hash, project_id, client_id, redirect_uri, code_challenge, nonce, scopes, customer_id, session_id, issuer, auth_time, expires_at)
              values (${hashSecret(code)}, ${g.projectId}, ${g.clientId}, ${g.request.redirect_uri}, ${g.request.code_challenge},
-                     ${g.request.nonce}, ${g.request.scopes}, ${g.customerId}, ${g.sessionId}, now() + make_interval(secs => ${CODE_SECONDS}))`;
+                     ${g.request.nonce}, ${g.request.scopes}, ${g.customerId}, ${g.sessionId}, ${g.issuer}, ${g.authTime}, now() + make_interval(secs => ${CODE_SECONDS}))`;
     await tx`delete from oauth_codes where expires_at < now() - interval '1 hour'`;
   });
   return code;
@@ -60,6 +65,7 @@ interface CodeRow {
   scopes: string[];
   customer_id: string;
   session_id: string;
+  issuer: string | null;
   auth_time: Date;
   expires_at: Date;
   used_at: Date | null;
@@ -77,6 +83,7 @@ export async function exchangeCode(
   sql: Sql,
   tokens: TokenService,
   input: { projectId: string; clientId: string; code: unknown; redirectUri: unknown; verifier: unknown; issuer: string; ttlSeconds?: number | undefined },
+  // `issuer` is the site the token endpoint was called on: a code is exchanged where it was issued.
 ): Promise<ExchangeResult> {
   if (typeof input.code !== 'string' || !/^ac_[0-9a-f]{64}$/.test(input.code)) return { ok: false, error: 'invalid_grant', description: INVALID_GRANT };
   const hash = hashSecret(input.code);
@@ -90,11 +97,15 @@ export async function exchangeCode(
     // A code is spent by any presentation, right or wrong: a guessed verifier gets one try.
     await tx`update oauth_codes set used_at = now() where code_hash = ${hash}`;
     if (row.expires_at.getTime() <= Date.now() || row.project_id !== input.projectId || row.client_id !== input.clientId ||
-        row.redirect_uri !== input.redirectUri || !verifierMatches(input.verifier, row.code_challenge) || row.revoked_at) {
+        row.redirect_uri !== input.redirectUri || !verifierMatches(input.verifier, row.code_challenge) || row.revoked_at ||
+        (row.issuer ?? input.issuer) !== input.issuer) {
       return { kind: 'spent' as const, row };
     }
     const refreshToken = newSecret('rt_');
     await tx`insert into customer_refresh_tokens (token_hash, session_id) values (${hashSecret(refreshToken)}, ${row.session_id})`;
+    // The session now belongs to this party: only it may refresh, and refreshes re-issue ID tokens.
+    await tx`update customer_sessions set oidc_client_id = ${row.client_id}, oidc_issuer = ${input.issuer}, oidc_scopes = ${row.scopes}, auth_time = ${row.auth_time}
+             where id = ${row.session_id}`;
     return { kind: 'ok' as const, row, refreshToken };
   });
   if (outcome.kind === 'replay') {
@@ -116,10 +127,52 @@ export async function exchangeCode(
       sessionId: row.session_id,
       nonce: row.nonce,
       authTime: row.auth_time,
-      claims: {
-        ...(row.scopes.includes('email') ? { email: row.email, email_verified: row.email_verified_at !== null } : {}),
-        ...(row.scopes.includes('profile') && row.name ? { name: row.name } : {}),
-      },
+      claims: scopedClaims(row.scopes, { email: row.email, name: row.name, emailVerified: row.email_verified_at !== null }),
+    });
+  }
+  return { ok: true, body };
+}
+
+const INVALID_REFRESH = 'the refresh token is invalid, expired, revoked, or was issued to another client';
+
+/**
+ * RFC 6749 §6 for a hosted-login session: the refresh token must belong to a session this
+ * party obtained (a token of another party or of the GraphQL login is invalid_grant). It rotates
+ * like refreshCustomerToken, and with `openid` a new ID token comes along (OpenID Core §12.2:
+ * same iss, sub, aud and auth_time; a fresh iat; no nonce).
+ */
+export async function refreshGrant(
+  sql: Sql,
+  tokens: TokenService,
+  input: { projectId: string; clientId: string; refreshToken: unknown; ttlSeconds?: number | undefined },
+): Promise<ExchangeResult> {
+  const fail: ExchangeResult = { ok: false, error: 'invalid_grant', description: INVALID_REFRESH };
+  if (typeof input.refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(input.refreshToken)) return fail;
+  const [s] = await sql<{ oidc_client_id: string | null; oidc_issuer: string | null; oidc_scopes: string[] | null; auth_time: Date | null }[]>`
+    select s.oidc_client_id, s.oidc_issuer, s.oidc_scopes, s.auth_time from customer_refresh_tokens t join customer_sessions s on s.id = t.session_id
+    where t.token_hash = ${hashSecret(input.refreshToken)} and s.project_id = ${input.projectId}`;
+  if (!s || s.oidc_client_id !== input.clientId) return fail;
+  let out: Awaited<ReturnType<typeof refreshSession>>;
+  try {
+    out = await refreshSession(sql, tokens, input.projectId, input.refreshToken, input.ttlSeconds);
+  } catch (err) {
+    if (err instanceof Unauthenticated) return fail;
+    throw err;
+  }
+  const scopes = s.oidc_scopes ?? [];
+  const body: TokenResponse = { access_token: out.accessToken, token_type: 'Bearer', expires_in: out.expiresIn, refresh_token: out.refreshToken, scope: scopes.join(' ') };
+  if (scopes.includes('openid') && s.oidc_issuer) {
+    const [c] = await sql<{ email: string; name: string | null; email_verified_at: Date | null }[]>`
+      select email, name, email_verified_at from customers where id = ${out.customerId} and project_id = ${input.projectId}`;
+    if (!c) return fail;
+    body.id_token = await mintIdToken(tokens, {
+      issuer: s.oidc_issuer,
+      audience: wireClientId(input.projectId, input.clientId),
+      subject: out.customerId,
+      sessionId: out.sessionId,
+      nonce: null,
+      authTime: s.auth_time ?? new Date(),
+      claims: scopedClaims(scopes, { email: c.email, name: c.name, emailVerified: c.email_verified_at !== null }),
     });
   }
   return { ok: true, body };

@@ -15,9 +15,12 @@ export interface PageModel {
   action: string;
   party: Party;
   branding: Branding;
-  request: AuthorizeRequest;
+  /** Null on a bare visit to a custom domain (no relying-party request). */
+  request: AuthorizeRequest | null;
   csrf: string;
   methods: { password: boolean; otp: boolean; signup: boolean };
+  /** Upstream providers ("Continue with …"), in priority order; the default one first. */
+  providers?: { key: string; name: string; isDefault: boolean }[] | undefined;
   error?: string | undefined;
   notice?: string | undefined;
   email?: string | undefined;
@@ -33,10 +36,10 @@ const httpsUrl = (u: string | null) => (u && /^https:\/\/[^\s"'<>]+$/.test(u) ? 
 
 function hidden(m: PageModel): string {
   const r = m.request;
-  const fields: Record<string, string | null> = {
+  const fields: Record<string, string | null> = r ? {
     client_id: r.client_id, redirect_uri: r.redirect_uri, response_type: 'code', scope: r.scopes.join(' ') || null,
     state: r.state, nonce: r.nonce, code_challenge: r.code_challenge, code_challenge_method: 'S256', csrf: m.csrf,
-  };
+  } : { csrf: m.csrf };
   return Object.entries(fields).filter(([, v]) => v !== null).map(([k, v]) => `<input type="hidden" name="${k}" value="${esc(v!)}">`).join('');
 }
 
@@ -53,6 +56,13 @@ export function renderLoginPage(m: PageModel): string {
   const logo = httpsUrl(m.branding.logoUrl);
   const email = m.email ? `value="${esc(m.email)}"` : '';
   const sections: string[] = [];
+  const providers = m.providers ?? [];
+  if (providers.length > 0) {
+    sections.push(`<section id="providers" aria-labelledby="providers-h"><h2 id="providers-h">Continue with an account you have</h2>` +
+      providers.map((p) => `<form method="post" action="${esc(m.action)}">${hidden(m)}<input type="hidden" name="step" value="upstream">` +
+        `<input type="hidden" name="provider" value="${esc(p.key)}"><button type="submit" class="${p.isDefault ? 'provider default' : 'provider'}">Continue with ${esc(p.name)}</button></form>`).join('') +
+      `</section>`);
+  }
   if (m.methods.otp && m.otpSent) {
     sections.push(form(m, 'otp-code', 'Enter your one-time code', 'otp',
       `<input type="hidden" name="email" value="${esc(m.email ?? '')}">` + field('otp-code-input', 'Code from the mail', 'text', 'code', 'inputmode="numeric" autocomplete="one-time-code" pattern="[0-9]{6}"'), 'Sign in'));
@@ -80,11 +90,22 @@ export function renderLoginPage(m: PageModel): string {
     `body{font-family:system-ui,sans-serif;color:#111;background:#fff;max-width:26rem;margin:3rem auto;padding:0 1rem;line-height:1.5}` +
     `label{display:block;margin-top:.75rem;font-weight:600}input{display:block;width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #555;border-radius:4px}` +
     `input:focus,button:focus,a:focus{outline:3px solid ${accent};outline-offset:2px}button{margin-top:1rem;padding:.6rem 1rem;font-size:1rem;color:#fff;background:${accent};border:0;border-radius:4px}` +
+    `button.provider{display:block;width:100%;color:#111;background:#fff;border:2px solid ${accent}}button.provider.default{color:#fff;background:${accent}}` +
     `section{border-top:1px solid #ccc;margin-top:1.5rem}.error{color:#a00;border:1px solid #a00;padding:.5rem}.notice{border:1px solid #555;padding:.5rem}img{max-height:3rem}` +
     `</style></head><body><main><header>${logo ? `<img src="${esc(logo)}" alt="${esc(brand)}">` : ''}<h1>${esc(brand)}</h1>` +
     `<p>Sign in to continue to <strong>${esc(m.party.name)}</strong>.</p></header>` +
     (m.error ? `<p class="error" role="alert">${esc(m.error)}</p>` : '') + (m.notice ? `<p class="notice" role="status">${esc(m.notice)}</p>` : '') +
     nav + (sections.length ? sections.join('') : '<p>No way to sign in is enabled for this application.</p>') + `</main></body></html>`;
+}
+
+/** A short page with a heading, a sentence and optionally one button form (logout, signed in). */
+export function renderInfoPage(title: string, message: string, form?: { action: string; fields: Record<string, string>; button: string }): string {
+  const f = form
+    ? `<form method="post" action="${esc(form.action)}">${Object.entries(form.fields).map(([k, v]) => `<input type="hidden" name="${esc(k)}" value="${esc(v)}">`).join('')}` +
+      `<button type="submit" style="padding:.6rem 1rem;font-size:1rem;color:#fff;background:#1d4ed8;border:0;border-radius:4px">${esc(form.button)}</button></form>`
+    : '';
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${esc(title)}</title></head>` +
+    `<body style="font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#111"><main><h1>${esc(title)}</h1><p role="status">${esc(message)}</p>${f}</main></body></html>`;
 }
 
 export function renderErrorPage(message: string): string {

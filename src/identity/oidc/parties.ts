@@ -5,8 +5,8 @@ import { parseClientId, type Party } from './protocol.ts';
 export async function findParty(sql: Sql, wireClientId: unknown): Promise<Party | null> {
   const id = parseClientId(wireClientId);
   if (!id) return null;
-  const [row] = await sql<{ name: string; redirect_uris: string[]; allowed_scopes: string[] | null; allowed_origins: string[]; definition: Record<string, unknown> }[]>`
-    select name, redirect_uris, allowed_scopes, allowed_origins, definition from relying_parties
+  const [row] = await sql<{ name: string; redirect_uris: string[]; allowed_scopes: string[] | null; allowed_origins: string[]; post_login_url: string | null; definition: Record<string, unknown> }[]>`
+    select name, redirect_uris, allowed_scopes, allowed_origins, post_login_url, definition from relying_parties
     where project_id = ${id.projectId} and key = ${id.clientId} and kind = 'customer'`;
   if (!row) return null;
   const lm = (row.definition.loginMethods ?? {}) as Record<string, unknown>;
@@ -16,7 +16,12 @@ export async function findParty(sql: Sql, wireClientId: unknown): Promise<Party 
     redirectUris: row.redirect_uris,
     allowedScopes: row.allowed_scopes,
     allowedOrigins: row.allowed_origins,
-    loginMethods: { password: lm.password !== false, otp: lm.otp !== false },
+    postLoginUrl: row.post_login_url,
+    loginMethods: {
+      password: lm.password !== false,
+      otp: lm.otp !== false,
+      disabledProviders: Array.isArray(lm.disabledProviders) ? lm.disabledProviders.filter((k): k is string => typeof k === 'string') : [],
+    },
   };
 }
 

@@ -11,19 +11,46 @@ export const CODE_SECONDS = 60;
 export const ID_TOKEN_SECONDS = 15 * 60;
 const MAX_PARAM = 2048;
 
-export interface Endpoints {
-  baseUrl: string;
-  authUrl: string;
+/**
+ * Where one OpenID provider answers. The deployment's site: issuer `{base_url}/customer`, the
+ * login under `{auth_url}`. A verified custom domain is a site of its own: issuer
+ * `https://<domain>`, every endpoint on that host (as white-label providers do, so a relying
+ * party's discovery, redirects and ID tokens all name the domain).
+ */
+export interface Site {
+  issuer: string;
+  /** Base of the login pages: `{auth_url}` or `https://<domain>`. */
+  authBase: string;
+  /** Base of discovery, token and userinfo: `{base_url}/customer` or `https://<domain>`. */
+  apiBase: string;
+  jwksUri: string;
+  /** The host the browser-session cookie lives on, and its path. */
+  host: string;
+  cookiePath: string;
+  /** Set on a custom domain: the party the domain belongs to. */
+  domain: { projectId: string; clientId: string } | null;
 }
 
-export const issuerOf = (e: Endpoints) => `${e.baseUrl}/customer`;
-
-export function discoveryDocument(e: Endpoints): Record<string, unknown> {
+export function defaultSite(baseUrl: string, authUrl: string): Site {
+  const auth = new URL(authUrl);
   return {
-    issuer: issuerOf(e),
-    authorization_endpoint: `${e.authUrl}/authorize`,
-    token_endpoint: `${e.baseUrl}/customer/oauth/token`,
-    jwks_uri: `${e.baseUrl}/.well-known/jwks.json`,
+    issuer: `${baseUrl}/customer`, authBase: authUrl, apiBase: `${baseUrl}/customer`, jwksUri: `${baseUrl}/.well-known/jwks.json`,
+    host: auth.host, cookiePath: auth.pathname.replace(/\/$/, '') || '/', domain: null,
+  };
+}
+
+export function domainSite(origin: string, domain: { projectId: string; clientId: string }): Site {
+  return { issuer: origin, authBase: origin, apiBase: origin, jwksUri: `${origin}/.well-known/jwks.json`, host: new URL(origin).host, cookiePath: '/', domain };
+}
+
+export function discoveryDocument(site: Site): Record<string, unknown> {
+  return {
+    issuer: site.issuer,
+    authorization_endpoint: `${site.authBase}/authorize`,
+    token_endpoint: `${site.apiBase}/oauth/token`,
+    userinfo_endpoint: `${site.apiBase}/oauth/userinfo`,
+    end_session_endpoint: `${site.authBase}/logout`,
+    jwks_uri: site.jwksUri,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
@@ -32,7 +59,17 @@ export function discoveryDocument(e: Endpoints): Record<string, unknown> {
     id_token_signing_alg_values_supported: ['EdDSA'],
     token_endpoint_auth_methods_supported: ['none'],
     scopes_supported: [...OIDC_SCOPES],
+    prompt_values_supported: ['none', 'login'],
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'email', 'email_verified', 'name'],
+    authorization_response_iss_parameter_supported: true,
+  };
+}
+
+/** The OpenID claims a session's scopes release (ID token and userinfo). */
+export function scopedClaims(scopes: readonly string[], c: { email: string; name: string | null; emailVerified: boolean }): Record<string, unknown> {
+  return {
+    ...(scopes.includes('email') ? { email: c.email, email_verified: c.emailVerified } : {}),
+    ...(scopes.includes('profile') && c.name ? { name: c.name } : {}),
   };
 }
 
@@ -53,7 +90,22 @@ export interface Party {
   redirectUris: string[];
   allowedScopes: string[] | null;
   allowedOrigins: string[];
-  loginMethods: { password: boolean; otp: boolean };
+  postLoginUrl: string | null;
+  loginMethods: { password: boolean; otp: boolean; disabledProviders: string[] };
+}
+
+/**
+ * Whether the browser session may serve this landing URL: only a party listing the URL's
+ * origin in `allowedOrigins` (exact match) gets one; none listed, none at all.
+ */
+export function browserSessionAllowed(party: Party, landing: string): boolean {
+  let origin: string;
+  try {
+    origin = new URL(landing).origin;
+  } catch {
+    return false;
+  }
+  return party.allowedOrigins.includes(origin);
 }
 
 /** Exact string equality only (RFC 9700 §4.1.3): no prefix, no case folding, no normalisation. */
@@ -68,6 +120,10 @@ export interface AuthorizeRequest {
   nonce: string | null;
   scopes: string[];
   code_challenge: string;
+  /** OpenID `prompt`: `none` (never show the page) or `login` (always show it). */
+  prompt: 'none' | 'login' | null;
+  /** OpenID `max_age` in seconds: an older browser session asks again. */
+  max_age: number | null;
 }
 
 export type AuthorizeCheck =
@@ -91,7 +147,7 @@ export function checkAuthorize(params: Record<string, unknown>, party: Party | n
   const redirectUri = params.redirect_uri as string;
   const state = str(params.state);
   const fail = (error: string, description: string): AuthorizeCheck => ({ kind: 'redirect', redirectUri, error, description, state });
-  for (const k of ['response_type', 'state', 'nonce', 'scope', 'code_challenge', 'code_challenge_method']) {
+  for (const k of ['response_type', 'state', 'nonce', 'scope', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age']) {
     if (Array.isArray(params[k])) return fail('invalid_request', `${k} was sent more than once`);
   }
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
@@ -107,7 +163,16 @@ export function checkAuthorize(params: Record<string, unknown>, party: Party | n
   const nonce = params.nonce === undefined ? null : str(params.nonce);
   if (params.nonce !== undefined && nonce === null) return fail('invalid_request', 'nonce is not valid');
   if (params.state !== undefined && state === null) return { kind: 'redirect', redirectUri, error: 'invalid_request', description: 'state is not valid', state: null };
-  return { kind: 'ok', request: { client_id: wireClientId(party.projectId, party.clientId), redirect_uri: redirectUri, state, nonce, scopes, code_challenge: challenge } };
+  const prompts = typeof params.prompt === 'string' ? params.prompt.split(' ').filter(Boolean) : [];
+  if (prompts.some((p) => !['none', 'login', 'consent', 'select_account'].includes(p))) return fail('invalid_request', 'prompt must be none, login, consent or select_account');
+  if (prompts.includes('none') && prompts.length > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values');
+  const prompt = prompts.includes('none') ? 'none' : prompts.includes('login') ? 'login' : null;
+  let maxAge: number | null = null;
+  if (params.max_age !== undefined) {
+    if (typeof params.max_age !== 'string' || !/^\d{1,9}$/.test(params.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds');
+    maxAge = Number(params.max_age);
+  }
+  return { kind: 'ok', request: { client_id: wireClientId(party.projectId, party.clientId), redirect_uri: redirectUri, state, nonce, scopes, code_challenge: challenge, prompt, max_age: maxAge } };
 }
 
 /** The redirect of RFC 6749 §4.1.2 / §4.1.2.1 (query added to the registered URI, which has none of ours). */
