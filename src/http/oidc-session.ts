@@ -4,7 +4,7 @@ import { identityOf } from '../identity/identity.ts';
 import { revokeSession } from '../identity/sessions.ts';
 import { bearerToken } from '../identity/tokens.ts';
 import { redirectWith, scopedClaims, wireClientId, type Site } from '../identity/oidc/protocol.ts';
-import { findParty } from '../identity/oidc/parties.ts';
+import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { endBrowserSession, sessionCookie } from '../identity/oidc/browser.ts';
 import { postLogoutAllowed, readIdTokenHint } from '../identity/oidc/logout.ts';
 import { renderErrorPage, renderInfoPage } from '../identity/oidc/page.ts';
@@ -85,13 +85,26 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
     } catch {
       return fail(401, 'invalid_token', 'the access token is invalid or expired');
     }
-    const [s] = await svc.sql<{ oidc_scopes: string[] | null; oidc_issuer: string | null; email: string; name: string | null; email_verified_at: Date | null }[]>`
-      select s.oidc_scopes, s.oidc_issuer, c.email, c.name, c.email_verified_at from customer_sessions s join customers c on c.id = s.customer_id
+    const [s] = await svc.sql<{ oidc_scopes: string[] | null; oidc_issuer: string | null; email: string; name: string | null; email_verified_at: Date | null; allowed_origins: string[] | null }[]>`
+      select s.oidc_scopes, s.oidc_issuer, c.email, c.name, c.email_verified_at, r.allowed_origins
+      from customer_sessions s join customers c on c.id = s.customer_id
+      left join relying_parties r on r.project_id = s.project_id and r.key = s.oidc_client_id
       where s.id = ${who.sessionId} and s.project_id = ${projectId} and c.disabled_at is null`;
     if (!s || !s.oidc_scopes?.includes('openid') || s.oidc_issuer !== site.issuer) return fail(403, 'insufficient_scope', 'the token was not issued with the openid scope by this provider');
     const claims = { sub: who.customerId, ...scopedClaims(s.oidc_scopes, { email: s.email, name: s.name, emailVerified: s.email_verified_at !== null }) };
-    return new Response(JSON.stringify(claims), { headers: JSON_HEADERS });
+    // A browser app may read it from the origins its party lists.
+    const origin = request.headers.get('origin');
+    const cors: Record<string, string> = origin && s.allowed_origins?.includes(origin) ? { 'access-control-allow-origin': origin } : {};
+    return new Response(JSON.stringify(claims), { headers: { ...JSON_HEADERS, vary: 'Origin', ...cors } });
   };
   route('get', ['/customer/oauth/userinfo', '/oauth/userinfo'], userinfo);
   route('post', ['/customer/oauth/userinfo', '/oauth/userinfo'], userinfo);
+  route('options', ['/customer/oauth/userinfo', '/oauth/userinfo'], async (_site, { request }) => {
+    const origin = request.headers.get('origin');
+    const headers: Record<string, string> = { vary: 'Origin' };
+    if (origin && (await originListed(svc.sql, origin))) {
+      Object.assign(headers, { 'access-control-allow-origin': origin, 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'authorization', 'access-control-max-age': '600' });
+    }
+    return new Response(null, { status: 204, headers });
+  });
 }

@@ -170,6 +170,12 @@ describe('refresh and userinfo', () => {
     const info = await oidc.fetchUserInfo(rp.web!, again.access_token, before.sub);
     expect(info.email).toBe(before.email as string);
     expect(info.name).toBe('Ada');
+    // Browser apps read it from their party's origins only.
+    const fromApp = await fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://app.example' } });
+    expect(fromApp.headers.get('access-control-allow-origin')).toBe('https://app.example');
+    const fromShop = await fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://shop.example' } });
+    expect(fromShop.status).toBe(200);
+    expect(fromShop.headers.get('access-control-allow-origin')).toBeNull();
     const noToken = await fetch(`${base}/customer/oauth/userinfo`);
     expect(noToken.status).toBe(401);
     expect(noToken.headers.get('www-authenticate')).toBe('Bearer');

@@ -32,6 +32,22 @@ export const esc = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt
 
 /** Only a plain #rgb/#rrggbb colour reaches the style sheet. */
 const color = (c: string | null) => (c && /^#[0-9a-fA-F]{3}([0-9a-fA-F]{3})?$/.test(c) ? c : '#1d4ed8');
+/** WCAG relative luminance of #rgb/#rrggbb. */
+function luminance(hex: string): number {
+  const h = hex.length === 4 ? hex.slice(1).split('').map((c) => c + c).join('') : hex.slice(1);
+  const [r, g, b] = [0, 2, 4].map((i) => {
+    const c = parseInt(h.slice(i, i + 2), 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+}
+
+/** Button text on the brand colour: white or near-black, whichever contrasts more (WCAG 2 ratio). */
+export function textOn(accent: string): string {
+  const l = luminance(accent);
+  return (1.05) / (l + 0.05) >= (l + 0.05) / (luminance('#111111') + 0.05) ? '#fff' : '#111';
+}
+
 const httpsUrl = (u: string | null) => (u && /^https:\/\/[^\s"'<>]+$/.test(u) ? u : null);
 
 function hidden(m: PageModel): string {
@@ -85,12 +101,13 @@ export function renderLoginPage(m: PageModel): string {
     return `<li><a href="#${id}">${title}</a></li>`;
   }).join('')}</ul></nav>` : '';
   const accent = color(m.branding.primaryColor);
+  const ink = textOn(accent);
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">` +
     `<title>${esc(brand)}: sign in to ${esc(m.party.name)}</title><style>` +
     `body{font-family:system-ui,sans-serif;color:#111;background:#fff;max-width:26rem;margin:3rem auto;padding:0 1rem;line-height:1.5}` +
     `label{display:block;margin-top:.75rem;font-weight:600}input{display:block;width:100%;box-sizing:border-box;padding:.5rem;font-size:1rem;border:1px solid #555;border-radius:4px}` +
-    `input:focus,button:focus,a:focus{outline:3px solid ${accent};outline-offset:2px}button{margin-top:1rem;padding:.6rem 1rem;font-size:1rem;color:#fff;background:${accent};border:0;border-radius:4px}` +
-    `button.provider{display:block;width:100%;color:#111;background:#fff;border:2px solid ${accent}}button.provider.default{color:#fff;background:${accent}}` +
+    `input:focus,button:focus,a:focus{outline:3px solid ${accent};outline-offset:2px}button{margin-top:1rem;padding:.6rem 1rem;font-size:1rem;color:${ink};background:${accent};border:0;border-radius:4px}` +
+    `button.provider{display:block;width:100%;color:#111;background:#fff;border:2px solid ${accent}}button.provider.default{color:${ink};background:${accent}}` +
     `section{border-top:1px solid #ccc;margin-top:1.5rem}.error{color:#a00;border:1px solid #a00;padding:.5rem}.notice{border:1px solid #555;padding:.5rem}img{max-height:3rem}` +
     `</style></head><body><main><header>${logo ? `<img src="${esc(logo)}" alt="${esc(brand)}">` : ''}<h1>${esc(brand)}</h1>` +
     `<p>Sign in to continue to <strong>${esc(m.party.name)}</strong>.</p></header>` +
