@@ -5,6 +5,7 @@ import { startDnsServer } from '../support/dns-server.ts';
 import { folder, minimal } from '../config/support.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { authRequest, Browser, discover, newEmail, PASSWORD } from './oidc-support.ts';
+import { spawnPeer } from './support.ts';
 
 setDefaultTimeout(90_000);
 
@@ -152,5 +153,37 @@ describe('custom domains', () => {
     expect((await stranger.fetch(`http://login.nope.test:${port}/authorize?${q}`)).status).toBe(404);
     expect((await stranger.fetch(`http://login.nope.test:${port}/`)).status).toBe(404);
     expect((await stranger.fetch(`http://login.nope.test:${port}/.well-known/openid-configuration`)).status).toBe(404);
+  });
+
+  test('two processes: the domain verified through one is served by the other, which exchanges the code the first issued', async () => {
+    const config = await customDiscovery();
+    const saved = process.env.SVC_BASE_URL;
+    process.env.SVC_BASE_URL = `http://127.0.0.1:${port}`;
+    const peer = await spawnPeer(server).finally(() => {
+      if (saved === undefined) delete process.env.SVC_BASE_URL;
+      else process.env.SVC_BASE_URL = saved;
+    });
+    try {
+      const peerAddr = new URL(peer.apiUrl).host;
+      // The same public address, answered by the peer (as behind a load balancer).
+      const viaPeer = new Browser({ [`${DOMAIN}:${port}`]: peerAddr });
+      const doc = (await (await viaPeer.fetch(`${custom}/.well-known/openid-configuration`)).json()) as { issuer: string };
+      expect(doc.issuer).toBe(custom);
+      const a = await authRequest(config, WEB);
+      const b = browser();
+      const { post } = await b.submit(a.url, 'signup', { email: newEmail(), password: PASSWORD });
+      const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
+      const res = await viaPeer.fetch(`${custom}/oauth/token`, {
+        method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', client_id: `${projectId}.web`, code, redirect_uri: WEB, code_verifier: a.verifier }),
+      });
+      expect(res.status).toBe(200);
+      // The browser session made on the first process signs in on the peer.
+      viaPeer.jar.set(`${DOMAIN}:${port}`, b.cookies(`${DOMAIN}:${port}`));
+      const again = await viaPeer.fetch(`${custom}/`);
+      expect(again.status).toBe(303);
+      expect(again.headers.get('location')).toBe(ACCOUNT);
+    } finally {
+      await peer.stop();
+    }
   });
 });

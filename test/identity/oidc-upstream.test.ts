@@ -5,6 +5,7 @@ import { folder, minimal } from '../config/support.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { listOutbox } from '../../src/identity/mailer.ts';
 import { authRequest, Browser, discover, formOf, PASSWORD } from './oidc-support.ts';
+import { spawnPeer } from './support.ts';
 
 // Two services and argon2id on a loaded box: generous.
 setDefaultTimeout(120_000);
@@ -174,6 +175,31 @@ describe('upstream providers', () => {
     expect(elsewhere.status).toBe(403);
     expect((await b.fetch(callback)).status).toBe(303);
     expect((await b.fetch(callback)).status).toBe(403);
+  });
+});
+
+describe('two processes', () => {
+  test('the upstream flow started on one process finishes on the other', async () => {
+    const saved = process.env.SVC_BASE_URL;
+    process.env.SVC_BASE_URL = shopBase;
+    const peer = await spawnPeer(shop).finally(() => {
+      if (saved === undefined) delete process.env.SVC_BASE_URL;
+      else process.env.SVC_BASE_URL = saved;
+    });
+    try {
+      const b = new Browser();
+      const { a, upstream } = await startAtShop(b);
+      const email = address();
+      const back = await upstreamOtp(b, upstream, email);
+      // The browser's cookies go to whichever process answers the shop's address.
+      b.jar.set(new URL(peer.apiUrl).host, b.cookies(new URL(shopBase).host));
+      const done = await b.fetch(back.headers.get('location')!.replace(shopBase, peer.apiUrl));
+      expect(done.status).toBe(303);
+      const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce });
+      expect(tokens.claims()!.email).toBe(email);
+    } finally {
+      await peer.stop();
+    }
   });
 });
 
