@@ -123,6 +123,14 @@ describe('browser sessions at the hosted login', () => {
     const bad = await browser.fetch(`${base}/auth/logout?${new URLSearchParams({ id_token_hint: tokens.id_token!, post_logout_redirect_uri: 'https://evil.example/' })}`);
     expect(bad.status).toBe(400);
     expect(bad.headers.get('location')).toBeNull();
+    // A forged or foreign hint, or a client_id that is not the hint's, ends nothing.
+    const [h, p, sig] = tokens.id_token!.split('.');
+    const forgedHint = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'cus_other' })).toString('base64url')}.${sig}`;
+    for (const q of [{ id_token_hint: forgedHint }, { id_token_hint: 'garbage' }, { id_token_hint: tokens.id_token!, client_id: `${projectId}.shop` }] as Record<string, string>[]) {
+      const res = await browser.fetch(`${base}/auth/logout?${new URLSearchParams({ ...q, post_logout_redirect_uri: WEB })}`);
+      expect({ q, status: res.status, location: res.headers.get('location') }).toEqual({ q, status: 400, location: null });
+    }
+    expect(browser.cookies(new URL(base).host).has(cookieName())).toBe(true);
 
     const url = oidc.buildEndSessionUrl(rp.web!, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: WEB, state: 'bye' });
     expect(url.href.startsWith(`${base}/auth/logout?`)).toBe(true);

@@ -165,6 +165,16 @@ describe('upstream providers', () => {
     expect(rows.length).toBe(0);
   });
 
+  test('a refusal at the upstream (error=access_denied) shows the page again with a sentence, and no code', async () => {
+    const b = new Browser();
+    const { upstream } = await startAtShop(b);
+    const state = new URL(upstream).searchParams.get('state')!;
+    const res = await b.fetch(`${shopBase}/auth/callback?${new URLSearchParams({ error: 'access_denied', state })}`);
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
+    expect(await res.text()).toContain('Signing in with Upstream ID was cancelled or refused.');
+  });
+
   test('the callback only works once, and only in the browser that started it', async () => {
     const b = new Browser();
     await startAtShop(b);
