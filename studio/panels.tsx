@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
-import { canAdmin, canEdit, csrfToken, gql, request, upload, type ProjectRef } from './api.ts';
+import { canAdmin, canEdit, gql, request, upload, type ProjectRef } from './api.ts';
+import { useChannel } from './live.ts';
 import type { ProjectConfig } from './models.ts';
 
 /** A list loaded from the API, with its error and a reload. */
@@ -109,25 +110,7 @@ export function CustomersPanel({ project }: { project: ProjectRef }) {
 /** Executions, updated live from the gateway's `jobs:*` channel (the session authenticates it). */
 export function OperationsPanel({ project, config }: { project: ProjectRef; config: ProjectConfig }) {
   const { data, error, reload } = useLoad(() => request('GET', `/v1/control/projects/${pid(project)}/executions?limit=50`, undefined, project.id).then((d) => d.executions), [project.id]);
-  const [live, setLive] = useState(false);
-  useEffect(() => {
-    const meta = document.querySelector('meta[name="svc-studio"]')?.getAttribute('content');
-    const rt = meta ? (JSON.parse(meta) as { realtimeUrl: string }).realtimeUrl : '';
-    if (!rt) return;
-    const ws = new WebSocket(`${rt}/_events?${new URLSearchParams({ projectId: project.id, csrf: csrfToken() })}`);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    ws.onopen = () => ws.send(JSON.stringify({ type: 'subscribe', channel: 'jobs:*' }));
-    ws.onmessage = (m) => {
-      const f = JSON.parse(String(m.data));
-      if (f.type === 'subscribed') setLive(true);
-      if (f.channel === 'jobs:*' && f.event) {
-        if (timer) clearTimeout(timer);
-        timer = setTimeout(reload, 150);
-      }
-    };
-    ws.onclose = () => setLive(false);
-    return () => { if (timer) clearTimeout(timer); ws.close(); };
-  }, [project.id]);
+  const live = useChannel(project.id, 'jobs:*', reload);
   return (
     <section>
       <div class="bar"><h1>Operations</h1><span class="grow" /><span class={`badge ${live ? 'published' : 'draft'}`} role="status">{live ? 'live' : 'offline'}</span></div>

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { canEdit, gql, type ProjectRef } from './api.ts';
 import { labelOf, names, recordTitle, type FieldDef, type ModelDef } from './models.ts';
 import { BASE, navigate, onLink } from './router.ts';
+import { useChannel } from './live.ts';
 
 export interface RecordRow {
   _id: string;
@@ -47,6 +48,9 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
   const [error, setError] = useState('');
   const after = cursors[cursors.length - 1] ?? null;
   const filterKey = JSON.stringify(filters);
+  // Records created, edited, published or deleted by anyone show up without a reload.
+  const [version, setVersion] = useState(0);
+  const live = useChannel(project.id, `changes:${model.key}`, () => setVersion((v) => v + 1));
 
   useEffect(() => {
     let live = true;
@@ -64,7 +68,7 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
       (e: Error) => live && setError(e.message),
     );
     return () => void (live = false);
-  }, [project.id, model.key, applied, filterKey, sort, after]);
+  }, [project.id, model.key, applied, filterKey, sort, after, version]);
 
   const reset = () => setCursors([null]);
   const base = `${BASE}/p/${encodeURIComponent(project.id)}/m/${model.key}`;
@@ -72,6 +76,7 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
     <section>
       <div class="bar">
         <h1>{model.name || model.key}</h1>
+        <span class={`badge ${live ? 'published' : 'draft'}`} role="status" title="Updates as records change">{live ? 'live' : 'offline'}</span>
         <span class="grow" />
         {canEdit(project.role) && <button type="button" onClick={() => navigate(`/p/${encodeURIComponent(project.id)}/m/${model.key}/r/new`)}>New {model.name || model.key}</button>}
       </div>

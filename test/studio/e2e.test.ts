@@ -119,6 +119,15 @@ describe('the Studio in a browser', () => {
 
     await page.getByRole('navigation', { name: 'Project' }).getByRole('link', { name: 'Article' }).click();
     await page.getByRole('link', { name: 'Hello from the Studio' }).waitFor();
+    // The list follows changes:article on the gateway: a record written elsewhere appears.
+    await page.getByRole('status').filter({ hasText: 'live' }).waitFor();
+    const saved = await fetch(`${server.apiUrl}/v1/control/projects/${project.projectId}/records`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${project.ownerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'article', naturalKey: 'from-the-cli', data: { title: 'Arrived while watching', rating: 5 } }),
+    });
+    expect(saved.status).toBe(200);
+    await page.getByRole('link', { name: 'Arrived while watching' }).waitFor({ timeout: 15_000 });
     await shot(page, 'record-list');
     await ctx.close();
   }, 90_000);
