@@ -65,6 +65,8 @@ export interface FilesSettings {
   s3Url: string | undefined;
   /** SVC_FFMPEG: the ffmpeg binary for video posters and HLS (default: `ffmpeg` on PATH; `off`). */
   ffmpeg: string;
+  /** SVC_FILES_JOB_POLL_MS: how often a worker looks for media jobs (1 s). */
+  jobPollMs: number;
 }
 
 function readFilesSettings(env: Record<string, string | undefined>): FilesSettings {
@@ -78,6 +80,7 @@ function readFilesSettings(env: Record<string, string | undefined>): FilesSettin
     uploadUrlTtlSec: int(env.SVC_FILES_UPLOAD_URL_TTL, 900, 'SVC_FILES_UPLOAD_URL_TTL', 10, 7 * 86_400),
     s3Url: env.SVC_S3_URL || undefined,
     ffmpeg: env.SVC_FFMPEG || 'ffmpeg',
+    jobPollMs: int(env.SVC_FILES_JOB_POLL_MS, 1000, 'SVC_FILES_JOB_POLL_MS', 10, 600_000),
   };
 }
 

@@ -117,7 +117,7 @@ export async function openService(settings: Settings): Promise<Service> {
   const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
   const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }) });
   await collab.start();
-  const files = new FilesRuntime(sql, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir });
+  const files = new FilesRuntime(sql, bus, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir, role: settings.role });
   const metrics = new MetricsRegistry();
   collab.registerMetrics(metrics);
   const requests = new RequestLog(metrics, settings.log);
@@ -154,6 +154,7 @@ export async function openService(settings: Settings): Promise<Service> {
     rootTokenNotice: root.created ? `${root.token} (saved to ${root.file})` : undefined,
     async close() {
       await operations.stop();
+      await files.stop();
       // Rooms save first (SIGTERM: acknowledged edits are never lost), while the database is up.
       await collab.close();
       await writes.close();
@@ -170,6 +171,7 @@ export async function openService(settings: Settings): Promise<Service> {
     },
   };
   operations.start();
+  files.start();
   return service;
 }
 

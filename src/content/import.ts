@@ -1,7 +1,7 @@
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict } from '../errors.ts';
 import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
-import { newRecordId, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
+import { fileChecks, newRecordId, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
 import type { DbError, Statement } from './tx.ts';
 
 /**
@@ -92,7 +92,7 @@ export function createMany(ctx: WriteContext, rows: readonly Checked[]): { state
       ctx.userId,
     ],
   };
-  const steps = rows.map((r, i): WriteStep => ({ recordId: ids[i]!, statements: [], event: { action: 'created', recordId: ids[i]!, modelKey: r.model.key } }));
+  const steps = rows.map((r, i): WriteStep => ({ recordId: ids[i]!, statements: fileChecks(ctx, r.model, r.data), event: { action: 'created', recordId: ids[i]!, modelKey: r.model.key } }));
   return { statement: { ...statement, mapError: (err) => conflictOf(err, rows) ?? tooLongOf(err, ctx.projectId, rows) }, steps };
 }
 

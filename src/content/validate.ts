@@ -16,6 +16,40 @@ const ASSET_SHAPES: Record<'image' | 'video' | 'file', Record<string, 'string' |
   file: { fileId: 'string', url: 'string', name: 'string', mimeType: 'string', size: 'number' },
 };
 
+const FILE_ID = /^file_[0-9a-f]{24}$/;
+
+/** A file a record field names: written records may only name live files of their project. */
+export interface FileRef {
+  field: string;
+  fileId: string;
+  /** `image/`, `video/`, or '' (any file). */
+  typePrefix: string;
+}
+
+const PREFIX: Record<'image' | 'video' | 'file', string> = { image: 'image/', video: 'video/', file: '' };
+
+/** The file ids of validated data (image, video and file fields, lists and inline models of them). */
+export function fileRefs(model: ModelDef, data: Record<string, unknown>, models: ModelLookup, path = '', depth = 0): FileRef[] {
+  const out: FileRef[] = [];
+  if (depth > 8) return out;
+  for (const f of model.fields) {
+    const v = data[f.key];
+    if (v === undefined || v === null) continue;
+    const at = `${path}${f.key}`;
+    const item = f.type === 'list' ? (f.itemType ?? (f.config?.itemType as FieldType | undefined) ?? 'json') : f.type;
+    if (item === 'image' || item === 'video' || item === 'file') {
+      const vals = f.type === 'list' && Array.isArray(v) ? v : [v];
+      vals.forEach((x, i) => {
+        if (isObject(x) && typeof x.fileId === 'string') out.push({ field: f.type === 'list' ? `${at}.${i}` : at, fileId: x.fileId, typePrefix: PREFIX[item] });
+      });
+    } else if (f.type === 'model' && isObject(v) && f.config?.modelKey) {
+      const inline = models(f.config.modelKey);
+      if (inline) out.push(...fileRefs(inline, v, models, `${at}.`, depth + 1));
+    }
+  }
+  return out;
+}
+
 function fail(path: string, expected: string): never {
   throw new BadUserInput(`Invalid value for field "${path}": expected ${expected}`, { field: path });
 }
@@ -68,6 +102,7 @@ function one(type: FieldType, field: FieldDef, v: unknown, path: string, models:
     case 'image':
     case 'video':
     case 'file': {
+      if (typeof v === 'string') v = { fileId: v };
       if (!isObject(v)) fail(path, `a ${type} object`);
       const shape = ASSET_SHAPES[type];
       for (const [k, val] of Object.entries(v)) {
@@ -77,6 +112,16 @@ function one(type: FieldType, field: FieldDef, v: unknown, path: string, models:
         if (want === 'object') {
           if (!isObject(val) || typeof val.x !== 'number' || typeof val.y !== 'number') fail(`${path}.${k}`, 'an object { x, y }');
         } else if (typeof val !== want) fail(`${path}.${k}`, `a ${want}`);
+      }
+      if (v.fileId !== undefined && v.fileId !== null) {
+        // An uploaded file: the field keeps its id and, for images, the alt text and focal point
+        // of this use; url, size and dimensions are the file's own (resolved on read).
+        if (typeof v.fileId !== 'string' || !FILE_ID.test(v.fileId)) fail(`${path}.fileId`, 'a file id (file_…)');
+        if (isObject(v.focalPoint) && [v.focalPoint.x, v.focalPoint.y].some((n) => typeof n !== 'number' || n < 0 || n > 1)) fail(`${path}.focalPoint`, 'an object { x, y } with each from 0 to 1');
+        const kept: Record<string, unknown> = { fileId: v.fileId };
+        if (type === 'image' && typeof v.alt === 'string') kept.alt = v.alt;
+        if (type === 'image' && isObject(v.focalPoint)) kept.focalPoint = { x: v.focalPoint.x, y: v.focalPoint.y };
+        return kept;
       }
       return v;
     }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict } from '../errors.ts';
-import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
+import { checkRequired, fileRefs, searchText, validateData, type ModelLookup } from './validate.ts';
 import { desiredIndexes } from './indexes.ts';
 import { clientError, type PendingEvent, type Statement, type WriteStep } from './tx.ts';
 import { run } from './db.ts';
@@ -84,6 +84,18 @@ function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message:
   return { text: `select svc_lock_record($1::text, $2::text, $3::text, $4::text)`, params: [ctx.projectId, id, model.key, message] };
 }
 
+/**
+ * One check per file a write names: a live (not soft-deleted) file of this project, of the
+ * field's kind (images for image fields, videos for video fields). Another project's file id
+ * fails like an unknown one.
+ */
+export function fileChecks(ctx: WriteContext, model: ModelDef, data: Record<string, unknown>): Statement[] {
+  return fileRefs(model, data, ctx.models).map((r) => ({
+    text: `select svc_check(exists(select 1 from files where id = $1::text and project_id = $2::text and deleted_at is null and starts_with(content_type, $3::text)), 'SV400', $4::text, $5::text)`,
+    params: [r.fileId, ctx.projectId, r.typePrefix, `Field "${r.field}": no ${r.typePrefix ? `${r.typePrefix.slice(0, -1)} ` : ''}file ${r.fileId} in this project`, r.field],
+  }));
+}
+
 const notFound = (model: ModelDef, id: string) => `No ${model.key} record with _id "${id}"`;
 
 export interface CreateInput {
@@ -114,7 +126,7 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
       return tooLongToIndex(err, ctx.projectId, model, data);
     },
   };
-  return { recordId: id, statements: [statement], event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
+  return { recordId: id, statements: [...fileChecks(ctx, model, data), statement], event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
 }
 
 export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown, notFoundMessage = notFound(model, id)): WriteStep {
@@ -131,7 +143,7 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
     params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned, ctx.userId, notFoundMessage],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
-  return { recordId: id, statements: [statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement, ...fileChecks(ctx, model, patch)], event: { action: 'updated', recordId: id, modelKey: model.key } };
 }
 
 /**

@@ -3,6 +3,7 @@ import type { FileStorage } from './storage.ts';
 import { liveFile, type FileRow } from './store.ts';
 import type { ImageTransformer } from './images.ts';
 import { parseTransform, wantsTransform } from './transform.ts';
+import { derivedType } from './media.ts';
 
 /**
  * GET of a file URL. The URL names the file id, whose bytes never change, so it is cached for a
@@ -35,6 +36,19 @@ export async function deliverFile(deps: DeliverDeps, id: string, request: Reques
   const blob = await deps.storage.open(row.sha256);
   if (!blob) return notFound();
   return serve(request, row, blob, `"${row.sha256}"`, row.content_type);
+}
+
+/**
+ * `GET /api/files/<id>/~/<name>`: a derived object of a live file (a video's poster, HLS
+ * playlists and segments); made once by the media job and never changed, so immutable too.
+ */
+export async function deliverDerived(deps: DeliverDeps, id: string, name: string, request: Request): Promise<Response> {
+  const type = derivedType(name);
+  const row = type && /^file_[0-9a-f]{24}$/.test(id) && /^[a-z0-9][a-z0-9._-]{0,120}$/.test(name) ? await liveFile(deps.sql, id) : null;
+  if (!row || !type || !row.media) return notFound();
+  const obj = await deps.storage.openDerived(row.sha256, name);
+  if (!obj) return notFound();
+  return serve(request, { created_at: row.created_at, filename: name }, obj, `"${row.sha256}-${name}"`, type);
 }
 
 /** Bytes with the immutable caching, validators and Range of a file URL. */

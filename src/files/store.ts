@@ -17,6 +17,10 @@ export interface FileRow {
   key_id: string | null;
   created_at: Date;
   deleted_at: Date | null;
+  /** Videos: seconds, once the media job probed it. */
+  duration?: number | null;
+  /** Videos: derived object names, `{ poster, hls }`, once the media job made them. */
+  media?: { poster?: string; hls?: string } | null;
 }
 
 export interface FileView {
@@ -65,6 +69,8 @@ export function fileView(row: FileRow, baseUrl: string): FileView {
 }
 
 export interface NewFile {
+  /** Chosen up front by a two-step upload; a new id otherwise. */
+  id?: string;
   projectId: string;
   sha256: string;
   filename: string;
@@ -81,10 +87,20 @@ export interface NewFile {
 export async function insertFile(sql: Sql, f: NewFile): Promise<FileRow> {
   const [row] = await sql<FileRow[]>`
     insert into files (id, project_id, sha256, filename, content_type, size, width, height, alt, folder, customer_id, key_id)
-    values (${newId('file')}, ${f.projectId}, ${f.sha256}, ${f.filename}, ${f.contentType}, ${f.size}, ${f.width}, ${f.height},
+    values (${f.id ?? newId('file')}, ${f.projectId}, ${f.sha256}, ${f.filename}, ${f.contentType}, ${f.size}, ${f.width}, ${f.height},
             ${f.alt}, ${f.folder}, ${f.customerId}, ${f.keyId})
     returning *`;
   return row!;
+}
+
+/** Live files of a project by id (record fields resolve through this, batched per request). */
+export async function projectFiles(sql: Sql, projectId: string, ids: readonly string[]): Promise<FileRow[]> {
+  return sql<FileRow[]>`select * from files where project_id = ${projectId} and id = any(${ids as string[]}) and deleted_at is null`;
+}
+
+/** The URL of a derived object of a file (video poster, HLS playlist). */
+export function derivedPath(row: Pick<FileRow, 'id'>, name: string): string {
+  return `/api/files/${row.id}/~/${name}`;
 }
 
 /** A live (not soft-deleted) file by id alone: what delivery of a URL looks up. */

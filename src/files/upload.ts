@@ -6,9 +6,11 @@ import { BadUserInput, PayloadTooLarge, PermissionDenied } from '../errors.ts';
 import type { RequestPrincipal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
 import { SNIFF_BYTES, sniff, typeAllowed } from './sniff.ts';
+import { projectLimits, room, tooLarge, type LimitDefaults } from './limits.ts';
 import type { FileStorage, TempBlob } from './storage.ts';
 import { insertFile, type FileRow } from './store.ts';
 import { hashLock } from './lifecycle.ts';
+import { queueMediaJob } from './media.ts';
 
 /**
  * `POST /api/files/upload`: one multipart body with the field `file` (and optional `alt`,
@@ -19,7 +21,8 @@ import { hashLock } from './lifecycle.ts';
 export interface UploadDeps {
   sql: Sql;
   storage: FileStorage;
-  maxBytes: number;
+  /** Process defaults; a project's settings may lower the file limit and set its quota. */
+  limits: LimitDefaults;
   /** Images with more pixels (width × height from the header) are refused: decompression bombs. */
   maxInputPixels: number;
 }
@@ -34,7 +37,7 @@ export function safeFilename(name: string | undefined): string {
   return clean === '' ? 'file' : clean;
 }
 
-function folderOf(v: string | undefined): string | null {
+export function folderOf(v: string | undefined): string | null {
   if (v === undefined || v.trim() === '') return null;
   const parts = v.split('/').map((p) => p.trim()).filter(Boolean);
   if (parts.some((p) => p === '.' || p === '..') || v.length > 200) throw new BadUserInput('folder must be a path of names without . or ..');
@@ -48,9 +51,58 @@ export function checkPixels(kind: { width: number | null; height: number | null 
   }
 }
 
+function textField(v: string | undefined): string | null {
+  return v?.trim() ? v.trim().slice(0, MAX_TEXT) : null;
+}
+
+/** What both upload paths know once the bytes are stored aside (a temp or a staged object). */
+export interface Received {
+  head: Uint8Array;
+  sha256: string;
+  size: number;
+  filename: string;
+  alt: string | null;
+  folder: string | null;
+  customerId: string | null;
+  /** The id the file gets (two-step uploads chose it up front). */
+  id?: string;
+  /** Moves the bytes under their hash; runs under the hash's lock. */
+  commit(): Promise<void>;
+}
+
+/**
+ * The checks every upload passes after its bytes arrived, then the row: the sniffed type (and
+ * the key's allowedFileTypes), the pixel cap, and the blob committed under the hash's lock (a
+ * permanent delete of the same bytes cannot remove it between this commit and the row).
+ */
+export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits'> & { maxInputPixels: number }, key: RequestPrincipal['key'], r: Received): Promise<FileRow> {
+  if (r.size === 0) throw new BadUserInput('The file is empty');
+  const kind = await sniff(r.head);
+  if ('invalid' in kind) throw new BadUserInput(kind.invalid);
+  checkPixels(kind, deps.maxInputPixels);
+  if (!typeAllowed(key.allowedFileTypes, kind.contentType)) {
+    throw new PermissionDenied(`This key may not upload ${kind.contentType} files`, { contentType: kind.contentType });
+  }
+  return await deps.sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${hashLock(r.sha256).toString()}::bigint)`;
+    await r.commit();
+    const row = await insertFile(tx as unknown as Sql, {
+      id: r.id, projectId: key.projectId, sha256: r.sha256, filename: r.filename, contentType: kind.contentType, size: r.size,
+      width: kind.width, height: kind.height, alt: r.alt, folder: r.folder, customerId: r.customerId, keyId: key.keyId,
+    });
+    // Videos get a poster and HLS renditions from a media job (src/files/media.ts).
+    if (kind.contentType.startsWith('video/')) await queueMediaJob(tx as unknown as Sql, row.id, key.projectId);
+    return row;
+  }) as FileRow;
+}
+
 export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal, request: Request): Promise<FileRow> {
   const ct = request.headers.get('content-type') ?? '';
   if (!/^multipart\/form-data\s*;/i.test(ct) || !request.body) throw new BadUserInput('The body must be multipart/form-data with a field named file');
+  const limits = await projectLimits(deps.sql, principal.key.projectId, deps.limits);
+  const maxBytes = room(limits);
+  const declared = Number(request.headers.get('content-length') ?? NaN);
+  if (maxBytes === 0 || declared > maxBytes + 64 * 1024) throw tooLarge(limits, maxBytes === 0 ? 1 : declared);
   const fields: Record<string, string> = {};
   let temp: TempBlob | null = null;
   let filename = '';
@@ -62,7 +114,7 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   let fileDone: Promise<void> = Promise.resolve();
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': ct }, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: deps.maxBytes, parts: 20 } });
+    bb = busboy({ headers: { 'content-type': ct }, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
   } catch {
     throw new BadUserInput('The body must be multipart/form-data with a boundary');
   }
@@ -82,7 +134,7 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
         return;
       }
       filename = safeFilename(info.filename);
-      stream.on('limit', () => fail(new PayloadTooLarge(`The file exceeds ${deps.maxBytes} bytes`, { limit: deps.maxBytes })));
+      stream.on('limit', () => fail(tooLarge(limits, null)));
       fileDone = (async () => {
         temp = await deps.storage.begin();
         for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -119,26 +171,12 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
     if (failure) throw failure;
     if (!temp) throw new BadUserInput('The multipart body has no field named file');
     if (size === 0) throw new BadUserInput('The file is empty');
-    const kind = await sniff(Buffer.concat(head));
-    if ('invalid' in kind) throw new BadUserInput(kind.invalid);
-    checkPixels(kind, deps.maxInputPixels);
-    if (!typeAllowed(principal.key.allowedFileTypes, kind.contentType)) {
-      throw new PermissionDenied(`This key may not upload ${kind.contentType} files`, { contentType: kind.contentType });
-    }
     const sha256 = hash.digest('hex');
-    const alt = fields.alt?.trim() ? fields.alt.trim().slice(0, MAX_TEXT) : null;
-    const folder = folderOf(fields.folder);
-    // Under the hash's lock: a permanent delete of the same bytes cannot remove the blob between
-    // this commit and the row that names it (src/files/lifecycle.ts).
-    return await deps.sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(${hashLock(sha256).toString()}::bigint)`;
-      await (temp as TempBlob).commit(sha256);
-      return insertFile(tx as unknown as Sql, {
-      projectId: principal.key.projectId, sha256, filename, contentType: kind.contentType, size,
-      width: kind.width, height: kind.height, alt, folder,
-        customerId: principal.customer?.customerId ?? null, keyId: principal.key.keyId,
-      });
-    }) as FileRow;
+    const t = temp as TempBlob;
+    return await finishUpload(deps, principal.key, {
+      head: Buffer.concat(head), sha256, size, filename, alt: textField(fields.alt), folder: folderOf(fields.folder),
+      customerId: principal.customer?.customerId ?? null, commit: () => t.commit(sha256),
+    });
   } finally {
     if (temp) await (temp as TempBlob).discard();
   }

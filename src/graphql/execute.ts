@@ -199,7 +199,8 @@ export function installResponseInvalidation(bus: EventBus, projects: ActorRegist
     }
   };
   const off = bus.subscribe((e) => {
-    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed') drop(e.projectId);
+    // A file deleted, restored or processed changes what records naming it resolve to.
+    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed' || (e.type === 'custom' && e.topic === 'files.changed')) drop(e.projectId);
     else if (e.type === 'fleet.published') {
       for (const projectId of projects.keys()) if (projects.peek(projectId)?.current?.fleetGroupId === e.groupId) drop(projectId);
     }

@@ -1,5 +1,5 @@
 import {
-  GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
+  GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../auth/principal.ts';
@@ -8,7 +8,7 @@ import { hasScope } from '../auth/scopes.ts';
 import { listFiles, type Owner } from '../files/list.ts';
 import { permanentlyDeleteFile, restoreFile, softDeleteFile } from '../files/lifecycle.ts';
 import { LocalDiskStorage, type FileStorage } from '../files/storage.ts';
-import { fileView, projectFile, type FileRow } from '../files/store.ts';
+import { derivedPath, fileView, projectFile, type FileRow } from '../files/store.ts';
 import type { GqlContext } from './context.ts';
 
 /**
@@ -26,11 +26,23 @@ function urlBase(ctx: GqlContext): string {
 
 const view = (row: FileRow, ctx: GqlContext) => fileView(row, urlBase(ctx));
 
+export const FitEnum = new GraphQLEnumType({ name: 'ImageFit', values: { cover: {}, contain: {}, fill: {}, inside: {}, outside: {} } });
+export const FormatEnum = new GraphQLEnumType({ name: 'ImageFormat', values: { webp: {}, avif: {}, png: {}, jpeg: {} } });
+
 export const FileType = new GraphQLObjectType<FileRow, GqlContext>({
   name: 'File',
   fields: {
     id: { type: nn(GraphQLID) },
-    url: { type: nn(GraphQLString), resolve: (r, _a, ctx) => view(r, ctx).url },
+    url: {
+      type: nn(GraphQLString),
+      description: 'The file URL; for images, with arguments, a transformed variant.',
+      args: { w: { type: GraphQLInt }, h: { type: GraphQLInt }, fit: { type: FitEnum }, format: { type: FormatEnum }, q: { type: GraphQLInt } },
+      resolve: (r, a: Record<string, string | number | null | undefined>, ctx) => {
+        const q = new URLSearchParams();
+        for (const k of ['w', 'h', 'fit', 'format', 'q']) if (a[k] !== undefined && a[k] !== null) q.set(k, String(a[k]));
+        return q.size ? `${view(r, ctx).url}?${q}` : view(r, ctx).url;
+      },
+    },
     filename: { type: nn(GraphQLString) },
     contentType: { type: nn(GraphQLString), resolve: (r) => r.content_type },
     size: { type: nn(GraphQLInt), resolve: (r) => Number(r.size) },
@@ -41,6 +53,9 @@ export const FileType = new GraphQLObjectType<FileRow, GqlContext>({
     sha256: { type: nn(GraphQLString) },
     createdAt: { type: nn(GraphQLString), resolve: (r) => r.created_at.toISOString() },
     deletedAt: { type: GraphQLString, resolve: (r) => r.deleted_at?.toISOString() ?? null },
+    duration: { type: GraphQLFloat, description: 'Videos: seconds, once the media job probed it.', resolve: (r) => r.duration ?? null },
+    poster: { type: GraphQLString, description: 'Videos: a poster image URL, once the media job made it.', resolve: (r, _a, ctx) => (r.media?.poster ? urlBase(ctx) + derivedPath(r, r.media.poster) : null) },
+    hls: { type: GraphQLString, description: 'Videos: the HLS master playlist URL, once made; null when ffmpeg is not available.', resolve: (r, _a, ctx) => (r.media?.hls ? urlBase(ctx) + derivedPath(r, r.media.hls) : null) },
   },
 });
 
@@ -64,6 +79,9 @@ export function fileQueries(principal: KeyPrincipal): GraphQLFieldConfigMap<unkn
       resolve: async (_r, args: { id: string }, ctx) => {
         ctx.noStore = true;
         const row = await projectFile(ctx.svc.sql, ctx.principal.projectId, args.id);
+        // A customer sees their own uploads (files:list.all sees every file).
+        const owner = ownerOf(ctx);
+        if (row && 'customerId' in owner && row.customer_id !== owner.customerId) return null;
         return row && !row.deleted_at ? row : null;
       },
     };
@@ -90,13 +108,22 @@ function storageOf(ctx: GqlContext): FileStorage {
 export function fileMutations(principal: KeyPrincipal): GraphQLFieldConfigMap<unknown, GqlContext> {
   if (isPublicKey(principal.kind) || !hasScope(principal, 'files:delete')) return {};
   const idArg = { id: { type: nn(GraphQLID) } };
+  // A customer's token limits these to the customer's own uploads (files:list.all lifts it).
+  const who = (ctx: GqlContext) => {
+    const o = ownerOf(ctx);
+    return 'customerId' in o ? o.customerId : null;
+  };
+  const changed = async <T>(ctx: GqlContext, id: string, v: T): Promise<T> => {
+    await ctx.svc.bus.publish({ type: 'custom', topic: 'files.changed', projectId: ctx.principal.projectId, data: { fileId: id } });
+    return v;
+  };
   return {
-    deleteFile: { type: nn(FileType), args: idArg, resolve: (_r, a: { id: string }, ctx) => softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id) },
-    restoreFile: { type: nn(FileType), args: idArg, resolve: (_r, a: { id: string }, ctx) => restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id) },
+    deleteFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx))) },
+    restoreFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx))) },
     permanentlyDeleteFile: {
       type: nn(GraphQLBoolean),
       args: idArg,
-      resolve: (_r, a: { id: string }, ctx) => permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id),
+      resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id, who(ctx))),
     },
   };
 }

@@ -8,6 +8,7 @@ import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
 import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from './field-access.ts';
+import { ASSETS } from './file-fields.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):
@@ -23,23 +24,6 @@ export const PageInfo = new GraphQLObjectType({
   fields: { hasNextPage: { type: nn(GraphQLBoolean) }, endCursor: { type: GraphQLString } },
 });
 
-const FocalPoint = new GraphQLObjectType({ name: 'FocalPoint', fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } } });
-const FocalPointInput = new GraphQLInputObjectType({ name: 'FocalPointInput', fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } } });
-const assetFields = {
-  image: { fileId: GraphQLString, url: GraphQLString, alt: GraphQLString, width: GraphQLFloat, height: GraphQLFloat, mimeType: GraphQLString },
-  video: { fileId: GraphQLString, url: GraphQLString, poster: GraphQLString, hlsUrl: GraphQLString, duration: GraphQLFloat, width: GraphQLFloat, height: GraphQLFloat, mimeType: GraphQLString },
-  file: { fileId: GraphQLString, url: GraphQLString, name: GraphQLString, mimeType: GraphQLString, size: GraphQLFloat },
-} as const;
-function assetTypes(kind: 'image' | 'video' | 'file', name: string) {
-  const out: GraphQLFieldConfigMap<unknown, unknown> = Object.fromEntries(Object.entries(assetFields[kind]).map(([k, t]) => [k, { type: t }]));
-  const inp: GraphQLInputFieldConfigMap = Object.fromEntries(Object.entries(assetFields[kind]).map(([k, t]) => [k, { type: t }]));
-  if (kind === 'image') {
-    out.focalPoint = { type: FocalPoint };
-    inp.focalPoint = { type: FocalPointInput };
-  }
-  return { out: new GraphQLObjectType({ name, fields: out }), inp: new GraphQLInputObjectType({ name: `${name}Input`, fields: inp }) };
-}
-const ASSETS = { image: assetTypes('image', 'ImageAsset'), video: assetTypes('video', 'VideoAsset'), file: assetTypes('file', 'FileAsset') };
 /** `_context` of a record (spec "Record system fields": `context.authStatus`; issue 12 item 5). */
 const RecordContext = new GraphQLObjectType({
   name: 'RecordContext',

@@ -232,8 +232,9 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
             while (j < steps.length && steps[j]!.created) j++;
             if (j - i > 1) {
               const run = steps.slice(i, j);
-              const { statement } = createMany(w, run.map((s) => s.created!));
-              for (const s of run) tx.write({ ...s, statements: [] });
+              // createMany's steps carry the same ids and each create's file checks.
+              const { statement, steps: many } = createMany(w, run.map((s) => s.created!));
+              for (const s of many) tx.write(s);
               tx.follow(statement);
               i = j;
             } else tx.write(steps[i++]!);

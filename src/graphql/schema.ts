@@ -22,6 +22,7 @@ import { collabMutations } from './collab.ts';
 import { importMutation } from './import.ts';
 import { fileMutations, fileQueries } from './files.ts';
 import { ReadContextInput } from './targeting.ts';
+import { fileUploadMutations } from './file-uploads.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -131,7 +132,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   }
 
   Object.assign(query, fileQueries(principal));
-  Object.assign(mutation, fileMutations(principal));
+  Object.assign(mutation, fileMutations(principal), fileUploadMutations(principal));
   const ops = operationFields(snapshot, principal);
   Object.assign(query, ops.query);
   Object.assign(mutation, ops.mutation);

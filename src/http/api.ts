@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { errorBoundary } from './errors.ts';
 import { bodyLimitFor, bodyLimits } from './body.ts';
-import { fileRoutes, UPLOAD_OVERHEAD, UPLOAD_PATH } from './files.ts';
+import { fileRoutes, UPLOAD_OVERHEAD, UPLOAD_PATH, UPLOADS_PATH } from './files.ts';
 import { controlRoutes } from './control.ts';
 import { keyRoutes } from './keys.ts';
 import { configRoutes } from './config.ts';
@@ -37,7 +37,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .use(errorBoundary)
     // Uploads get the file limit (plus multipart framing); the upload itself counts the file.
     .use(bodyLimits({
-      limitFor: (path) => (path === UPLOAD_PATH ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
+      limitFor: (path) => (path === UPLOAD_PATH || path.startsWith(UPLOADS_PATH) ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
       replaced: (from, to) => requests.carry(from, to),
     }))
     .get('/health', async () => ({ status: 'ok', bus: await svc.bus.health() }))
