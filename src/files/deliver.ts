@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { FileStorage } from './storage.ts';
+import type { FileStorage, StoredObject } from './storage.ts';
 import { liveFile, type FileRow } from './store.ts';
 import type { ImageTransformer } from './images.ts';
 import { parseTransform, wantsTransform } from './transform.ts';
@@ -52,7 +52,8 @@ export async function deliverDerived(deps: DeliverDeps, id: string, name: string
 }
 
 /** Bytes with the immutable caching, validators and Range of a file URL. */
-export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filename'>, blob: { file: Blob; size: number }, etag: string, contentType: string): Response {
+export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filename'>, blob: StoredObject, etag: string, contentType: string): Response {
+  const body = (b: Blob) => (request.method === 'HEAD' ? null : blob.remote ? b.stream() : b);
   const headers: Record<string, string> = {
     etag,
     'last-modified': row.created_at.toUTCString(),
@@ -76,13 +77,13 @@ export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filen
     if (r === 'unsatisfiable') return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${size}` } });
     if (r) {
       const [start, end] = r;
-      return new Response(request.method === 'HEAD' ? null : blob.file.slice(start, end + 1), {
+      return new Response(body(blob.file.slice(start, end + 1)), {
         status: 206,
         headers: { ...headers, 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': String(end - start + 1) },
       });
     }
   }
-  return new Response(request.method === 'HEAD' ? null : blob.file, { status: 200, headers: { ...headers, 'content-length': String(size) } });
+  return new Response(body(blob.file), { status: 200, headers: { ...headers, 'content-length': String(size) } });
 }
 
 /** One `bytes=` range → inclusive [start, end]; null to ignore the header (serve it all). */

@@ -65,7 +65,7 @@ export class S3Storage implements FileStorage {
   async #openKey(key: string): Promise<StoredObject | null> {
     try {
       const s = await this.#client.stat(key);
-      return { file: this.#client.file(key), size: s.size };
+      return { file: this.#client.file(key), size: s.size, remote: true };
     } catch (e) {
       if ((e as { code?: string }).code === 'NoSuchKey' || /not found|NoSuchKey|404/i.test(String((e as Error).message))) return null;
       throw e;

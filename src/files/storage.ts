@@ -21,6 +21,8 @@ export interface TempBlob {
 export interface StoredObject {
   file: Blob;
   size: number;
+  /** An object in a bucket: answered as a stream (Bun answers a bare S3 file with a redirect). */
+  remote?: boolean;
 }
 
 export interface FileStorage {

@@ -3,6 +3,7 @@ import type { Subprocess } from 'bun';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { freePort } from '../../src/store/ports.ts';
+import sharp from 'sharp';
 import { filesProject, form, png } from './support.ts';
 import { waitForReady } from '../support/process.ts';
 
@@ -10,6 +11,7 @@ import { waitForReady } from '../support/process.ts';
 const ROOT = join(import.meta.dir, '..', '..');
 let server: TestServer;
 let proc: Subprocess<'ignore', 'pipe', 'pipe'> | null = null;
+let otherBase: string | null = null;
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -37,6 +39,7 @@ test('a file uploaded through one process is served, with its headers, by anothe
   const key = await p.key(['files:write']);
   const [port, rport] = [await freePort(), await freePort()];
   await spawn(port, rport);
+  otherBase = `http://127.0.0.1:${port}`;
   const bytes = png(7, 3, 5);
   const r = await p.upload(key, form({ file: [new Blob([bytes]), 'pic.png'] }));
   expect(r.status).toBe(201);
@@ -48,4 +51,36 @@ test('a file uploaded through one process is served, with its headers, by anothe
   const part = await fetch(other, { headers: { range: 'bytes=0-7' } });
   expect(part.status).toBe(206);
   expect((await part.arrayBuffer()).byteLength).toBe(8);
+}, 60_000);
+
+test('an image uploaded through one process is transformed by the other; a delete on the first is seen by the second at once', async () => {
+  const p = await filesProject(server, 'two-img');
+  const key = await p.key(['files:write', 'files:read', 'files:delete']);
+  const other = otherBase!;
+  const bytes = new Uint8Array(await sharp({ create: { width: 500, height: 250, channels: 3, background: '#884422' } }).jpeg().toBuffer());
+  const r = await p.upload(key, form({ file: [new Blob([bytes]), 'wide.jpg'] }));
+  expect(r.status).toBe(201);
+  const path = new URL(r.body.url).pathname;
+  const res = await fetch(`${other}${path}?w=100&format=webp`);
+  expect(res.status).toBe(200);
+  expect(await sharp(new Uint8Array(await res.arrayBuffer())).metadata()).toMatchObject({ format: 'webp', width: 100, height: 50 });
+  // The first process finds the variant the second one stored (same data folder): generated once.
+  const before = server.svc.files.images.generated;
+  expect((await fetch(`${r.body.url}?format=webp&w=100`)).status).toBe(200);
+  expect(server.svc.files.images.generated).toBe(before);
+  await p.gql(key, 'mutation($id: ID!) { deleteFile(id: $id) { id } }', { id: r.body.id });
+  expect((await fetch(`${other}${path}?w=100&format=webp`)).status).toBe(404);
+  expect((await fetch(`${other}${path}`)).status).toBe(404);
+
+  // A two-step upload created on the first process is PUT and confirmed through the second.
+  const small = png(6, 5, 2);
+  const t = (await p.gql(key, 'mutation($s: Int!) { createFileUpload(filename: "s.png", contentType: "image/png", size: $s) { fileId uploadUrl } }', { s: small.length })).data.createFileUpload;
+  const u = new URL(t.uploadUrl);
+  expect((await fetch(`${other}${u.pathname}${u.search}`, { method: 'PUT', body: small })).status).toBe(200);
+  const c = await fetch(`${other}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query: 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id width height } }', variables: { id: t.fileId } }),
+  });
+  expect(((await c.json()) as any).data.confirmFileUpload).toEqual({ id: t.fileId, width: 6, height: 5 });
 }, 60_000);
