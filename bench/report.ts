@@ -6,7 +6,7 @@ import type { LoadResult } from './load.ts';
 export interface Row {
   name: string;
   /** Which query shape it answers; ratios compare rows of the same shape. */
-  shape: 'read' | 'filtered' | 'write' | 'operations' | 'provision';
+  shape: 'read' | 'filtered' | 'write' | 'operations' | 'provision' | 'files';
   reference: boolean;
   result?: LoadResult & { rssMb: number | undefined };
   na?: string;

@@ -17,6 +17,7 @@ import { describeMachine, resultsMarkdown, tableLines, type Row } from './report
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
+import { runFiles } from './files-scenario.ts';
 import { runLoginLoad } from './login-load.ts';
 import { cacheEntries, FLEET_READ_DOC, setupFleet } from './provision-scenario.ts';
 import type { LoadPlan, LoadResult } from './load.ts';
@@ -25,7 +26,7 @@ import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabLines, runCollab } from './collab.ts';
 import { runFanout3 } from './fanout-3proc.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', ...FANOUT, 'fanout-3proc', 'collab'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', 'files', ...FANOUT, 'fanout-3proc', 'collab'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -183,7 +184,7 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
 }
 
 async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
-  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : s === 'provision' ? 'provision' : 'read');
+  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : s === 'provision' ? 'provision' : s === 'files' ? 'files' : 'read');
   const cachedNeeded = wanted.filter((s) => s !== 'read-uncached');
   let svc: (Target & { rootToken: string; gatewayUrl: string }) | undefined;
   let seeded: Seeded | undefined;
@@ -241,6 +242,10 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           notes.push(...r.notes);
         } else if (name === 'provision') {
           await runProvision(o, svc);
+        } else if (name === 'files') {
+          const r = await runFiles(svc, s, o.quick);
+          rows.push(...r.rows);
+          notes.push(...r.notes);
         } else if (name === 'write') {
           await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
           const sk = [{ 'x-api-key': s.secretKey }];

@@ -1,6 +1,6 @@
 import type { Sql } from '../store/db.ts';
 import type { FileStorage, StoredObject } from './storage.ts';
-import { liveFile, type FileRow } from './store.ts';
+import type { FileRow } from './store.ts';
 import type { ImageTransformer } from './images.ts';
 import { parseTransform, wantsTransform } from './transform.ts';
 import { derivedType } from './media.ts';
@@ -15,6 +15,8 @@ import { derivedType } from './media.ts';
  */
 export interface DeliverDeps {
   sql: Sql;
+  /** Live rows by id (cached per process, src/files/live.ts). */
+  lookup: (id: string) => Promise<FileRow | null>;
   storage: FileStorage;
   images: ImageTransformer;
   maxOutputPixels: number;
@@ -23,7 +25,7 @@ export interface DeliverDeps {
 const notFound = () => Response.json({ error: 'NOT_FOUND', message: 'File not found' }, { status: 404 });
 
 export async function deliverFile(deps: DeliverDeps, id: string, request: Request): Promise<Response> {
-  const row = /^file_[0-9a-f]{24}$/.test(id) ? await liveFile(deps.sql, id) : null;
+  const row = /^file_[0-9a-f]{24}$/.test(id) ? await deps.lookup(id) : null;
   if (!row) return notFound();
   const q = request.url.indexOf('?');
   const query = q < 0 ? null : new URLSearchParams(request.url.slice(q + 1));
@@ -44,7 +46,7 @@ export async function deliverFile(deps: DeliverDeps, id: string, request: Reques
  */
 export async function deliverDerived(deps: DeliverDeps, id: string, name: string, request: Request): Promise<Response> {
   const type = derivedType(name);
-  const row = type && /^file_[0-9a-f]{24}$/.test(id) && /^[a-z0-9][a-z0-9._-]{0,120}$/.test(name) ? await liveFile(deps.sql, id) : null;
+  const row = type && /^file_[0-9a-f]{24}$/.test(id) && /^[a-z0-9][a-z0-9._-]{0,120}$/.test(name) ? await deps.lookup(id) : null;
   if (!row || !type || !row.media) return notFound();
   const obj = await deps.storage.openDerived(row.sha256, name);
   if (!obj) return notFound();

@@ -50,7 +50,7 @@ export async function permanentlyDeleteFile(sql: Sql, storage: FileStorage, proj
  * (settings.files.retentionDays, else the default) are deleted for good, a batch at a time;
  * SKIP LOCKED lets several worker processes sweep side by side.
  */
-export async function sweepDeleted(sql: Sql, storage: FileStorage, defaultDays: number): Promise<number> {
+export async function sweepDeleted(sql: Sql, storage: FileStorage, defaultDays: number, deleted?: (f: { id: string; project_id: string }) => Promise<void>): Promise<number> {
   const due = await sql<{ id: string; project_id: string }[]>`
     select f.id, f.project_id from files f join projects p on p.id = f.project_id
     where f.deleted_at is not null
@@ -59,7 +59,10 @@ export async function sweepDeleted(sql: Sql, storage: FileStorage, defaultDays: 
   let n = 0;
   for (const f of due) {
     try {
-      if (await permanentlyDeleteFile(sql, storage, f.project_id, f.id, null, true)) n++;
+      if (await permanentlyDeleteFile(sql, storage, f.project_id, f.id, null, true)) {
+        n++;
+        await deleted?.(f);
+      }
     } catch {
       // Restored or deleted meanwhile: nothing to do.
     }

@@ -8,6 +8,7 @@ import { sweepUploads, type SignedDeps } from './signed.ts';
 import { sweepDeleted } from './lifecycle.ts';
 import { claimJob, ffmpegAvailable, processJob } from './media.ts';
 import { S3Storage } from './s3.ts';
+import { LiveFiles } from './live.ts';
 
 /**
  * What a process holds for files: the storage backend chosen by the environment (local disk
@@ -29,6 +30,7 @@ export class FilesRuntime {
   readonly images: ImageTransformer;
   readonly limitDefaults: LimitDefaults;
   readonly signedDeps: SignedDeps;
+  readonly live: LiveFiles;
   #timers: ReturnType<typeof setTimeout>[] = [];
   #stopped = false;
   #working: Promise<unknown> = Promise.resolve();
@@ -43,6 +45,7 @@ export class FilesRuntime {
     });
     this.limitDefaults = { maxBytes: config.maxBytes, quotaBytes: config.quotaBytes, retentionDays: config.retentionDays };
     this.signedDeps = { sql, storage: this.storage, limits: this.limitDefaults, maxInputPixels: config.maxInputPixels, ttlSec: config.uploadUrlTtlSec };
+    this.live = new LiveFiles(sql, bus);
   }
 
   start(): void {
@@ -53,13 +56,15 @@ export class FilesRuntime {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.live.close();
     for (const t of this.#timers) clearTimeout(t);
     await this.#working.catch(() => {});
   }
 
   /** Runs the retention and upload sweeps once (tests call it; workers every 10 minutes). */
   async sweep(): Promise<{ files: number; uploads: number }> {
-    const files = await sweepDeleted(this.sql, this.storage, this.config.retentionDays);
+    const files = await sweepDeleted(this.sql, this.storage, this.config.retentionDays, (f) =>
+      this.bus.publish({ type: 'custom', topic: 'files.changed', projectId: f.project_id, data: { fileId: f.id } }));
     const uploads = await sweepUploads(this.sql, this.storage);
     return { files, uploads };
   }

@@ -15,7 +15,7 @@ export { UPLOADS_PATH };
 export function fileRoutes(svc: Service) {
   const { files } = svc;
   const deps = { sql: svc.sql, storage: files.storage, limits: files.limitDefaults, maxInputPixels: files.config.maxInputPixels };
-  const deliver = { sql: svc.sql, storage: files.storage, images: files.images, maxOutputPixels: files.config.maxOutputPixels };
+  const deliver = { sql: svc.sql, lookup: (id: string) => files.live.get(id), storage: files.storage, images: files.images, maxOutputPixels: files.config.maxOutputPixels };
   return new Elysia({ name: 'svc.files' })
     .post(UPLOAD_PATH, async ({ request }) => {
       const admission = await svc.gate.admit({ headers: request.headers, request });
