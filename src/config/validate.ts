@@ -72,6 +72,11 @@ function checkProject(c: Checker, v: unknown): void {
   for (const k of ['logoUrl', 'appBaseUrl']) {
     if (typeof s[k] === 'string' && !isHttpUrl(s[k] as string)) c.add(`project.settings.${k}`, `${k} must be an absolute http(s) URL`);
   }
+  // File limits (docs/files.md#per-project-limits-quota-and-retention).
+  const f = c.object(s.files, 'project.settings.files');
+  for (const k of ['maxFileBytes', 'quotaBytes', 'retentionDays']) {
+    if (f && f[k] !== undefined && (typeof f[k] !== 'number' || !Number.isSafeInteger(f[k]) || (f[k] as number) < 0)) c.add(`project.settings.files.${k}`, `${k} must be a whole number, 0 or more`);
+  }
 }
 
 /** Returns the declared model keys (null when `models` is absent), for cross-references. */

@@ -200,3 +200,12 @@ describe('ownership', () => {
     expect(await ids(pk, a.auth)).toEqual([t.fileId, fa.id]);
   });
 });
+
+describe('project.settings.files in the config', () => {
+  test('limits must be whole numbers of 0 or more', async () => {
+    const { validateConfig } = await import('../../src/config/validate.ts');
+    const errors = (files: unknown) => validateConfig({ key: 'k', name: 'n', project: { id: 'p', tenantId: 't', settings: { files } } }).errors.map((e) => e.path);
+    expect(errors({ quotaBytes: 5_000_000, retentionDays: 0, maxFileBytes: 1000 })).toEqual([]);
+    expect(errors({ quotaBytes: -1, retentionDays: 1.5, maxFileBytes: '10' })).toEqual(['project.settings.files.maxFileBytes', 'project.settings.files.quotaBytes', 'project.settings.files.retentionDays']);
+  });
+});
