@@ -1,7 +1,5 @@
 import busboy from 'busboy';
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import type { ReadableStream as NodeWebStream } from 'node:stream/web';
 import { BadUserInput, PayloadTooLarge, PermissionDenied } from '../errors.ts';
 import type { RequestPrincipal } from '../auth/principal.ts';
 import type { Sql } from '../store/db.ts';
@@ -114,17 +112,25 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   let fileDone: Promise<void> = Promise.resolve();
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': ct }, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
+    bb = busboy({ headers: { 'content-type': ct }, highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
   } catch {
     throw new BadUserInput('The body must be multipart/form-data with a boundary');
   }
-  const source = Readable.fromWeb(request.body as unknown as NodeWebStream<Uint8Array>);
+  // The body is fed to busboy by hand, waiting for 'drain' (backpressure): 2.6× faster than
+  // piping Readable.fromWeb into it under Bun (4.65 → 1.78 ms per 200 KB body, docs/decisions.md).
+  const reader = request.body.getReader();
+  let fileStream: { destroy(): void } | null = null;
+  let drained: (() => void) | null = null;
+  let finish: () => void = () => {};
   const fail = (e: Error) => {
     if (!failure) failure = e;
-    source.unpipe(bb);
-    source.destroy();
+    void reader.cancel().catch(() => {});
+    fileStream?.destroy();
+    drained?.();
+    finish();
   };
   const finished = new Promise<void>((resolve) => {
+    finish = resolve;
     bb.on('field', (name, value) => {
       fields[name] = value;
     });
@@ -133,6 +139,7 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
         stream.resume();
         return;
       }
+      fileStream = stream;
       filename = safeFilename(info.filename);
       stream.on('limit', () => fail(tooLarge(limits, null)));
       fileDone = (async () => {
@@ -150,23 +157,31 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
       })().catch((e) => fail(e instanceof Error ? e : new Error(String(e))));
     });
     bb.on('close', () => resolve());
-    bb.on('error', (e) => {
-      fail(e instanceof PayloadTooLarge ? e : new BadUserInput('The multipart body is malformed'));
-      resolve();
-    });
-    source.on('error', (e) => {
+    bb.on('error', (e) => fail(e instanceof PayloadTooLarge ? e : new BadUserInput('The multipart body is malformed')));
+  });
+  const pump = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (failure) return;
+        if (done) break;
+        if (!bb.write(value)) await new Promise<void>((r) => {
+          drained = r;
+          bb.once('drain', r);
+        });
+        drained = null;
+        if (failure) return;
+      }
+      bb.end();
+    } catch (e) {
       // The body-limit stream (src/http/body.ts) fails the read with PayloadTooLarge.
       const cause = (e as { cause?: unknown }).cause;
       fail(e instanceof PayloadTooLarge ? e : cause instanceof PayloadTooLarge ? cause : new BadUserInput('The request body could not be read'));
-      resolve();
-    });
-    source.on('close', () => {
-      if (failure) resolve();
-    });
-    source.pipe(bb);
-  });
+    }
+  })();
   try {
     await finished;
+    await pump;
     await fileDone;
     if (failure) throw failure;
     if (!temp) throw new BadUserInput('The multipart body has no field named file');
