@@ -81,9 +81,10 @@ export class FilesRuntime {
   }
 
   async #jobs(): Promise<void> {
-    this.#ffmpeg ??= ffmpegAvailable(this.config.ffmpeg);
-    const available = await this.#ffmpeg;
     for (let job = await claimJob(this.sql); job && !this.#stopped; job = await claimJob(this.sql)) {
+      // Looked for once, when the first job arrives.
+      this.#ffmpeg ??= ffmpegAvailable(this.config.ffmpeg);
+      const available = await this.#ffmpeg;
       const changed = await processJob({ sql: this.sql, storage: this.storage, ffmpeg: this.config.ffmpeg, available }, job);
       if (changed) await this.bus.publish({ type: 'custom', topic: 'files.changed', projectId: job.project_id, data: { fileId: job.file_id } });
     }
