@@ -94,6 +94,9 @@ describe('transforms', () => {
     const sha = (await p.gql(writer, 'query($id: ID!) { file(id: $id) { sha256 } }', { id: photo.id })).data.file.sha256;
     const derived = join(server.dataDir, 'files', 'derived', sha.slice(0, 2), sha);
     expect(readdirSync(derived).some((n) => n.endsWith('.webp'))).toBe(true);
+    const metrics = await (await fetch(`${server.apiUrl}/metrics`)).text();
+    expect(Number(/^svc_files_variants_generated (\d+)$/m.exec(metrics)?.[1])).toBe(server.svc.files.images.generated);
+    expect(Number(/^svc_files_variant_cache_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
   });
 
   test('a soft-deleted file answers 404 for its variants too; permanent delete removes them', async () => {
