@@ -114,14 +114,11 @@ function one(type: FieldType, field: FieldDef, v: unknown, path: string, models:
         } else if (typeof val !== want) fail(`${path}.${k}`, `a ${want}`);
       }
       if (v.fileId !== undefined && v.fileId !== null) {
-        // An uploaded file: the field keeps its id and, for images, the alt text and focal point
-        // of this use; url, size and dimensions are the file's own (resolved on read).
+        // An uploaded file (checked against the project's files by the write, src/content/write.ts).
+        // The value is kept as written (clients reading `content` see their url); on read the
+        // typed fields take url, size and dimensions from the file itself.
         if (typeof v.fileId !== 'string' || !FILE_ID.test(v.fileId)) fail(`${path}.fileId`, 'a file id (file_…)');
         if (isObject(v.focalPoint) && [v.focalPoint.x, v.focalPoint.y].some((n) => typeof n !== 'number' || n < 0 || n > 1)) fail(`${path}.focalPoint`, 'an object { x, y } with each from 0 to 1');
-        const kept: Record<string, unknown> = { fileId: v.fileId };
-        if (type === 'image' && typeof v.alt === 'string') kept.alt = v.alt;
-        if (type === 'image' && isObject(v.focalPoint)) kept.focalPoint = { x: v.focalPoint.x, y: v.focalPoint.y };
-        return kept;
       }
       return v;
     }
