@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { availableParallelism } from 'node:os';
 
@@ -43,6 +44,15 @@ export interface Settings {
   files: FilesSettings;
   /** `SVC_STUDIO=off` turns the Studio (/studio, member sign-in) off (docs/studio.md). */
   studio: boolean;
+  /**
+   * `SVC_BILLING_STRIPE_SECRET`: the signing secret(s) (`whsec_…`, comma-separated while one is
+   * being rolled) of POST /v1/webhooks/stripe; empty: the receiver answers 404 (docs/billing.md).
+   */
+  billingStripeSecrets: string[];
+  /** `SVC_APPS_CA_FILE`: extra CA certificates (PEM text) trusted when fetching app manifests. */
+  appsCa: string | undefined;
+  /** `SVC_VECTOR_STORE`: `auto` (pgvector when available), or `array` to force the real[] store. */
+  vectorStore: 'auto' | 'array';
 }
 
 /** Files and media (src/files, docs/files.md). */
@@ -114,6 +124,23 @@ function studioSetting(value: string | undefined): boolean {
   throw new Error(`SVC_STUDIO must be on or off, got "${value}"`);
 }
 
+function readCaFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`SVC_APPS_CA_FILE cannot be read: ${(err as Error).message}`);
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`SVC_APPS_CA_FILE (${file}) holds no PEM certificate`);
+  return text;
+}
+
+function vectorStore(value: string | undefined): 'auto' | 'array' {
+  if (value === undefined || value === '' || value === 'auto') return 'auto';
+  if (value === 'array') return 'array';
+  throw new Error(`SVC_VECTOR_STORE must be auto or array, got "${value}"`);
+}
+
 const ROLES: readonly Role[] = ['all', 'api', 'gateway', 'worker'];
 
 function port(value: string | undefined, fallback: number, name: string): number {
@@ -157,6 +184,9 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
     files: readFilesSettings(env),
     studio: studioSetting(env.SVC_STUDIO),
+    billingStripeSecrets: (env.SVC_BILLING_STRIPE_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    vectorStore: vectorStore(env.SVC_VECTOR_STORE),
+    appsCa: env.SVC_APPS_CA_FILE ? readCaFile(env.SVC_APPS_CA_FILE) : undefined,
   };
 }
 

@@ -14,12 +14,13 @@ import { applyKeyed, entryKeys, keyedTables } from './apply-keyed.ts';
 import { applyRelyingParties, type DomainChallenge } from '../identity/relying-parties.ts';
 import { upsertRole } from '../identity/customer-roles.ts';
 import { SETTINGS_DEFAULTS, type ConfigError } from './types.ts';
+import { prepareApps, type PreparedApps } from '../apps/install.ts';
 
 /** What applying a config needs from the process: the database, the bus, the auth URL. */
 export interface ConfigDeps {
   sql: Sql;
   bus: EventBus;
-  settings: Pick<Settings, 'authUrl'>;
+  settings: Pick<Settings, 'authUrl' | 'operations' | 'appsCa'>;
 }
 
 /** What `svc push` prints (CONTRACT §3), plus what the CLI needs and never prints. */
@@ -65,6 +66,16 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
   if (pin && pin.id !== project.id) throw new Conflict(`the config is pinned to project ${pin.id}; refusing to push it to ${project.id}`);
   const force = opts.force === true || config.force === true;
   const cfg = config as unknown as Obj;
+  // Manifests are fetched before the transaction: no network call holds it open.
+  let apps: PreparedApps | null = null;
+  if (config.apps) {
+    apps = await prepareApps(svc.sql, project.id, config.apps as unknown as Record<string, Obj>, (config.models as unknown as ModelDef[] | undefined) ?? null, {
+      policy: { publicOnly: svc.settings.operations.publicOnly },
+      ...(svc.settings.appsCa ? { ca: svc.settings.appsCa } : {}),
+    });
+    entryErrors.push(...apps.problems);
+    if (atomic && apps.problems.length) return { projectId: project.id, applied: {}, errors: entryErrors };
+  }
   const may = (perm: 'relyingparties:write' | 'domains:write') => memberMay(caller, perm, project.id);
   const applied: Record<string, number> = {};
   const registered: DomainChallenge[] = [];
@@ -120,9 +131,13 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
       if (!entries) continue;
       applied[name] = await applyKeyed(tx, project.id, tables[name]!, entryKeys(name, entries), entries, force, keep[name as keyof typeof keep] ?? []);
     }
-    if (config.apps) {
-      const entries = Object.values(config.apps) as Obj[];
-      applied.apps = await applyKeyed(tx, project.id, tables.apps!, Object.keys(config.apps), entries, force);
+    if (config.apps && apps) {
+      const good = Object.keys(config.apps).filter((name) => apps!.manifests.has(name));
+      const entries = good.map((name) => (config.apps as Record<string, unknown>)[name] as Obj);
+      applied.apps = await applyKeyed(tx, project.id, tables.apps!, good, entries, force, apps.failed);
+      for (const name of good) {
+        await tx`update apps set manifest = ${tx.json(apps.manifests.get(name) as never)}, manifest_fetched_at = now() where project_id = ${project.id} and key = ${name}`;
+      }
     }
     if (config.relyingParties) {
       const cnameTarget = new URL(svc.settings.authUrl).hostname;
@@ -134,7 +149,8 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
       applied.customerRoles = config.customerRoles.length;
     }
     if (config.designTokens) {
-      await tx`insert into design_tokens (project_id, document) values (${project.id}, ${tx.json(config.designTokens as never)})
+      // As text into a json column: the document keeps its key order (a jsonb parameter would sort it).
+      await tx`insert into design_tokens (project_id, document) values (${project.id}, ${JSON.stringify(config.designTokens)}::text::json)
                on conflict (project_id) do update set document = excluded.document, updated_at = now()`;
       applied.designTokens = 1;
     }
@@ -148,6 +164,8 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     // Snapshots carry operations (execute<Op> fields) and hooks (queued by record writes).
     // …and segments (targeting evaluates them per read).
     if (cfg.operations || cfg.hooks || cfg.segments) projectChanged = true;
+    // Apps, placements and design tokens are read by GraphQL: their cached answers must go.
+    if (cfg.apps || cfg.placements || cfg.designTokens) projectChanged = true;
     return { schemaVersion, projectChanged };
   });
   svc.bus.deliverLocal(keyEvents);

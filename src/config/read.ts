@@ -48,8 +48,8 @@ export async function pullConfig(sql: Sql, caller: ControlCaller, projectId: str
   if (roles.length > 0) out.customerRoles = roles;
   const apps = await readKeyed(sql, project.id, 'apps');
   if (apps.length > 0) out.apps = Object.fromEntries(apps.map((a) => [a.key, a.definition]));
-  const [tokens] = await sql<{ document: Obj }[]>`select document from design_tokens where project_id = ${project.id}`;
-  if (tokens) out.designTokens = tokens.document;
+  const [tokens] = await sql<{ document: string }[]>`select document::text as document from design_tokens where project_id = ${project.id}`;
+  if (tokens) out.designTokens = JSON.parse(tokens.document);
   const domains = await listDomains(sql, project.id);
   if (domains.length > 0) out.domains = domains;
   return out;

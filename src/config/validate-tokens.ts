@@ -1,4 +1,5 @@
 import { Checker, join, type Obj } from './check.ts';
+import { referenceCycle } from './design-tokens.ts';
 
 /**
  * W3C Design Tokens: groups nest; a token is an object with `$value`; `$type` may sit on the
@@ -17,11 +18,17 @@ export function checkDesignTokens(c: Checker, v: unknown): void {
   if (!doc) return;
   const tokens = new Map<string, { value: unknown; path: string }>();
   walk(c, doc, 'designTokens', [], undefined, tokens);
+  let missing = false;
   for (const [, t] of tokens) {
     for (const ref of references(t.value)) {
-      if (!tokens.has(ref)) c.add(`${t.path}.$value`, `reference {${ref}} does not name a token of this document`);
+      if (!tokens.has(ref)) {
+        missing = true;
+        c.add(`${t.path}.$value`, `reference {${ref}} does not name a token of this document`);
+      }
     }
   }
+  const cycle = missing ? null : referenceCycle(doc);
+  if (cycle) c.add('designTokens', `the design tokens have a ${cycle}`);
 }
 
 function references(value: unknown): string[] {

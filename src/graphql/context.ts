@@ -10,6 +10,7 @@ import type { RecordLoader } from './loader.ts';
 import type { WriteCommitter } from '../content/tx.ts';
 import type { RowAccess } from '../content/types.ts';
 import type { Targeting } from '../content/targeting.ts';
+import type { VectorStore } from '../search/store.ts';
 
 /**
  * What GraphQL needs from the process (the Service has all of it; tests and the bench may pass
@@ -30,6 +31,8 @@ export interface GraphqlDeps {
   collab?: { saveDraft(projectId: string, roomName: string, userId: string | null): Promise<boolean> };
   /** Files and media (src/files): storage and limits; absent where no files are served. */
   files?: FilesRuntime;
+  /** Where embeddings live (src/search/store.ts): pgvector when the server has it; default `array`. */
+  vectorStore?: VectorStore;
   /** Response-cache lookups, counted for GET /metrics (the Service passes its counters). */
   cacheStats?: { hits: number; misses: number };
 }

@@ -44,7 +44,7 @@ export function readScope(ctx: GqlContext, args: { locale?: string | null; previ
 }
 
 /** readScope plus the targeting context (which variant each record shows). */
-async function targetedScope(ctx: GqlContext, args: Record<string, any>): Promise<ReadScope> {
+export async function targetedScope(ctx: GqlContext, args: Record<string, any>): Promise<ReadScope> {
   const scope = readScope(ctx, args);
   scope.targeting = await targetingFor(ctx, args.context);
   return scope;

@@ -23,6 +23,9 @@ import { importMutation } from './import.ts';
 import { fileMutations, fileQueries } from './files.ts';
 import { ReadContextInput } from './targeting.ts';
 import { fileUploadMutations } from './file-uploads.ts';
+import { secretMutations, secretQueries } from './secrets.ts';
+import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './semantic.ts';
+import { projectUiQueries } from './project-ui.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -87,8 +90,8 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     query[pluralField(model.key)] = { type: nn(conn), args: listArgs, resolve: (_r, args, ctx, info) => listConnection(ctx, model, args, info) };
     query[`search${typeName(model.key)}s`] = {
       type: nn(conn),
-      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg },
-      resolve: (_r, args, ctx) => searchConnection(ctx, [model], args),
+      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
+      resolve: (_r, args, ctx) => (wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args)),
     };
     if (canWrite) Object.assign(mutation, modelMutations(types, model));
     else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
@@ -121,11 +124,11 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     query.recordVersions = { type: new GraphQLList(nn(recordVersion)), args: { _id: { type: nn(GraphQLID) } }, resolve: (_r, args, ctx) => versions(ctx, args) };
     query.searchRecords = {
       type: nn(types.recordConnection),
-      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg },
+      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
       resolve: (_r, args, ctx) => {
         const keys: string[] | null = args.modelKeys ?? null;
         const ms = keys ? keys.flatMap((k) => (ctx.models.has(k) ? [ctx.models.get(k)!] : [])) : [...ctx.models.values()];
-        return searchConnection(ctx, ms, args);
+        return wantsSemantic(args) ? semanticSearchConnection(ctx, ms, args) : searchConnection(ctx, ms, args);
       },
     };
     if (canWrite) Object.assign(mutation, batchMutation(types), importMutation());
@@ -133,6 +136,11 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
 
   Object.assign(query, fileQueries(principal));
   Object.assign(mutation, fileMutations(principal), fileUploadMutations(principal));
+  Object.assign(query, secretQueries(principal));
+  Object.assign(query, semanticQueries(models.size > 0 ? types.recordInterface : null));
+  Object.assign(mutation, semanticMutations(principal));
+  Object.assign(query, projectUiQueries());
+  Object.assign(mutation, secretMutations(principal));
   const ops = operationFields(snapshot, principal);
   Object.assign(query, ops.query);
   Object.assign(mutation, ops.mutation);

@@ -18,6 +18,8 @@ import { surfaceOf } from '../metrics/requests.ts';
 import { recordRoutes } from './records.ts';
 import { provisionRoutes } from './provision.ts';
 import { studioRoutes } from './studio.ts';
+import { billingRoutes } from './billing.ts';
+import { designTokenRoutes } from './design-tokens.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -40,7 +42,11 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
       limitFor: (path) => (path === UPLOAD_PATH || path.startsWith(UPLOADS_PATH) ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
       replaced: (from, to) => requests.carry(from, to),
     }))
-    .get('/health', async () => ({ status: 'ok', bus: await svc.bus.health() }))
+    .get('/health', async () => ({
+      status: 'ok',
+      bus: await svc.bus.health(),
+      details: { vectorSearch: svc.vectorStore === 'pgvector' ? 'pgvector (HNSW, cosine)' : 'real[] (exact cosine in SQL)', vectorSearchReason: svc.vectorStoreReason },
+    }))
     .use(metricsRoutes(svc))
     .use(controlRoutes(svc))
     .use(keyRoutes(svc))
@@ -52,7 +58,9 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .use(operationRoutes(svc))
     .use(graphqlRoutes(svc, { graphiql: !svc.settings.studio }))
     .use(collabRoutes(svc))
-    .use(fileRoutes(svc));
+    .use(fileRoutes(svc))
+    .use(billingRoutes(svc))
+    .use(designTokenRoutes(svc));
   if (svc.settings.studio) app.use(studioRoutes(svc));
   // /graphql/ws needs the process's realtime hub (src/server.ts passes it).
   return hub ? app.use(graphqlWsRoutes(svc, hub)) : app;

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 
 /**
  * Outbound calls to operation endpoints. In production (SVC_ENV=production) an endpoint whose
@@ -81,22 +82,44 @@ export interface EgressResponse {
 
 /** POSTs `body` to `url` under the policy, following redirects by hand (each hop checked). */
 export async function post(urlText: string, body: string, headers: Record<string, string>, signal: AbortSignal, policy: EgressPolicy): Promise<EgressResponse> {
+  return fetchCapped(urlText, { method: 'POST', body, headers, signal, policy });
+}
+
+export interface CappedRequest {
+  method: 'GET' | 'POST';
+  body?: string;
+  headers: Record<string, string>;
+  signal: AbortSignal;
+  policy: EgressPolicy;
+  /** Bytes of the answer read at most (default MAX_RESPONSE_BYTES); more is cut and reported. */
+  maxBytes?: number;
+  /** Refuse any hop that is not https (app manifests). */
+  httpsOnly?: boolean;
+  /** Extra trusted CA certificates (PEM), added to the system's. */
+  ca?: string;
+}
+
+/** One outbound call under the policy, following redirects by hand (each hop checked). */
+export async function fetchCapped(urlText: string, req: CappedRequest): Promise<EgressResponse> {
   let url: URL;
   try {
     url = new URL(urlText);
   } catch {
     throw new EgressError('bad_url', 'endpoint is not a valid URL');
   }
-  let method = 'POST';
+  let method = req.method;
+  const tls = req.ca ? { tls: { ca: [...rootCertificates, req.ca] } } : {};
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const { target, host } = await checkHop(url, policy);
+    if (req.httpsOnly && url.protocol !== 'https:') throw new EgressError('bad_url', `a redirect to a ${url.protocol} URL is not allowed`);
+    const { target, host } = await checkHop(url, req.policy);
     const res = await fetch(target, {
       method,
-      body: method === 'POST' ? body : undefined,
-      headers: host ? { ...headers, host } : headers,
+      body: method === 'POST' ? req.body : undefined,
+      headers: host ? { ...req.headers, host } : req.headers,
       redirect: 'manual',
-      signal,
-    });
+      signal: req.signal,
+      ...tls,
+    } as RequestInit);
     const location = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && location) {
       await res.body?.cancel().catch(() => {});
@@ -105,13 +128,13 @@ export async function post(urlText: string, body: string, headers: Record<string
       url = new URL(location, url);
       continue;
     }
-    const read = await readCapped(res);
+    const read = await readCapped(res, req.maxBytes ?? MAX_RESPONSE_BYTES);
     return { status: res.status, contentType: res.headers.get('content-type'), ...read };
   }
   throw new EgressError('too_many_redirects', `endpoint redirected more than ${MAX_REDIRECTS} times`);
 }
 
-async function readCapped(res: Response): Promise<{ body: string; truncated: boolean }> {
+async function readCapped(res: Response, max: number): Promise<{ body: string; truncated: boolean }> {
   if (!res.body) return { body: '', truncated: false };
   const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -120,9 +143,9 @@ async function readCapped(res: Response): Promise<{ body: string; truncated: boo
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_RESPONSE_BYTES) {
+    if (size > max) {
       await reader.cancel().catch(() => {});
-      chunks.push(value.subarray(0, value.byteLength - (size - MAX_RESPONSE_BYTES)));
+      chunks.push(value.subarray(0, value.byteLength - (size - max)));
       return { body: new TextDecoder().decode(Buffer.concat(chunks)), truncated: true };
     }
     chunks.push(value);

@@ -15,20 +15,80 @@ import { newId } from '../ids.ts';
  */
 const keys = new Map<string, Buffer>();
 
-export function secretsKey(dataDir: string): Buffer {
-  const fromEnv = process.env.SVC_SECRETS_KEY;
-  if (fromEnv) return createHash('sha256').update(fromEnv).digest();
+function fileKey(dataDir: string, create: boolean): Buffer | null {
   const cached = keys.get(dataDir);
   if (cached) return cached;
   const file = join(dataDir, 'secrets-key');
   if (!existsSync(file)) {
+    if (!create) return null;
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    try {
+      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    } catch (err) {
+      // Another process of the deployment created it first: use theirs.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
   }
   const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
   if (key.length !== 32) throw new Error(`${file} must hold 64 hex characters`);
   keys.set(dataDir, key);
   return key;
+}
+
+export function secretsKey(dataDir: string): Buffer {
+  const fromEnv = process.env.SVC_SECRETS_KEY;
+  if (fromEnv) return createHash('sha256').update(fromEnv).digest();
+  return fileKey(dataDir, true)!;
+}
+
+/** Names a vault key without revealing it: the first 8 bytes of its SHA-256, hex. */
+export function keyIdOf(key: Buffer): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+/**
+ * The deployment's vault keys: the current one encrypts; previous ones only decrypt, so the key
+ * can be rotated (docs/secrets.md): set the new `SVC_SECRETS_KEY`, list the old value(s) in
+ * `SVC_SECRETS_KEY_PREVIOUS` (comma-separated); a generated `SVC_DATA_DIR/secrets-key` left
+ * behind by a move to `SVC_SECRETS_KEY` counts as a previous key. Rows are re-encrypted under
+ * the current key when they are read or written.
+ */
+export interface VaultKeys {
+  current: Buffer;
+  currentId: string;
+  /** Every key that may decrypt, by id (the current one included). */
+  byId: ReadonlyMap<string, Buffer>;
+}
+
+export function vaultKeys(dataDir: string): VaultKeys {
+  const current = secretsKey(dataDir);
+  const byId = new Map<string, Buffer>([[keyIdOf(current), current]]);
+  for (const old of (process.env.SVC_SECRETS_KEY_PREVIOUS ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    const k = createHash('sha256').update(old).digest();
+    byId.set(keyIdOf(k), k);
+  }
+  if (process.env.SVC_SECRETS_KEY) {
+    const generated = fileKey(dataDir, false);
+    if (generated) byId.set(keyIdOf(generated), generated);
+  }
+  return { current, currentId: keyIdOf(current), byId };
+}
+
+/**
+ * Decrypts a stored box with the key that sealed it (its `key_id`), or, for rows written
+ * before key ids were kept, with whichever key opens it. Returns the key id that did.
+ */
+export function openBox(vk: VaultKeys, row: { iv: Buffer; ciphertext: Buffer; tag: Buffer; key_id: string | null }, aad: string): { value: string; keyId: string } {
+  const named = row.key_id ? vk.byId.get(row.key_id) : undefined;
+  if (named) return { value: decrypt(named, row, aad), keyId: row.key_id! };
+  for (const [id, k] of vk.byId) {
+    try {
+      return { value: decrypt(k, row, aad), keyId: id };
+    } catch {
+      // not this key
+    }
+  }
+  throw new Error('no vault key opens this secret (was SVC_SECRETS_KEY changed without SVC_SECRETS_KEY_PREVIOUS?)');
 }
 
 export function encrypt(key: Buffer, plaintext: string, aad: string): { iv: Buffer; ciphertext: Buffer; tag: Buffer } {
@@ -48,6 +108,8 @@ export function decrypt(key: Buffer, box: { iv: Buffer; ciphertext: Buffer; tag:
 }
 
 export const LABEL_RE = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
+/** The largest secret value (UTF-8 bytes): API keys, certificates and service-account JSON fit. */
+export const MAX_SECRET_BYTES = 64 * 1024;
 const OWNER_RE = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** `svc secrets push`: creates or updates the given secrets; reports labels only. */
@@ -63,35 +125,39 @@ export async function pushSecrets(svc: { sql: Sql; settings: Pick<Settings, 'pro
     if (typeof e.ownerKind !== 'string' || !OWNER_RE.test(e.ownerKind)) throw new BadUserInput(`secrets[${i}].ownerKind must be a lowercase word such as project`);
     if (typeof e.label !== 'string' || !LABEL_RE.test(e.label)) throw new BadUserInput(`secrets[${i}].label must start with a letter and hold letters, digits and _`);
     if (typeof e.value !== 'string') throw new BadUserInput(`secrets[${i}] (${e.label}) has no value`);
+    if (Buffer.byteLength(e.value) > MAX_SECRET_BYTES) throw new BadUserInput(`secrets[${i}] (${e.label}) is larger than ${MAX_SECRET_BYTES / 1024} KB`);
     if (seen.has(`${e.ownerKind}/${e.label}`)) throw new BadUserInput(`secrets[${i}]: duplicate label ${e.label}`);
     seen.add(`${e.ownerKind}/${e.label}`);
   }
-  const key = secretsKey(svc.settings.dataDir);
+  const vk = vaultKeys(svc.settings.dataDir);
+  const key = vk.current;
   const out = { created: [] as string[], updated: [] as string[], unchanged: [] as string[] };
   await svc.sql.begin(async (tx) => {
     for (const s of list as { ownerKind: string; label: string; value: string }[]) {
       const aad = `${project.id}/${s.ownerKind}/${s.label}`;
-      const [row] = await tx<{ id: string; iv: Buffer; ciphertext: Buffer; tag: Buffer }[]>`
-        select id, iv, ciphertext, tag from secrets where project_id = ${project.id} and owner_kind = ${s.ownerKind} and label = ${s.label}`;
+      const [row] = await tx<{ id: string; iv: Buffer; ciphertext: Buffer; tag: Buffer; key_id: string | null }[]>`
+        select id, iv, ciphertext, tag, key_id from secrets where project_id = ${project.id} and owner_kind = ${s.ownerKind} and label = ${s.label}`;
       if (row) {
         let same = false;
         try {
-          same = decrypt(key, row, aad) === s.value;
+          const opened = openBox(vk, row, aad);
+          // Unchanged, but still sealed by a previous key: re-encrypted below (rotation).
+          same = opened.value === s.value && opened.keyId === vk.currentId;
         } catch {
-          same = false; // encrypted under another key: overwrite
+          same = false; // encrypted under a key we no longer have: overwrite
         }
         if (same) {
           out.unchanged.push(s.label);
           continue;
         }
         const box = encrypt(key, s.value, aad);
-        await tx`update secrets set iv = ${box.iv}, ciphertext = ${box.ciphertext}, tag = ${box.tag}, updated_at = now()
+        await tx`update secrets set iv = ${box.iv}, ciphertext = ${box.ciphertext}, tag = ${box.tag}, key_id = ${vk.currentId}, updated_at = now()
                  where id = ${row.id} and project_id = ${project.id}`;
         out.updated.push(s.label);
       } else {
         const box = encrypt(key, s.value, aad);
-        await tx`insert into secrets (id, project_id, owner_kind, label, iv, ciphertext, tag)
-                 values (${newId('sec')}, ${project.id}, ${s.ownerKind}, ${s.label}, ${box.iv}, ${box.ciphertext}, ${box.tag})`;
+        await tx`insert into secrets (id, project_id, owner_kind, label, iv, ciphertext, tag, key_id)
+                 values (${newId('sec')}, ${project.id}, ${s.ownerKind}, ${s.label}, ${box.iv}, ${box.ciphertext}, ${box.tag}, ${vk.currentId})`;
         out.created.push(s.label);
       }
     }

@@ -4,17 +4,24 @@ import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { folder } from './support.ts';
 import { loadConfig } from '../../src/config/load.ts';
+import { httpsSite, type HttpsSite } from '../apps/support.ts';
 
 let server: TestServer;
+// The example's app manifest, served over https as an app would serve it (push fetches it).
+let site: HttpsSite;
 beforeAll(async () => {
-  server = await startTestServer();
+  site = httpsSite({ '/shopify/manifest.json': () => new Response(readFileSync(join(import.meta.dir, '../../examples/full/shopify-manifest.json')), { headers: { 'content-type': 'application/json' } }) });
+  server = await startTestServer({ SVC_APPS_CA_FILE: site.caFile });
 });
-afterAll(() => server.stop());
+afterAll(async () => {
+  await server.stop();
+  site.stop();
+});
 
 function example(pin: { projectId: string; tenantId: string }): string {
   const dir = folder({});
   const src = readFileSync(join(import.meta.dir, '../../examples/full/svc.config.ts'), 'utf8');
-  writeFileSync(join(dir, 'svc.config.ts'), src.replace("'prj_example'", `'${pin.projectId}'`).replace("'ten_example'", `'${pin.tenantId}'`));
+  writeFileSync(join(dir, 'svc.config.ts'), src.replace("'prj_example'", `'${pin.projectId}'`).replace("'ten_example'", `'${pin.tenantId}'`).replace('https://apps.acme.example/shopify/', `${site.url}/shopify/`));
   return dir;
 }
 
@@ -23,7 +30,7 @@ describe('svc push and svc pull', () => {
     const p = await bootstrapProject(server, 'full');
     const dir = example(p);
     const pushed = await cli(server, p.ownerKey, 'push', '--dir', dir, '--json');
-    expect(pushed.err).toBe('');
+    expect(pushed.err + JSON.stringify(pushed.json?.errors ?? [])).toBe("[]");
     expect(pushed.code).toBe(0);
     expect(pushed.json.projectId).toBe(p.projectId);
     expect(pushed.json.errors).toEqual([]);
