@@ -81,9 +81,11 @@ export class NarrowListener {
     }));
   }
 
+  /** Whether a subject is one we subscribe to: `<prefix>.<token>.…` with `<token>.>` held (one lookup, not a scan). */
   #wanted(subject: string): boolean {
-    for (const s of this.#subs.keys()) if (subject.startsWith(s.slice(0, -1))) return true;
-    return false;
+    const rest = subject.slice(this.#prefix.length + 1);
+    const dot = rest.indexOf('.');
+    return dot > 0 && this.#subs.has(`${this.#prefix}.${rest.slice(0, dot)}.>`);
   }
 
   #take(m: { subject: string; data: Uint8Array; headers?: { get(k: string): string } }): void {
