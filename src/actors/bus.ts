@@ -20,7 +20,8 @@ export class EventBus {
   readonly #listeners = new Set<Listener>();
   readonly #committed = new Set<Listener>();
   readonly #reconnectListeners = new Set<() => void>();
-  readonly #watching = new Map<string, number>();
+  /** Watchers per project, and the transport's subscription every later watcher also waits for. */
+  readonly #watching = new Map<string, { n: number; ready: Promise<void> }>();
   #transport: BusTransport | undefined;
 
   /**
@@ -61,15 +62,19 @@ export class EventBus {
    * state those events change, so nothing committed after the read is missed.
    */
   async watch(projectId: string): Promise<() => void> {
-    const n = this.#watching.get(projectId) ?? 0;
-    this.#watching.set(projectId, n + 1);
-    if (n === 0) await this.#transport?.watch?.(projectId);
+    let w = this.#watching.get(projectId);
+    if (w) w.n++;
+    else this.#watching.set(projectId, (w = { n: 1, ready: Promise.resolve(this.#transport?.watch?.(projectId)).catch(() => {}) }));
+    // A second watcher arriving while the first subscription is still on its way waits for it too.
+    // A subscription that could not be confirmed (NATS away) stays registered with the client and
+    // is made again on reconnect, where the gap read-back covers the outage: not an error here.
+    await w.ready;
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      const left = (this.#watching.get(projectId) ?? 1) - 1;
-      if (left > 0) return void this.#watching.set(projectId, left);
+      const cur = this.#watching.get(projectId);
+      if (cur && --cur.n > 0) return;
       this.#watching.delete(projectId);
       this.#transport?.unwatch?.(projectId);
     };
