@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type * as Y from 'yjs';
 import type { Awareness } from 'y-protocols/awareness';
 import { gql, upload, type ProjectRef } from '../api.ts';
@@ -33,7 +33,9 @@ export interface FieldProps {
 
 function TextInput({ field, value, onChange, text, ctx, id }: FieldProps) {
   const ref = useRef<HTMLInputElement & HTMLTextAreaElement>(null);
-  useEffect(() => (text && ref.current ? bindText(ref.current, text) : undefined), [text]);
+  // Bound before the browser paints: with useEffect the field showed empty for a frame (longer on
+  // a busy machine) before the room's text arrived in it.
+  useLayoutEffect(() => (text && ref.current ? bindText(ref.current, text) : undefined), [text]);
   const area = field.config?.widget === 'textarea';
   const common = {
     id,

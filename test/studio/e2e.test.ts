@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,8 +25,12 @@ let recordId = '';
 let explorerBuilt: Promise<unknown>;
 const consoleErrors: string[] = [];
 
+/** Contexts a test opened; closed after it even when it fails, so no editor lingers in a room. */
+const open = new Set<BrowserContext>();
+
 async function context(width = 1280, height = 860): Promise<BrowserContext> {
   const ctx = await browser.newContext({ viewport: { width, height } });
+  open.add(ctx);
   ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300)); }));
   return ctx;
 }
@@ -63,6 +67,11 @@ beforeAll(async () => {
   explorerBuilt = fetch(`${server.apiUrl}/studio/explorer/manifest.json`).then((r) => r.json());
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
 }, 60_000);
+
+afterEach(async () => {
+  await Promise.all([...open].map((c) => c.close().catch(() => {})));
+  open.clear();
+});
 
 afterAll(async () => {
   await browser?.close();
