@@ -20,9 +20,10 @@ describe('migrations', () => {
       const sql = connect(process.env.U); const a = await migrate(sql); console.log(JSON.stringify(a)); await sql.end();`;
     const run = () => Bun.spawn([process.execPath, '-e', script], { env: { ...process.env, U: url }, cwd: `${import.meta.dir}/../..`, stdout: 'pipe', stderr: 'pipe' });
     const [a, b] = [run(), run()];
-    const [outA, outB] = await Promise.all([new Response(a.stdout).text(), new Response(b.stdout).text()]);
-    expect(await a.exited).toBe(0);
-    expect(await b.exited).toBe(0);
+    const [outA, outB, errA, errB] = await Promise.all([a.stdout, b.stdout, a.stderr, b.stderr].map((s) => new Response(s).text()));
+    // A failing child's own words, so a failure says why.
+    expect({ code: await a.exited, err: errA }).toEqual({ code: 0, err: '' });
+    expect({ code: await b.exited, err: errB }).toEqual({ code: 0, err: '' });
     const applied = [...JSON.parse(outA), ...JSON.parse(outB)].sort();
     expect(applied).toEqual(listMigrations().map((m) => m.name));
     const sql = connect(url, { max: 1 });
