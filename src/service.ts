@@ -129,7 +129,7 @@ export async function openService(settings: Settings): Promise<Service> {
   const gate = new Gate({
     keys: new KeyResolver(sql, bus),
     limiter: new RateLimiter(sql),
-    customers: (token, key) => tokens.verify(token, key.projectId),
+    customers: (token, key) => tokens.verifyCached(token, key.projectId) ?? tokens.verify(token, key.projectId),
     members: memberSessions(sql),
     onAuthenticated: (request, key) => requests.noteCaller(request, key),
     metricsToken: settings.metricsToken,

@@ -55,7 +55,7 @@ export interface GqlContext {
   /** Model `access.read` restrictions of this reader (undefined: none apply). */
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */
-  targeting?: Promise<Targeting>;
+  targeting?: Targeting | Promise<Targeting>;
 }
 
 /** Names generated from model and field keys (CONTRACT §4). */

@@ -1,7 +1,8 @@
 import { GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLString } from 'graphql';
 import { BadUserInput } from '../errors.ts';
 import { ANONYMOUS, segmentsOf, targeting, VARIANT_ID_RE, DEFAULT_VARIANT, type Targeting } from '../content/targeting.ts';
-import { identityOf } from '../identity/identity.ts';
+import { identityOf, type Identity } from '../identity/identity.ts';
+import type { ProjectSnapshot } from '../projects/actor.ts';
 import { segmentSubject, type Profile } from '../identity/profiles.ts';
 import type { GqlContext } from './context.ts';
 
@@ -43,10 +44,30 @@ export function segmentKeysOf(ctx: GqlContext, profile: Profile): string[] {
   return keys;
 }
 
-async function customerTargeting(ctx: GqlContext): Promise<Targeting> {
+/**
+ * The targeting context derived from one token, kept with the token's cache entry
+ * (identity/tokens.ts `memo`, bytes counted there): reused while the project's segment
+ * definitions are the same array (a push reloads the snapshot) and no cached profile has
+ * changed since (`profiles.generation`; any customer's change recomputes it, from the profile
+ * cache, without a query).
+ */
+interface TokenTargeting {
+  targeting: Targeting;
+  segments: ProjectSnapshot['segments'];
+  generation: number;
+}
+
+/** Contexts longer than this (thousands of segments) are recomputed per request, not memoised. */
+const MAX_MEMO_KEY = 4096;
+
+async function customerTargeting(ctx: GqlContext, identity: Identity): Promise<Targeting> {
   const c = ctx.customer!;
-  const profile = await identityOf(ctx.svc.bus).profiles.get(ctx.snapshot.id, c.customerId);
-  return targeting('authenticated', profile ? segmentKeysOf(ctx, profile) : []);
+  const generation = identity.profiles.generation;
+  const segments = ctx.snapshot.segments;
+  const profile = await identity.profiles.get(ctx.snapshot.id, c.customerId);
+  const t = targeting('authenticated', profile ? segmentKeysOf(ctx, profile) : []);
+  if (t.key.length <= MAX_MEMO_KEY) identity.tokens.setMemo(c, { targeting: t, segments, generation } satisfies TokenTargeting, 256 + 2 * t.key.length);
+  return t;
 }
 
 function fromArgument(arg: ReadContextArg): Targeting {
@@ -62,6 +83,11 @@ function fromArgument(arg: ReadContextArg): Targeting {
 /** The targeting context of one read field: its `context` argument, else the request's. */
 export function targetingFor(ctx: GqlContext, arg: ReadContextArg | null | undefined): Targeting | Promise<Targeting> {
   if (arg) return fromArgument(arg);
-  if (!ctx.customer) return ANONYMOUS;
-  return (ctx.targeting ??= customerTargeting(ctx));
+  const c = ctx.customer;
+  if (!c) return ANONYMOUS;
+  if (ctx.targeting) return ctx.targeting;
+  const identity = identityOf(ctx.svc.bus);
+  const memo = identity.tokens.memo<TokenTargeting>(c);
+  if (memo && memo.segments === ctx.snapshot.segments && memo.generation === identity.profiles.generation) return (ctx.targeting = memo.targeting);
+  return (ctx.targeting = customerTargeting(ctx, identity));
 }

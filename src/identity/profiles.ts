@@ -43,6 +43,15 @@ export class CustomerProfiles {
     ];
   }
 
+  /**
+   * Bumped whenever any cached profile may have changed (a drop or a clear): what is derived from
+   * a profile (the targeting memo kept with a verified token, graphql/targeting.ts) is reused
+   * only while this has not moved.
+   */
+  get generation(): number {
+    return this.#gen;
+  }
+
   /** The customer's profile (null when there is no such customer in the project). */
   get(projectId: string, customerId: string): Promise<Profile | null> {
     const k = `${projectId}\0${customerId}`;

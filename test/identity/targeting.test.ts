@@ -109,6 +109,21 @@ describe('variants and targeting', () => {
     // A null attribute removes it; dropping under the threshold leaves the segment.
     expect((await setAttributes(a.id, { totalSpent: 10, plan: null })).body.data.updateCustomerAttributes).toEqual({ id: a.id, attributes: { totalSpent: 10 }, segments: [] });
     expect((await p.gql(pk, BANNER, { id }, a.auth)).body.data.banner.title).toBe('Hello member');
+
+    // The targeting context is worked out once per token and kept with it: a changed segment
+    // definition (a push reloads the snapshot) must still show on that token's next read.
+    await server.svc.sql`update segments set definition = ${server.svc.sql.json({ key: 'vip', name: 'VIP', rules: { type: 'condition', left: { type: 'field', path: 'customer.totalSpent' }, operator: 'greater_than', right: { type: 'literal', value: 5 } } })}
+      where project_id = ${p.projectId} and key = 'vip'`;
+    const before = server.svc.projects.peek(p.projectId)?.snapshot.segments;
+    await server.svc.bus.publish({ type: 'project.changed', projectId: p.projectId });
+    await eventually(() => server.svc.projects.peek(p.projectId)?.snapshot.segments !== before, 10_000);
+    expect((await p.gql(pk, BANNER, { id }, a.auth)).body.data.banner._context).toEqual({ authStatus: 'authenticated', segments: ['vip'], variantId: 'vip' });
+    await server.svc.sql`update segments set definition = ${server.svc.sql.json({ key: 'vip', name: 'VIP', rules: { type: 'condition', left: { type: 'field', path: 'customer.totalSpent' }, operator: 'greater_than', right: { type: 'literal', value: 1000 } } })}
+      where project_id = ${p.projectId} and key = 'vip'`;
+    const after = server.svc.projects.peek(p.projectId)?.snapshot.segments;
+    await server.svc.bus.publish({ type: 'project.changed', projectId: p.projectId });
+    await eventually(() => server.svc.projects.peek(p.projectId)?.snapshot.segments !== after, 10_000);
+    expect((await p.gql(pk, BANNER, { id }, a.auth)).body.data.banner.title).toBe('Hello member');
   });
 
   test('a secret key reads as a given context; variants are removed; history names the variant', async () => {
