@@ -80,7 +80,19 @@ function burnVerify(password: string): Promise<boolean> {
   return dummyHash.then((h) => verifyPassword(password, h));
 }
 
-async function checkThrottle(sql: Sql, projectId: string, subjects: { subject: string; limit: number }[]): Promise<void> {
+/**
+ * Takes one attempt per subject (email, client IP) before the password or code is checked:
+ * the attempt is written first and counted after, so concurrent attempts all see each other
+ * (counting first let a burst of 20 wrong passwords sent at once all pass a check that saw
+ * none of them). Past a limit the attempt is taken back and the login is RATE_LIMITED — a
+ * refused attempt leaves no row, so a flood cannot grow the table. A failed attempt stays as
+ * the failure record; a successful one is given back (`attemptSucceeded`).
+ */
+async function takeAttempt(sql: Sql, projectId: string, subjects: { subject: string; limit: number }[]): Promise<string[]> {
+  const taken = await sql<{ ctid: string }[]>`
+    insert into customer_login_failures (project_id, subject) select ${projectId}, unnest(${subjects.map((s) => s.subject)}::text[])
+    returning ctid::text as ctid`;
+  const ctids = taken.map((r) => r.ctid);
   const rows = await sql<{ subject: string; n: number }[]>`
     select subject, count(*)::int as n from customer_login_failures
     where project_id = ${projectId} and subject in ${sql(subjects.map((s) => s.subject))}
@@ -88,14 +100,28 @@ async function checkThrottle(sql: Sql, projectId: string, subjects: { subject: s
     group by subject`;
   for (const r of rows) {
     const limit = subjects.find((s) => s.subject === r.subject)!.limit;
-    if (r.n >= limit) throw new RateLimited('Too many failed logins; try again later');
+    // `n` includes this attempt: the limit'th failure still gets its answer, the next is refused.
+    if (r.n > limit) {
+      await giveBack(sql, ctids);
+      throw new RateLimited('Too many failed logins; try again later');
+    }
   }
+  return ctids;
 }
 
-async function recordFailure(sql: Sql, projectId: string, subjects: string[]): Promise<void> {
-  await sql`insert into customer_login_failures (project_id, subject) select ${projectId}, unnest(${subjects}::text[])`;
+async function giveBack(sql: Sql, ctids: string[]): Promise<void> {
+  if (ctids.length) await sql`delete from customer_login_failures where ctid = any(${ctids}::tid[])`;
+}
+
+/** The attempt failed: it stays counted; rows past the window go. */
+async function attemptFailed(sql: Sql, projectId: string, subjects: string[]): Promise<void> {
   await sql`delete from customer_login_failures where project_id = ${projectId} and subject in ${sql(subjects)}
             and failed_at < now() - make_interval(mins => ${WINDOW_MINUTES})`;
+}
+
+/** The attempt succeeded: the address's failures are forgiven, and this attempt is no failure. */
+async function attemptSucceeded(sql: Sql, projectId: string, email: string, ctids: string[]): Promise<void> {
+  await sql`delete from customer_login_failures where (project_id = ${projectId} and subject = ${`email:${email}`}) or ctid = any(${ctids}::tid[])`;
 }
 
 function subjects(email: string, ip: string | null): { subject: string; limit: number }[] {
@@ -173,15 +199,23 @@ export async function loginCustomer(id: Identity, project: ProjectView, input: {
   const email = normalizeEmail(input.email);
   if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256) throw new BadUserInput('password is required', { field: 'password' });
   const subs = subjects(email, ip);
-  await checkThrottle(id.sql, project.id, subs);
-  const [row] = await id.sql<{ id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]>`
-    select id, email, name, password_hash, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
-  const ok = row?.password_hash && !row.disabled_at ? await verifyPassword(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
+  const attempt = await takeAttempt(id.sql, project.id, subs);
+  let ok = false;
+  let row: { id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null } | undefined;
+  try {
+    [row] = await id.sql<{ id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]>`
+      select id, email, name, password_hash, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
+    ok = row?.password_hash && !row.disabled_at ? await verifyPassword(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
+  } catch (err) {
+    // Not a wrong password (the hasher queue is full, the database went away): not a failure.
+    await giveBack(id.sql, attempt).catch(() => {});
+    throw err;
+  }
   if (!ok || !row) {
-    await recordFailure(id.sql, project.id, subs.map((s) => s.subject));
+    await attemptFailed(id.sql, project.id, subs.map((s) => s.subject));
     throw new Unauthenticated(INVALID_LOGIN);
   }
-  await id.sql`delete from customer_login_failures where project_id = ${project.id} and subject = ${`email:${email}`}`;
+  await attemptSucceeded(id.sql, project.id, email, attempt);
   return login(id, project, { id: row.id, email: row.email, name: row.name });
 }
 
@@ -222,7 +256,7 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
   if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim())) throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
   const code = input.code.trim();
   const subs = subjects(email, ip);
-  await checkThrottle(id.sql, project.id, subs);
+  const attempt = await takeAttempt(id.sql, project.id, subs);
   const want = Buffer.from(codeHash(id.mail.settings.dataDir, project.id, email, code));
   const matched = await id.sql.begin(async (tx) => {
     const rows = await tx<{ id: string; code_hash: string }[]>`
@@ -239,9 +273,10 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
     return true;
   });
   if (!matched) {
-    await recordFailure(id.sql, project.id, subs.map((s) => s.subject));
+    await attemptFailed(id.sql, project.id, subs.map((s) => s.subject));
     throw new Unauthenticated(INVALID_CODE);
   }
+  await attemptSucceeded(id.sql, project.id, email, attempt);
   const [row] = await id.sql<{ id: string; email: string; name: string | null; disabled_at: Date | null }[]>`
     select id, email, name, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
   if (row?.disabled_at) throw new Unauthenticated(INVALID_CODE);

@@ -148,6 +148,42 @@ describe('bad input leaves nothing behind', () => {
     expect((await p.gql(pk, LOGIN, { e, p: 'correct horse battery' })).body.errors[0].extensions.code).toBe('RATE_LIMITED');
   }, 60_000);
 
+  test('a burst of 20 wrong passwords sent at once checks at most 10 of them; the rest are RATE_LIMITED', async () => {
+    const e = email();
+    expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => p.gql(pk, LOGIN, { e, p: `wrong password ${i}` })));
+    const codes = answers.map((a) => a.body.errors[0].extensions.code as string);
+    expect(codes.every((c) => c === 'UNAUTHENTICATED' || c === 'RATE_LIMITED')).toBe(true);
+    // 10 failures per email: never more password checks than that, however the requests interleave.
+    expect(codes.filter((c) => c === 'UNAUTHENTICATED').length).toBeLessThanOrEqual(10);
+    expect(codes.filter((c) => c === 'RATE_LIMITED').length).toBeGreaterThanOrEqual(10);
+  }, 90_000);
+
+  test('failed logins are counted per client IP too: past 100 from one address, every login there is RATE_LIMITED', async () => {
+    const good = email();
+    expect((await p.gql(pk, REGISTER, { e: good, p: 'correct horse battery' })).body.errors).toBeUndefined();
+    // One real failure from this address, with an address that has no account.
+    expect((await p.gql(pk, LOGIN, { e: email(), p: 'some wrong password' })).body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    const [ip] = await server.svc.sql<{ subject: string; n: number }[]>`
+      select subject, count(*)::int as n from customer_login_failures where project_id = ${p.projectId} and subject like 'ip:%' group by subject`;
+    expect(ip!.subject).toStartWith('ip:');
+    try {
+      // The failures other addresses' attempts would leave from this IP, short of the limit by four
+      // (each a distinct email, so no email limit is reached; written directly: 95 argon2id
+      // checks would only make the test slow).
+      await server.svc.sql`insert into customer_login_failures (project_id, subject) select ${p.projectId}, ${ip!.subject} from generate_series(1, ${100 - ip!.n - 4})`;
+      for (let i = 0; i < 4; i++) expect((await p.gql(pk, LOGIN, { e: email(), p: 'another wrong one' })).body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+      // 100 failures from this address: the right password of an untouched account is refused here.
+      const refused = await p.gql(pk, LOGIN, { e: good, p: 'correct horse battery' });
+      expect(refused.body.errors[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+      expect(refused.body.data ?? null).toBeNull();
+    } finally {
+      await server.svc.sql`delete from customer_login_failures where project_id = ${p.projectId} and subject = ${ip!.subject}`;
+    }
+    // Once the address's count is gone, the same login goes through: the refusal was the IP's.
+    expect((await p.gql(pk, LOGIN, { e: good, p: 'correct horse battery' })).body.errors).toBeUndefined();
+  }, 90_000);
+
   test('project settings are obeyed: sign-up and password login can be switched off', async () => {
     await setSettings({ customerSignupEnabled: false });
     const r = await p.gql(pk, REGISTER, { e: email(), p: 'correct horse battery' });
