@@ -13,6 +13,7 @@ import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
 import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
 import type { AuthCost } from './auth-cost.ts';
+import type { CustomerCost } from './customer-cost.ts';
 import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
@@ -223,6 +224,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           const h = { ...pub, authorization: `Bearer ${reg.data.registerCustomer.accessToken}` };
           await preflight(svc.endpoint, body(READ_DOC), h);
           customerToken = reg.data.registerCustomer.accessToken;
+          await runCustomerCost(s, customerToken!).catch((err) => notes.push(`auth-customer, in-process: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`));
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [h]));
         } else if (name === 'auth-cost') {
           authCost = await runAuthCost(s);
@@ -467,6 +469,28 @@ async function runAuthCost(s: Seeded): Promise<AuthCost> {
   const r = JSON.parse(m[1]!) as AuthCost;
   process.stderr.write(`${(r.auth1000 / 1000).toFixed(2)} µs/request (1,000 keys)\n`);
   return r;
+}
+
+/** bench/customer-cost.ts in its own child process: the token path's CPU, in-process, A/B. */
+async function runCustomerCost(s: Seeded, token: string): Promise<void> {
+  process.stderr.write('bench: auth-customer, in-process CPU (own child process) … ');
+  const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'customer-cost.json');
+  writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, publicKey: s.publicKey, token }));
+  const child = startChild(process.execPath, [join(import.meta.dir, 'customer-cost.ts'), input], { label: 'customer-cost', cwd: join(import.meta.dir, '..') });
+  let out = '';
+  child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), 120_000);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = /CUSTJSON (\{.*\})/.exec(out);
+  if (!m) throw new Error(`customer-cost printed no result: ${child.tail()}`);
+  const r = JSON.parse(m[1]!) as CustomerCost;
+  const us = (ns: number) => (ns / 1000).toFixed(2);
+  notes.push(
+    `auth-customer, in-process (bench/customer-cost.ts: Gate.authenticate + execute of the uncached read, 16 in flight, CPU time, ${r.rounds} alternating rounds): ` +
+      `key only ${us(r.keyOnly)} µs, key + token ${us(r.withToken)} µs per request; the token adds ${us(r.extra)} µs = ${((100 * r.extra) / r.keyOnly).toFixed(1)} % (median of per-round differences; target: under 5 %)`,
+  );
+  process.stderr.write(`token adds ${us(r.extra)} µs of ${us(r.keyOnly)}\n`);
 }
 
 /**
