@@ -8,6 +8,8 @@ import { bootstrapProject, startTestServer, type TestServer } from '../support/s
 export interface GqlProject {
   projectId: string;
   tenantId: string;
+  /** The tenant owner's control key (`svc` commands that need one). */
+  ownerKey: string;
   key(kind: KeyKind, scopes: string[], allowedModels?: string[] | null): Promise<string>;
   gql(key: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
   setModels(models: ModelDef[]): Promise<void>;
@@ -16,10 +18,11 @@ export interface GqlProject {
 export const ALL_SECRET = ['records:read', 'records:write', 'records:publish', 'records:delete', 'drafts:read', 'search:read'];
 
 export async function gqlProject(server: TestServer, models: ModelDef[], name = 'site'): Promise<GqlProject> {
-  const { tenantId, projectId } = await bootstrapProject(server, name);
+  const { tenantId, projectId, ownerKey } = await bootstrapProject(server, name);
   const p: GqlProject = {
     projectId,
     tenantId,
+    ownerKey,
     async key(kind, scopes, allowedModels = null) {
       const k = await insertApiKey(server.svc.sql, { tenantId, projectId, kind, name: `k${Math.random()}`, scopes, allowedModels });
       return k.key;

@@ -217,6 +217,48 @@ describe('one-time codes and mail', () => {
     await setSettings({ customerOtpEnabled: false });
   });
 
+  test('codes are short-lived and allow 5 tries: an expired code and a code after 5 wrong tries are refused', async () => {
+    await setSettings({ customerOtpEnabled: true });
+    try {
+      const ask = `mutation($e: String!) { requestCustomerOtp(email: $e) }`;
+      const use = `mutation($e: String!, $c: String!) { loginCustomerWithOtp(email: $e, code: $c) { accessToken } }`;
+      const codeOf = async (e: string) => /\b(\d{6})\b/.exec((await mails(e)).at(-1)!.subject)![1]!;
+
+      // Ten minutes have passed (the row's expiry moved into the past): the code is dead.
+      const late = email().toLowerCase();
+      expect((await p.gql(pk, ask, { e: late })).body.data.requestCustomerOtp).toBe(true);
+      const lateCode = await codeOf(late);
+      await server.svc.sql`update customer_otps set expires_at = now() - interval '1 second' where project_id = ${p.projectId} and email = ${late}`;
+      expect((await p.gql(pk, use, { e: late, c: lateCode })).body.errors[0]).toMatchObject({ message: 'Invalid or expired code', extensions: { code: 'UNAUTHENTICATED' } });
+
+      const guessed = email().toLowerCase();
+      expect((await p.gql(pk, ask, { e: guessed })).body.data.requestCustomerOtp).toBe(true);
+      const code = await codeOf(guessed);
+      const wrong = (i: number) => String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0');
+      for (let i = 0; i < 5; i++) expect((await p.gql(pk, use, { e: guessed, c: wrong(i) })).body.errors[0].message).toBe('Invalid or expired code');
+      expect((await p.gql(pk, use, { e: guessed, c: code })).body.errors[0]).toMatchObject({ message: 'Invalid or expired code', extensions: { code: 'UNAUTHENTICATED' } });
+      // No account was made by either refused login.
+      const [n] = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customers where project_id = ${p.projectId} and email in ${server.svc.sql([late, guessed])}`;
+      expect(n!.n).toBe(0);
+    } finally {
+      await setSettings({ customerOtpEnabled: false });
+    }
+  });
+
+  test('customerWelcomeEmailEnabled: false sends no welcome mail', async () => {
+    await setSettings({ customerWelcomeEmailEnabled: false });
+    try {
+      const e = email().toLowerCase();
+      expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
+      // A code mailed afterwards shows the outbox is read after anything the registration sent.
+      await setSettings({ customerOtpEnabled: true });
+      expect((await p.gql(pk, `mutation($e: String!) { requestCustomerOtp(email: $e) }`, { e })).body.data.requestCustomerOtp).toBe(true);
+      expect((await mails(e)).map((m) => m.list)).toEqual(['otp']);
+    } finally {
+      await setSettings({ customerWelcomeEmailEnabled: true, customerOtpEnabled: false });
+    }
+  });
+
   test('welcome mail carries RFC 8058 headers; POST unsubscribes, GET only confirms, forged tokens are refused', async () => {
     const e = email().toLowerCase();
     await p.gql(pk, REGISTER, { e, p: 'correct horse battery' });

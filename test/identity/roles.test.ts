@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 setDefaultTimeout(60_000);
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import type { TestServer } from '../support/server.ts';
-import { startGqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { gqlProject, startGqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { cli } from '../support/server.ts';
 
 let server: TestServer;
 let p: GqlProject;
@@ -28,7 +29,12 @@ async function scopesOf(token: string): Promise<string[]> {
 
 describe('role stamping (rules 1–4)', () => {
   test('default roles for everyone, self:* expanded to customer-writable models only, assignments at the next login, refresh re-stamps the old scopes', async () => {
-    const { upsertRole, assignRole, revokeRole } = await import('../../src/identity/customer-roles.ts');
+    const { upsertRole } = await import('../../src/identity/customer-roles.ts');
+    const roleCli = async (verb: 'assign' | 'revoke', customerId: string) => {
+      const r = await cli(server, p.ownerKey, 'customer-roles', verb, '--project', p.projectId, '--key', 'runner', '--customer', customerId, '--json');
+      expect(r.err).toBe('');
+      expect(r.code).toBe(0);
+    };
     await upsertRole(server.svc.sql, p.projectId, { key: 'member', name: 'Member', permissions: ['self:*', 'notifications:read'], isDefault: true });
     await upsertRole(server.svc.sql, p.projectId, { key: 'runner', name: 'Runner', permissions: ['operations:execute'] });
     await upsertRole(server.svc.sql, p.projectId, { key: 'off', name: 'Off', permissions: ['records:write'], isDefault: true });
@@ -40,7 +46,8 @@ describe('role stamping (rules 1–4)', () => {
     // self:* covers `note` (a field grants write to self) and not `page`; never operations:execute.
     expect(await scopesOf(reg.accessToken)).toEqual(['notifications:read', 'records:read:note', 'records:write:note']);
 
-    await assignRole(server.svc.sql, p.projectId, 'runner', reg.customer.id);
+    // `svc customer-roles assign`: the live session keeps its scopes, even through a refresh.
+    await roleCli('assign', reg.customer.id);
     const refreshed = (await p.gql(pk, `mutation($t: String!) { refreshCustomerToken(refreshToken: $t) { ${PAYLOAD} } }`, { t: reg.refreshToken })).body.data.refreshCustomerToken;
     expect(await scopesOf(refreshed.accessToken)).toEqual(['notifications:read', 'records:read:note', 'records:write:note']);
 
@@ -49,8 +56,27 @@ describe('role stamping (rules 1–4)', () => {
     expect(l1.customer.roles).toEqual(['member', 'runner']);
     expect(await scopesOf(l1.accessToken)).toContain('operations:execute');
 
-    await revokeRole(server.svc.sql, p.projectId, 'runner', reg.customer.id);
+    await roleCli('revoke', reg.customer.id);
     expect(await scopesOf((await login()).accessToken)).not.toContain('operations:execute');
+  });
+
+  test('a public key never adds write or execute scopes: a customer without a role holds a read-only token', async () => {
+    // A project without roles; `note` is customer-writable, yet nothing grants writing it.
+    const q = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] }], 'no-roles');
+    const qpk = await q.key('pk', ['records:read', 'notifications:read']);
+    const reg = (await q.gql(qpk, `mutation { registerCustomer(email: "plain@example.com", password: "role stamping pw") { accessToken customer { roles } } }`)).body.data.registerCustomer;
+    expect(reg.customer.roles).toEqual([]);
+    const jwks = createRemoteJWKSet(new URL(`${server.apiUrl}/.well-known/jwks.json`));
+    const { payload } = await jwtVerify(reg.accessToken, jwks, { issuer: 'svc-customer', audience: q.projectId });
+    // Nothing of the key's is stamped into the token: no write, no execute.
+    expect(payload.scope ?? '').toBe('');
+    const auth = { authorization: `Bearer ${reg.accessToken}` };
+    const write = await q.gql(qpk, 'mutation { createNote(data: { body: "x" }) { _id } }', undefined, auth);
+    expect(write.body.errors[0].message).toStartWith('Cannot query field "createNote"');
+    // Reading stays what the key allows.
+    const read = await q.gql(qpk, '{ notes(first: 1) { totalCount } }', undefined, auth);
+    expect(read.body.errors).toBeUndefined();
+    expect(read.body.data.notes.totalCount).toBe(0);
   });
 
 });
