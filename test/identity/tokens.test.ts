@@ -112,6 +112,28 @@ describe('forged and foreign tokens get UNAUTHENTICATED "Invalid or expired toke
   });
 });
 
+describe('expiry of a token already verified', () => {
+  test('a token this process has verified (and cached) is refused on its first request after exp', async () => {
+    const c = await customer(p.projectId);
+    const kid = decodeProtectedHeader(c.accessToken).kid!;
+    const { key } = await tokenService(server.svc).keys.signer();
+    const exp = Math.floor(Date.now() / 1000) + 6;
+    const token = await new SignJWT({ scope: 'records:read', sid: c.sessionId })
+      .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' }).setIssuer('svc-customer').setAudience(p.projectId).setSubject(c.id).setIssuedAt().setExpirationTime(exp)
+      .sign(key);
+    const auth = { authorization: `Bearer ${token}` };
+    const first = await p.gql(pk, READ, undefined, auth);
+    // Answered before exp (a box slower than six seconds per request proves nothing here).
+    if (Date.now() < exp * 1000) expect(first.status).toBe(200);
+    const second = await p.gql(pk, READ, undefined, auth);
+    if (Date.now() < exp * 1000) expect(second.status).toBe(200);
+    await Bun.sleep(Math.max(0, exp * 1000 - Date.now()) + 50);
+    const late = await p.gql(pk, READ, undefined, auth);
+    expect(late.status).toBe(401);
+    expect(late.body.errors[0]).toEqual({ message: 'Invalid or expired token', extensions: { code: 'UNAUTHENTICATED' } });
+  });
+});
+
 describe('revocation', () => {
   test('a revoked session: refused at once here, listeners told, and refused by a second process as soon as the bus tells it', async () => {
     const peer = await spawnPeer(server);
