@@ -7,6 +7,8 @@ import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { upsertRole } from '../../src/identity/customer-roles.ts';
 import { listOutbox } from '../../src/identity/mailer.ts';
 import type { BusEvent } from '../../src/actors/bus.ts';
+import { eventually } from '../support/eventually.ts';
+import { spawnPeer } from './support.ts';
 
 let server: TestServer;
 let p: GqlProject;
@@ -74,6 +76,36 @@ describe('notifications', () => {
     expect((await fetch(`${server.apiUrl}${link.pathname}${link.search}`, { method: 'POST' })).status).toBe(200);
     await p.gql(sk, SEND, { c: a.id, t: 'order.shipped' });
     expect(mails()).toHaveLength(1);
+  });
+
+  test('two processes: sent on one, announced on the bus of the other, listed and marked there', async () => {
+    const a = await customer();
+    const peer = await spawnPeer(server);
+    try {
+      const heard: BusEvent[] = [];
+      const off = server.svc.bus.subscribe((e) => e.type === 'notification.created' && e.customerId === a.id && heard.push(e));
+      const res = await fetch(`${peer.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': sk },
+        body: JSON.stringify({ query: SEND, variables: { c: a.id, t: 'order.packed' } }),
+      });
+      const sent = ((await res.json()) as any).data.sendNotification;
+      expect(sent).toMatchObject({ type: 'order.packed', read: false });
+      // The realtime channel of this process hears what the peer sent.
+      await eventually(() => heard.length === 1, 15_000);
+      off();
+      expect(heard[0]).toMatchObject({ projectId: p.projectId, customerId: a.id, kind: 'order.packed' });
+      expect((await p.gql(pk, LIST, { u: true }, a.auth)).body.data.notifications.map((n: { id: string }) => n.id)).toEqual([sent.id]);
+      const mark = await fetch(`${peer.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': pk, ...a.auth },
+        body: JSON.stringify({ query: `mutation($id: ID!) { markNotificationRead(id: $id) { read } }`, variables: { id: sent.id } }),
+      });
+      expect(((await mark.json()) as any).data.markNotificationRead.read).toBe(true);
+      expect((await p.gql(pk, LIST, { u: true }, a.auth)).body.data.notifications).toEqual([]);
+    } finally {
+      await peer.stop();
+    }
   });
 
   test('who may do what', async () => {
