@@ -12,7 +12,7 @@ import { BadUserInput, GraphqlValidationFailed, MethodNotAllowed } from '../erro
 import { buildSchema, type SchemaView } from './schema.ts';
 import { createHash } from 'node:crypto';
 import { Lru, processCacheBudget } from './lru.ts';
-import { checkDocumentInputs, checkLimits, checkVariables, LIMITS } from './limits.ts';
+import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from './field-access.ts';
@@ -267,7 +267,7 @@ export function variablesFor(target: Target, ready: Ready, raw: Record<string, u
   const values = raw ?? {};
   if (!ready.coerceWithGraphqlJs) return { values };
   const coerced = getVariableValues(target.entry.view.schema, ready.op.variableDefinitions ?? [], values, { maxErrors: 20 });
-  return coerced.errors ? { errors: coerced.errors } : { values: coerced.coerced };
+  return coerced.errors ? { errors: namingArguments(coerced.errors, ready.argumentOf) } : { values: coerced.coerced };
 }
 
 function prepare(view: SchemaView, req: GraphqlRequest): Prepared {
@@ -382,7 +382,8 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
       // graphql-jit names only the innermost input field; graphql-js gives the full path
       // ("at \"d.hero.url\""), so the rare error path re-coerces for a clearer message.
       const coerced = getVariableValues(target.entry.view.schema, prepared.op.variableDefinitions ?? [], req.variables ?? {}, { maxErrors: 20 });
-      if (coerced.errors?.length) return failed({ errors: coerced.errors });
+      if (coerced.errors?.length) return failed({ errors: namingArguments(coerced.errors, prepared.argumentOf) });
+      return failed({ errors: namingArguments(result.errors, prepared.argumentOf) });
     }
     return failed(result);
   }

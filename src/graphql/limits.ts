@@ -1,4 +1,4 @@
-import { BadUserInput, QueryLimitExceeded } from '../errors.ts';
+import { BadUserInput, QueryLimitExceeded, SvcError } from '../errors.ts';
 import {
   GraphQLError, Kind,
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type SelectionSetNode, type ValueNode,
@@ -284,6 +284,20 @@ function collectVariables(value: ValueNode, argument: string, out: Map<string, s
     } else if (v.kind === Kind.LIST) stack.push(...v.values);
     else if (v.kind === Kind.OBJECT) for (const f of v.fields) stack.push(f.value);
   }
+}
+
+/**
+ * GraphQL's own variable errors (`Variable "$p" of required type "String!" was not provided`,
+ * a wrong type) name the variable; like every other input error they also name the argument
+ * it feeds, as `extensions.field` (a missing password is `field: "password"`).
+ */
+export function namingArguments(errors: readonly GraphQLError[], argumentOf: ReadonlyMap<string, string>): readonly GraphQLError[] {
+  return errors.map((e) => {
+    const variable = /^Variable "\$([^"]+)"/.exec(e.message)?.[1];
+    const argument = variable === undefined ? undefined : argumentOf.get(variable);
+    if (argument === undefined || e.originalError instanceof SvcError) return e;
+    return new GraphQLError(e.message, { nodes: e.nodes, originalError: new BadUserInput(e.message, { field: argument }), extensions: { code: 'BAD_USER_INPUT', field: argument } });
+  });
 }
 
 /** The variables of one request, checked before any coercion (which recurses). */

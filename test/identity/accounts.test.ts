@@ -126,6 +126,12 @@ describe('bad input leaves nothing behind', () => {
       const r = await p.gql(pk, REGISTER, vars);
       expect(r.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field });
     }
+    // Missing altogether (variable absent or null): GraphQL's own refusal, naming the field too.
+    for (const vars of [{ e: email() }, { e: email(), p: null }]) {
+      const r = await p.gql(pk, REGISTER, vars);
+      expect(r.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'password' });
+    }
+    expect((await p.gql(pk, REGISTER, { p: 'correct horse battery' })).body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'email' });
     expect(await customers()).toBe(before);
     const e = email();
     expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
