@@ -58,6 +58,13 @@ describe('register → login → currentUser → refresh → reuse → logout', 
     // The password is stored as argon2id, never in the clear.
     const [row] = await server.svc.sql<{ password_hash: string }[]>`select password_hash from customers where id = ${r.customer.id}`;
     expect(row!.password_hash).toStartWith('$argon2id$');
+    // The refresh token is opaque and stored as a digest only.
+    expect(r.refreshToken).toStartWith('rt_');
+    const stored = await server.svc.sql<{ token_hash: string }[]>`
+      select t.token_hash from customer_refresh_tokens t join customer_sessions s on s.id = t.session_id where s.customer_id = ${r.customer.id}`;
+    expect(stored.length).toBe(1);
+    expect(JSON.stringify(stored)).not.toContain(r.refreshToken);
+    expect(JSON.stringify(stored)).not.toContain(r.refreshToken.slice(3));
 
     const login = await p.gql(pk, LOGIN, { e: e.toUpperCase(), p: 'correct horse battery' });
     expect(login.body.errors).toBeUndefined();
@@ -88,6 +95,14 @@ describe('register → login → currentUser → refresh → reuse → logout', 
       const onPeer = () =>
         fetch(`${peer.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk, ...bearer(r.accessToken) }, body: JSON.stringify({ query: ME }) });
       expect((await (await onPeer()).json() as any).data.currentUser.id).toBe(r.customer.id);
+      // And the other way round: a token the peer signs is accepted here (one key set in PostgreSQL).
+      const peerLogin = await fetch(`${peer.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': pk },
+        body: JSON.stringify({ query: LOGIN, variables: { e, p: 'correct horse battery' } }),
+      });
+      const fromPeer = ((await peerLogin.json()) as any).data.loginCustomer;
+      expect((await p.gql(pk, ME, undefined, bearer(fromPeer.accessToken))).body.data.currentUser.id).toBe(r.customer.id);
       const out = await p.gql(pk, `mutation($t: String) { logoutCustomer(refreshToken: $t) }`, { t: r.refreshToken });
       expect(out.body.data.logoutCustomer).toBe(true);
       expect((await p.gql(pk, ME, undefined, bearer(r.accessToken))).status).toBe(401);
