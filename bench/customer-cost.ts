@@ -10,7 +10,7 @@
  * the service, serving the read the way a token-bearing read is always served), and runs the
  * read-cached document as a request does after HTTP: `Gate.authenticate` on request `Headers`
  * (key only, or key + `Authorization: Bearer`), then `execute` with the principal it returned,
- * 16 requests in flight. Key-only and token rounds alternate, 12 rounds each, ~250 ms per round;
+ * 16 requests in flight. Key-only and token rounds alternate, 30 rounds each (`BENCH_CUSTOMER_ROUNDS`), 200 ms per round;
  * a round's figure is the process' CPU time (user + system, `process.cpuUsage`: every thread,
  * PostgreSQL's wait excluded) divided by the requests it served. Prints `CUSTJSON {…}`: the
  * medians and the median of the per-round differences (token round minus the key-only round
@@ -31,11 +31,14 @@ export interface CustomerCost {
   withToken: number;
   /** Median over rounds of (token round − neighbouring key-only round), ns per request. */
   extra: number;
+  /** Quartiles of those differences: how much the box's noise moves one round. */
+  extraQ1: number;
+  extraQ3: number;
   rounds: number;
 }
 
-const ROUNDS = 12;
-const ROUND_MS = 250;
+const ROUNDS = Math.max(2, Number(process.env.BENCH_CUSTOMER_ROUNDS || 30));
+const ROUND_MS = 200;
 const IN_FLIGHT = 16;
 
 function headersFor(key: string, token?: string): Headers {
@@ -101,7 +104,9 @@ async function main(): Promise<void> {
       }
       extra.push(token[r]! - plain[r]!);
     }
-    const out: CustomerCost = { keyOnly: median(plain), withToken: median(token), extra: median(extra), rounds: ROUNDS };
+    const sorted = [...extra].sort((a, b) => a - b);
+    const q = (f: number) => sorted[Math.floor(f * (sorted.length - 1))]!;
+    const out: CustomerCost = { keyOnly: median(plain), withToken: median(token), extra: median(extra), extraQ1: q(0.25), extraQ3: q(0.75), rounds: ROUNDS };
     console.log(`CUSTJSON ${JSON.stringify(out)}`);
   } finally {
     await svc.close();
