@@ -112,6 +112,28 @@ describe('forged and foreign tokens get UNAUTHENTICATED "Invalid or expired toke
   });
 });
 
+describe('no query per request', () => {
+  test('a token read, once its token is known here, touches none of the identity tables', async () => {
+    const c = await customer(p.projectId);
+    const auth = { authorization: `Bearer ${c.accessToken}` };
+    const TARGETED = '{ pages(first: 1) { totalCount edges { node { _context { authStatus segments } } } } }';
+    // The first read verifies the token and reads the profile (the only queries it may make).
+    expect((await p.gql(pk, TARGETED, undefined, auth)).status).toBe(200);
+    const tables = ['customers', 'customer_sessions', 'customer_refresh_tokens', 'customer_roles', 'customer_role_assignments', 'signing_keys'];
+    // While another transaction holds every identity table exclusively, any query of the token
+    // path would wait for it: the reads must come back without it ending.
+    await server.svc.sql.begin(async (tx) => {
+      await tx.unsafe(`lock table ${tables.join(', ')} in access exclusive mode`);
+      for (let i = 0; i < 5; i++) {
+        const r = await p.gql(pk, READ, undefined, auth);
+        expect(r.status).toBe(200);
+        expect(r.headers.get('cache-control')).toBe('private, no-store');
+      }
+      expect((await p.gql(pk, TARGETED, undefined, auth)).status).toBe(200);
+    });
+  });
+});
+
 describe('expiry of a token already verified', () => {
   test('a token this process has verified (and cached) is refused on its first request after exp', async () => {
     const c = await customer(p.projectId);
