@@ -121,7 +121,9 @@ async function attemptFailed(sql: Sql, projectId: string, subjects: string[]): P
 
 /** The attempt succeeded: the address's failures are forgiven, and this attempt is no failure. */
 async function attemptSucceeded(sql: Sql, projectId: string, email: string, ctids: string[]): Promise<void> {
-  await sql`delete from customer_login_failures where (project_id = ${projectId} and subject = ${`email:${email}`}) or ctid = any(${ctids}::tid[])`;
+  // Two statements: an OR of the two would not use the subject index nor a TID scan.
+  await giveBack(sql, ctids);
+  await sql`delete from customer_login_failures where project_id = ${projectId} and subject = ${`email:${email}`}`;
 }
 
 function subjects(email: string, ip: string | null): { subject: string; limit: number }[] {
