@@ -200,6 +200,11 @@ export interface OperationsSettings {
   capacity: number;
   /** SVC_OPERATIONS_LEASE_MS: how long a claim survives its process (default 15 s). */
   leaseMs: number;
+  /**
+   * SVC_OPERATIONS_LEASE_ATTEMPTS: claims of an execution whose worker keeps dying mid-call
+   * before it ends `failed` (reason worker_lost) instead of being claimed again (default 3).
+   */
+  leaseAttempts: number;
   /** SVC_OPERATIONS_POLL_MS: claim and time-out sweep interval without wake-ups (default 1 s). */
   pollMs: number;
   /** SVC_OPERATIONS_RETRY_MS: first hook retry back-off, doubling per attempt (default 1 s). */
@@ -221,6 +226,7 @@ export function readOperationsSettings(env: Record<string, string | undefined>, 
     projectConcurrency: int(env.SVC_OPERATIONS_CONCURRENCY, 32, 'SVC_OPERATIONS_CONCURRENCY', 1, 1000),
     capacity: int(env.SVC_OPERATIONS_CAPACITY, 64, 'SVC_OPERATIONS_CAPACITY', 1, 10_000),
     leaseMs: int(env.SVC_OPERATIONS_LEASE_MS, 15_000, 'SVC_OPERATIONS_LEASE_MS', 100, 3_600_000),
+    leaseAttempts: int(env.SVC_OPERATIONS_LEASE_ATTEMPTS, 3, 'SVC_OPERATIONS_LEASE_ATTEMPTS', 1, 100),
     pollMs: int(env.SVC_OPERATIONS_POLL_MS, 1000, 'SVC_OPERATIONS_POLL_MS', 10, 60_000),
     retryBaseMs: int(env.SVC_OPERATIONS_RETRY_MS, 1000, 'SVC_OPERATIONS_RETRY_MS', 1, 3_600_000),
     scheduleTickMs: int(env.SVC_SCHEDULER_TICK_MS, 5000, 'SVC_SCHEDULER_TICK_MS', 10, 60_000),

@@ -22,7 +22,7 @@ export interface CallDeps {
   retryBaseMs: number;
 }
 
-export type AbortReason = 'cancelled' | 'timeout' | 'shutdown';
+export type AbortReason = 'cancelled' | 'timeout' | 'shutdown' | 'superseded';
 const BODY_IN_ERROR = 2000;
 
 export function callbackUrl(baseUrl: string, id: string): string {
@@ -57,8 +57,9 @@ export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSi
     outcome = interpret(res.status, res.body, res.truncated);
   } catch (err) {
     const reason = signal.aborted ? (signal.reason as AbortReason) : null;
-    // A cancel already wrote `cancelled`; a shutdown hands the execution back (dispatcher.stop).
-    if (reason === 'cancelled' || reason === 'shutdown') return;
+    // A cancel already wrote `cancelled`; a shutdown hands the execution back (dispatcher.stop);
+    // superseded: a callback already sent it back to pending.
+    if (reason === 'cancelled' || reason === 'shutdown' || reason === 'superseded') return;
     if (reason === 'timeout') outcome = { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } };
     else if (err instanceof EgressError) outcome = { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } };
     else outcome = { status: 'failed', error: { status: null, body: null, reason: 'unreachable', message: (err as Error).message?.slice(0, 300) ?? 'the call failed' } };

@@ -1,7 +1,7 @@
 import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../actors/bus.ts';
 import { BadUserInput, Conflict, NotFound, PayloadTooLarge, Unauthenticated } from '../errors.ts';
-import { announce, applyOutcome, TERMINAL, view, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
+import { announce, applyOutcome, failOrRetry, TERMINAL, view, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
 import type { SigningSecrets } from './signing.ts';
 import { MAX_RESPONSE_BYTES } from './egress.ts';
 
@@ -9,12 +9,13 @@ import { MAX_RESPONSE_BYTES } from './egress.ts';
  * Progress callbacks (CONTRACT §9): an endpoint that answered 202 POSTs
  * `{ status?, progressPct?, progressMessage?, result?, error? }` to its callbackUrl, signed
  * like the call. Bad signature → 401, unknown execution → 404, finished execution → 409,
- * malformed body → 400; never a change to the execution.
+ * malformed body → 400; never a change to the execution. A hook execution reported `failed` goes
+ * back to `pending` while it has attempts left (store.failOrRetry).
  */
 const CALLBACK_STATUSES = new Set(['running', 'completed', 'failed']);
 
 export async function applyCallback(
-  deps: { sql: Sql; bus: EventBus; secrets: SigningSecrets },
+  deps: { sql: Sql; bus: EventBus; secrets: SigningSecrets; retryBaseMs: number },
   id: string,
   raw: string,
   signature: string | null,
@@ -49,7 +50,10 @@ export async function applyCallback(
       : status === 'failed'
         ? { status: 'failed', error: body.error ?? { reason: 'reported_by_endpoint' }, progressMessage: (message as string | undefined) ?? undefined }
         : { status: 'running', progressPct: pct === undefined ? undefined : pct === null ? null : Math.round(pct as number), progressMessage: message === undefined ? undefined : (message as string | null) };
-  const moved = await applyOutcome(deps.sql, id, null, outcome);
+  // A hook's endpoint reporting failure is retried like a failed call (back-off, dead letter).
+  const moved = outcome.status === 'failed' && row.trigger === 'hook'
+    ? await failOrRetry(deps.sql, id, null, 'failed', outcome.error, deps.retryBaseMs)
+    : await applyOutcome(deps.sql, id, null, outcome);
   if (!moved) throw new Conflict(`Execution ${id} already finished`);
   await announce(deps.bus, [moved]);
   return view(moved);

@@ -2,6 +2,10 @@ import { randomBytes } from 'node:crypto';
 import type { BusEvent } from '../actors/bus.ts';
 import { announce, TERMINAL, type ExecutionRow } from './store.ts';
 import { perform, type AbortReason, type CallDeps } from './call.ts';
+import type { Sql } from '../store/db.ts';
+
+/** Advisory lock key every dispatcher takes around its claim statement ('ops:claim'). */
+const CLAIM_LOCK = 0x6f70_636c;
 
 /**
  * Claims pending executions and runs each as an in-process actor (one AbortController, one
@@ -11,10 +15,19 @@ import { perform, type AbortReason, type CallDeps } from './call.ts';
  * whose lease ran out (the process died) is claimed again by anyone (at-least-once).
  *
  * Fairness: a project with `projectConcurrency` calls in flight (across processes) is skipped
- * until one finishes, so one tenant's backlog cannot starve the others.
+ * until one finishes, so one tenant's backlog cannot starve the others. The count and the claim
+ * are one statement under a transaction-scoped advisory lock shared by every dispatcher: two
+ * processes claiming at the same instant otherwise both saw the project below its cap (each
+ * statement's snapshot misses the other's uncommitted claim) and overshot it by a batch.
+ *
+ * A lost lease is claimed again at most `leaseAttempts` times (counting the first claim; hooks
+ * at least their retry attempts); after that the sweep ends the execution `failed` with
+ * `reason: worker_lost` (dead-lettered for hooks), so an execution whose call kills its worker
+ * cannot take the fleet down in turn forever.
  */
 export interface DispatcherOptions {
   leaseMs: number;
+  leaseAttempts: number;
   pollMs: number;
   projectConcurrency: number;
   /** Calls in flight in this process at most. */
@@ -65,7 +78,12 @@ export class Dispatcher {
 
   #onEvent(e: BusEvent): void {
     if (e.type !== 'execution.changed') return;
-    if (e.status === 'pending') this.poke();
+    if (e.status === 'pending') {
+      // Handed back while our call is in flight (a callback reported a hook failure): the
+      // stale call must not answer for the next attempt, which this worker may claim again.
+      this.#runs.get(e.executionId)?.abort('superseded' satisfies AbortReason);
+      this.poke();
+    }
     else if (TERMINAL.has(e.status)) {
       // Cancelled (or finished by a callback) while our call is in flight: stop the call.
       this.#runs.get(e.executionId)?.abort('cancelled' satisfies AbortReason);
@@ -114,9 +132,22 @@ export class Dispatcher {
   async #claim(): Promise<number> {
     const room = this.#opts.capacity - this.#runs.size;
     if (room <= 0) return 0;
-    const { sql } = this.#deps;
+    const rows = await this.#deps.sql.begin(async (tx) => {
+      // Serialises claims across processes (held for one short statement): the statement after
+      // the lock takes its snapshot after the previous holder committed, so `busy` is exact.
+      await tx`select pg_advisory_xact_lock(${CLAIM_LOCK})`;
+      return this.#claimRows(tx as unknown as Sql, room);
+    });
+    if (!rows.length) return 0;
+    for (const row of rows) this.#start(row);
+    await announce(this.#deps.bus, rows);
+    return rows.length;
+  }
+
+  #claimRows(sql: Sql, room: number): Promise<ExecutionRow[]> {
     const cap = this.#opts.projectConcurrency;
-    const rows = await sql<ExecutionRow[]>`
+    const lost = this.#opts.leaseAttempts;
+    return sql<ExecutionRow[]>`
       with busy as (
         select project_id, count(*)::int as n from operation_executions
         where status in ('dispatched', 'running') and not accepted and lease_until > now()
@@ -126,7 +157,7 @@ export class Dispatcher {
         from (
           select id, project_id, next_run_at from operation_executions
           where ((status = 'pending' and next_run_at <= now())
-              or (status in ('dispatched', 'running') and not accepted and lease_until < now()))
+              or (status in ('dispatched', 'running') and not accepted and lease_until < now() and attempts < greatest(max_attempts, ${lost})))
             and project_id not in (select project_id from busy where n >= ${cap})
           order by next_run_at limit ${room * 4}
         ) e left join busy b on b.project_id = e.project_id
@@ -134,7 +165,7 @@ export class Dispatcher {
         select id from operation_executions
         where id in (select id from ranked where slot <= ${cap})
           and ((status = 'pending' and next_run_at <= now())
-            or (status in ('dispatched', 'running') and not accepted and lease_until < now()))
+            or (status in ('dispatched', 'running') and not accepted and lease_until < now() and attempts < greatest(max_attempts, ${lost})))
         order by next_run_at limit ${room}
         for update skip locked
       )
@@ -145,10 +176,6 @@ export class Dispatcher {
         attempts = e.attempts + 1, accepted = false, progress_pct = null, updated_at = now()
       from cand where e.id = cand.id
       returning e.*`;
-    if (!rows.length) return 0;
-    for (const row of rows) this.#start(row);
-    await announce(this.#deps.bus, rows);
-    return rows.length;
   }
 
   #start(row: ExecutionRow): void {
@@ -172,17 +199,41 @@ export class Dispatcher {
       where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted`.catch(() => {});
   }
 
-  /** Executions waiting for callbacks past their deadline time out (any worker may do it). */
+  /**
+   * Any worker may do it: executions waiting for callbacks past their deadline time out (a hook
+   * goes back to pending while it has attempts left, like a failed call), and executions whose
+   * lease ran out after their last allowed claim fail with reason worker_lost.
+   */
   async #sweep(): Promise<void> {
-    const rows = await this.#deps.sql<ExecutionRow[]>`
-      update operation_executions set status = 'timed_out', finished_at = now(), updated_at = now(), progress_pct = null,
+    const { sql } = this.#deps;
+    const backoff = this.#deps.retryBaseMs;
+    const timedOut = await sql<ExecutionRow[]>`
+      update operation_executions set
+        status = case when trigger = 'hook' and attempts < max_attempts then 'pending' else 'timed_out' end,
+        next_run_at = now() + (${backoff}::int * power(2, greatest(attempts - 1, 0))) * interval '1 millisecond',
+        dead_letter = trigger = 'hook' and attempts >= max_attempts,
+        finished_at = case when trigger = 'hook' and attempts < max_attempts then null else now() end,
+        accepted = case when trigger = 'hook' and attempts < max_attempts then false else accepted end,
+        updated_at = now(), progress_pct = null,
         error = jsonb_build_object('reason', 'timeout', 'timeoutMs', timeout_ms)
       where id in (
         select id from operation_executions
         where status in ('dispatched', 'running') and accepted and deadline_at < now()
         limit 500 for update skip locked)
       returning *`;
-    await announce(this.#deps.bus, rows);
+    await announce(this.#deps.bus, timedOut);
+    const lost = await sql<ExecutionRow[]>`
+      update operation_executions set status = 'failed', finished_at = now(), updated_at = now(), progress_pct = null,
+        lease_owner = null, lease_until = null, dead_letter = trigger = 'hook',
+        error = jsonb_build_object('reason', 'worker_lost', 'attempts', attempts,
+          'message', 'the worker running this execution stopped mid-call on every attempt')
+      where id in (
+        select id from operation_executions
+        where status in ('dispatched', 'running') and not accepted and lease_until < now()
+          and attempts >= greatest(max_attempts, ${this.#opts.leaseAttempts})
+        limit 500 for update skip locked)
+      returning *`;
+    await announce(this.#deps.bus, lost);
   }
 
   /** Stops claiming, aborts calls in flight and hands their executions back for others to claim. */

@@ -16,18 +16,21 @@ export class OperationsRuntime {
   readonly secrets: SigningSecrets;
   readonly dispatcher: Dispatcher | null;
   readonly scheduler: Scheduler | null;
+  /** First hook retry back-off (callbacks reporting a failed hook retry it too). */
+  readonly retryBaseMs: number;
   readonly #settings: OperationsSettings;
   readonly #unsubscribe: () => void;
 
   constructor(deps: { sql: Sql; bus: EventBus; dataDir: string; baseUrl: string; role: Role; settings: OperationsSettings }) {
     const { sql, bus, settings } = deps;
     this.#settings = settings;
+    this.retryBaseMs = settings.retryBaseMs;
     this.secrets = new SigningSecrets(sql, deps.dataDir);
     const works = deps.role === 'all' || deps.role === 'worker';
     this.dispatcher = works
       ? new Dispatcher(
           { sql, bus, secrets: this.secrets, policy: { publicOnly: settings.publicOnly }, baseUrl: deps.baseUrl, retryBaseMs: settings.retryBaseMs },
-          { leaseMs: settings.leaseMs, pollMs: settings.pollMs, projectConcurrency: settings.projectConcurrency, capacity: settings.capacity },
+          { leaseMs: settings.leaseMs, leaseAttempts: settings.leaseAttempts, pollMs: settings.pollMs, projectConcurrency: settings.projectConcurrency, capacity: settings.capacity },
         )
       : null;
     this.scheduler = works ? new Scheduler(sql, bus) : null;

@@ -213,8 +213,12 @@ export async function markAccepted(sql: Sql, id: string, owner: string): Promise
   return row ?? null;
 }
 
-/** A failed hook call goes back to `pending` until its attempts are used, then to the dead letter. */
-export async function failOrRetry(sql: Sql, id: string, owner: string, status: 'failed' | 'timed_out', error: unknown, backoffMs: number): Promise<ExecutionRow | null> {
+/**
+ * A failed hook call goes back to `pending` until its attempts are used, then to the dead letter.
+ * `owner` is the worker holding the lease (its own call failed); null is a signed callback
+ * reporting `failed` for an accepted (202) execution, which is retried the same way.
+ */
+export async function failOrRetry(sql: Sql, id: string, owner: string | null, status: 'failed' | 'timed_out', error: unknown, backoffMs: number): Promise<ExecutionRow | null> {
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set
       status = case when attempts < max_attempts then 'pending' else ${status} end,
@@ -223,6 +227,6 @@ export async function failOrRetry(sql: Sql, id: string, owner: string, status: '
       finished_at = case when attempts < max_attempts then null else now() end,
       error = ${sql.json(error as never)}, progress_pct = null,
       lease_owner = null, lease_until = null, accepted = false, updated_at = now()
-    where id = ${id} and status in ('dispatched', 'running') and lease_owner = ${owner} returning *`;
+    where id = ${id} and status in ('dispatched', 'running') and ${owner ? sql`lease_owner = ${owner}` : sql`true`} returning *`;
   return row ?? null;
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
+import { sign } from '../../src/operations/signing.ts';
 import { endpoint, opsProject, type Endpoint, type OpsProject } from './support.ts';
 
 let server: TestServer;
@@ -8,6 +9,7 @@ let ep: Endpoint;
 let p: OpsProject;
 let key: string;
 let flaky = 0;
+let secret: string;
 
 beforeAll(async () => {
   server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50', SVC_OPERATIONS_RETRY_MS: '20' });
@@ -15,6 +17,7 @@ beforeAll(async () => {
     '/ok': (_r, body) => Response.json({ seen: body.input.recordId }),
     '/boom': () => new Response('down', { status: 503 }),
     '/flaky': () => (++flaky <= 2 ? new Response('try again', { status: 500 }) : Response.json({ ok: true })),
+    '/accept': () => new Response(null, { status: 202 }),
   });
   p = await opsProject(server, 'hooks');
   await p.push({
@@ -22,15 +25,23 @@ beforeAll(async () => {
     models: [
       { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
       { key: 'note', name: 'Note', fields: [{ key: 'text', type: 'text' }] },
+      { key: 'job', name: 'Job', fields: [{ key: 'kind', type: 'text' }] },
     ],
-    operations: [{ key: 'index', endpoint: '/ok' }, { key: 'alert', endpoint: '/boom' }, { key: 'sync', endpoint: '/flaky' }],
+    operations: [
+      { key: 'index', endpoint: '/ok' }, { key: 'alert', endpoint: '/boom' }, { key: 'sync', endpoint: '/flaky' },
+      { key: 'async', endpoint: '/accept', timeoutSeconds: 60 }, { key: 'async-quick', endpoint: '/accept', timeoutSeconds: 0.3 },
+    ],
     hooks: [
       { key: 'indexPost', event: 'RECORD_CREATED', operationKey: 'index', filter: { modelKey: 'post' } },
       { key: 'unindex', event: 'RECORD_DELETED', operationKey: 'index' },
       { key: 'syncPost', event: 'RECORD_UPDATED', operationKey: 'sync', filter: { modelKey: 'post' } },
       { key: 'alertNote', event: 'RECORD_CREATED', operationKey: 'alert', filter: { modelKey: 'note' } },
+      { key: 'runJob', event: 'RECORD_CREATED', operationKey: 'async', filter: { modelKey: 'job' } },
+      { key: 'touchJob', event: 'RECORD_UPDATED', operationKey: 'async-quick', filter: { modelKey: 'job' } },
     ],
   });
+  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+  secret = ((await res.json()) as { secret: string }).secret;
   key = await p.key(['records:read', 'records:write', 'records:delete', 'operations:read']);
 }, 30_000);
 
@@ -38,6 +49,15 @@ afterAll(async () => {
   ep.stop();
   await server.stop();
 });
+
+/** Waits for an asynchronous condition (a database read), polling. */
+async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await Bun.sleep(25);
+  }
+}
 
 const hookRows = () => server.svc.sql<{ id: string; trigger_key: string; status: string; attempts: number; dead_letter: boolean; input: any }[]>`
   select id, trigger_key, status, attempts, dead_letter, input from operation_executions where project_id = ${p.projectId} and trigger = 'hook' order by created_at`;
@@ -102,5 +122,37 @@ describe('hooks', () => {
     // alertNote (created) + unindex (deleted); nothing from the rolled-back batch.
     const added = (await hookRows()).slice(before);
     expect(added.map((h) => [h.trigger_key, h.input.recordId])).toEqual([['alertNote', id], ['unindex', id]]);
+  });
+
+  test('a hook whose endpoint answers 202 and then reports failure by callback is retried, and completes on a later attempt', async () => {
+    const r = await p.gql(key, `mutation { createJob(data: { kind: "a" }) { _id } }`);
+    const recordId = r.data.createJob._id;
+    const row = async () => (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'runJob');
+    const calls = (id: string) => ep.calls.filter((c) => c.body?.executionId === id).length;
+    await until(async () => (await row())?.status === 'running', 10_000);
+    const id = (await row())!.id;
+    expect(calls(id)).toBe(1);
+    const callback = (body: unknown) => {
+      const raw = JSON.stringify(body);
+      return fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, raw) }, body: raw });
+    };
+    const failed = await callback({ status: 'failed', error: { reason: 'upstream down' } });
+    expect(failed.status).toBe(200);
+    // Not final: the hook goes back to pending and its endpoint is called again.
+    expect(((await failed.json()) as { status: string }).status).toBe('pending');
+    await until(async () => calls(id) === 2 && (await row())?.status === 'running', 10_000);
+    expect((await callback({ status: 'completed', result: { done: true } })).status).toBe(200);
+    expect(await row()).toMatchObject({ status: 'completed', attempts: 2, dead_letter: false });
+  });
+
+  test('a hook accepted with 202 that never calls back is retried after its timeout, then dead-lettered', async () => {
+    const r = await p.gql(key, `mutation { createJob(data: { kind: "b" }) { _id } }`);
+    const recordId = r.data.createJob._id;
+    await p.gql(key, `mutation($id: ID!) { updateJob(_id: $id, data: { kind: "c" }) { _id } }`, { id: recordId });
+    const row = async () => (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'touchJob');
+    await until(async () => (await row())?.status === 'timed_out', 20_000);
+    const done = (await row())!;
+    expect(done).toMatchObject({ status: 'timed_out', attempts: 5, dead_letter: true });
+    expect(ep.calls.filter((c) => c.body?.executionId === done.id).length).toBe(5);
   });
 });

@@ -6,6 +6,7 @@ import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
 import { waitForReady } from '../support/process.ts';
+import { createExecution } from '../../src/operations/store.ts';
 
 /**
  * Several processes on one PostgreSQL: hooks run once whichever process wrote the record and
@@ -16,6 +17,8 @@ let server: TestServer;
 let ep: Endpoint;
 const procs: Subprocess[] = [];
 let hangFirst = true;
+/** Calls of /gate in flight now, and the most seen at once. */
+const gate = { inFlight: 0, max: 0, open: true };
 
 /** Starts `src/main.ts` on the test server's database and data folder; resolves when ready. */
 async function spawn(env: Record<string, string>): Promise<Subprocess<'ignore', 'pipe', 'pipe'>> {
@@ -42,6 +45,15 @@ beforeAll(async () => {
       hangFirst = false;
       return new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone'))));
     },
+    // Never answers: each worker that calls it gets killed.
+    '/doom': (req) => new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone')))),
+    // Holds each call until the test opens the gate; counts concurrency.
+    '/gate': async () => {
+      gate.max = Math.max(gate.max, ++gate.inFlight);
+      await until(async () => gate.open, 60_000);
+      gate.inFlight--;
+      return Response.json({ ok: true });
+    },
   });
 }, 30_000);
 
@@ -50,6 +62,14 @@ afterAll(async () => {
   ep.stop();
   await server.stop();
 });
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await Bun.sleep(20);
+  }
+}
 
 async function gqlAt(apiUrl: string, key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
   const res = await fetch(`${apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
@@ -118,4 +138,84 @@ describe('operations across processes', () => {
       await api.stop();
     }
   }, 90_000);
+
+  test('an execution whose worker dies on every attempt ends failed (worker_lost) after SVC_OPERATIONS_LEASE_ATTEMPTS claims', async () => {
+    const api = await startTestServer({ DATABASE_URL: server.databaseUrl, SVC_ROLE: 'api' });
+    try {
+      const p = await opsProject(api, 'doom');
+      await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'doom', endpoint: '/doom', timeoutSeconds: 60 }] });
+      const key = await p.key(['operations:execute', 'operations:read']);
+      for (const proc of procs.splice(0)) proc.kill('SIGKILL');
+      await server.svc.operations.dispatcher!.stop();
+      const env = { SVC_ROLE: 'worker', SVC_OPERATIONS_LEASE_MS: '600', SVC_OPERATIONS_LEASE_ATTEMPTS: '2' };
+      const r = await p.gql(key, `mutation { executeDoom { id } }`);
+      const id = r.data.executeDoom.id;
+      const calls = () => ep.calls.filter((c) => c.body?.executionId === id).length;
+      for (const n of [1, 2]) {
+        const worker = await spawn(env);
+        await eventually(() => calls() === n, 20_000);
+        worker.kill('SIGKILL');
+        await worker.exited;
+      }
+      // A third worker does not call again: it ends the execution.
+      await spawn(env);
+      const done = await waitStatus(p, key, id, undefined, 30_000);
+      expect(done).toMatchObject({ status: 'failed', attempts: 2, errorJson: { reason: 'worker_lost', attempts: 2 } });
+      expect(calls()).toBe(2);
+    } finally {
+      await api.stop();
+    }
+  }, 90_000);
+
+  test('two workers claiming at the same instant keep a project within SVC_OPERATIONS_CONCURRENCY', async () => {
+    const api = await startTestServer({ DATABASE_URL: server.databaseUrl, SVC_ROLE: 'api' });
+    try {
+      const p = await opsProject(api, 'capped');
+      await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'gate', endpoint: '/gate' }] });
+      const key = await p.key(['operations:execute', 'operations:read']);
+      for (const proc of procs.splice(0)) proc.kill('SIGKILL');
+      await server.svc.operations.dispatcher!.stop();
+      // Different capacities give the two claim statements different candidate windows (the
+      // bug this guards against: each saw the project below its cap and took a different row).
+      await Promise.all(['1', '64'].map(async (capacity) => {
+        const [port, rport] = [await freePort(), await freePort()];
+        await spawn({ SVC_ROLE: 'worker', PORT: String(port), REALTIME_PORT: String(rport), SVC_OPERATIONS_CONCURRENCY: '2', SVC_OPERATIONS_CAPACITY: capacity });
+      }));
+      const sql = server.svc.sql;
+      // Both workers' claim loops blocked on the executions table (not the lease renewals).
+      const bothWaiting = () => until(async () => {
+        const [r] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and query not like '%set lease_until%'`;
+        return r!.n >= 2;
+      }, 30_000);
+      const live = async () => (await sql<{ n: number }[]>`select count(*)::int as n from operation_executions
+        where project_id = ${p.projectId} and status in ('dispatched', 'running')`)[0]!.n;
+      gate.open = false;
+      gate.max = 0;
+      const ids: string[] = [];
+      // Thirty executions become visible to both workers at the same instant: the lock holds both
+      // claim loops until the commit, so each statement's snapshot starts together.
+      await sql.begin(async (tx) => {
+        await tx`lock table operation_executions in share mode`;
+        for (let i = 0; i < 30; i++) ids.push((await createExecution(tx as unknown as typeof sql, { projectId: p.projectId, operationKey: 'gate', input: null })).id);
+        await bothWaiting();
+      });
+      await until(async () => (await live()) >= 2, 30_000);
+      // Once both loops wait again, both have claimed after the commit: the count is final.
+      let afterClaims = -1;
+      await sql.begin(async (tx) => {
+        await tx`lock table operation_executions in share mode`;
+        await bothWaiting();
+        afterClaims = (await tx<{ n: number }[]>`select count(*)::int as n from operation_executions
+          where project_id = ${p.projectId} and status in ('dispatched', 'running')`)[0]!.n;
+      });
+      expect(afterClaims).toBe(2);
+      gate.open = true;
+      for (const id of ids) expect((await waitStatus(p, key, id, undefined, 60_000)).status).toBe('completed');
+      expect(gate.max).toBe(2);
+    } finally {
+      gate.open = true;
+      await api.stop();
+    }
+  }, 120_000);
 });
