@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { EgressError, isPublicAddress, post } from '../../src/operations/egress.ts';
+import { eventually } from '../support/eventually.ts';
+import type { Server } from 'bun';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EgressError, fetchCapped, isPublicAddress, post } from '../../src/operations/egress.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint } from './support.ts';
 
 let ep: Endpoint;
@@ -12,6 +17,8 @@ beforeAll(() => {
     // Only the production test's operations call this path: a port reused from an earlier file
     // may still get calls from that file's lingering executions, which must not count here.
     '/prod-ok': () => Response.json({ ok: true }),
+    '/big': () => new Response('x'.repeat(2 * 1024 * 1024)),
+    '/hang': (req) => new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone')))),
     '/hop': () => new Response(null, { status: 307, headers: { location: ep.url.replace('127.0.0.1', '127.0.0.2') + '/ok' } }),
   });
 });
@@ -71,4 +78,58 @@ describe('SSRF rules', () => {
     const r = await q.gql(k2, `mutation { executeOperation(key: "loop") { id } }`);
     expect((await waitStatus(q, k2, r.data.executeOperation.id)).status).toBe('completed');
   }, 30_000);
+
+  test('every hop, https too, connects to the address that was checked: a second DNS answer (rebinding) is never used', async () => {
+    // A certificate for a name no real DNS answers: only a pinned connection can reach it.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-pin-'));
+    const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
+      '-days', '2', '-subj', '/CN=svc-pinned.test', '-addext', 'subjectAltName=DNS:svc-pinned.test']);
+    expect(made.exitCode).toBe(0);
+    const ca = readFileSync(join(dir, 'c.pem'), 'utf8');
+    const hosts: string[] = [];
+    const site: Server<unknown> = Bun.serve({
+      port: 0,
+      hostname: '127.0.0.1',
+      tls: { cert: ca, key: readFileSync(join(dir, 'k.pem'), 'utf8') },
+      fetch(req): Response {
+        hosts.push(req.headers.get('host')!);
+        const path = new URL(req.url).pathname;
+        if (path === '/hop') return new Response(null, { status: 307, headers: { location: `https://svc-pinned.test:${site.port}/ok` } });
+        return Response.json({ pinned: true });
+      },
+    });
+    rmSync(dir, { recursive: true, force: true });
+    try {
+      // The first answer per hop is the checked one; any later lookup would get a private address.
+      let lookups = 0;
+      const policy = { publicOnly: true, allowed: (ip: string) => ip === '127.0.0.1', resolve: async () => (++lookups % 2 === 1 ? ['127.0.0.1'] : ['10.9.9.9']) };
+      const direct = await fetchCapped(`https://svc-pinned.test:${site.port}/ok`, { method: 'POST', body: '{}', headers: {}, signal: AbortSignal.timeout(10_000), policy, ca });
+      expect({ status: direct.status, body: JSON.parse(direct.body), lookups }).toEqual({ status: 200, body: { pinned: true }, lookups: 1 });
+      // A redirect hop is resolved (once), checked and pinned the same way.
+      lookups = 0;
+      const hopped = await fetchCapped(`https://svc-pinned.test:${site.port}/hop`, { method: 'POST', body: '{}', headers: {}, signal: AbortSignal.timeout(10_000), policy: { ...policy, resolve: async () => (++lookups, ['127.0.0.1']) }, ca });
+      expect({ status: hopped.status, lookups }).toEqual({ status: 200, lookups: 2 });
+      // The certificate is still checked against the name (SNI and verification use it).
+      const wrongName = await fetchCapped(`https://other.test:${site.port}/ok`, { method: 'POST', body: '{}', headers: {}, signal: AbortSignal.timeout(10_000), policy: { ...policy, resolve: async () => ['127.0.0.1'] }, ca }).catch((e) => e);
+      expect(wrongName).toBeInstanceOf(Error);
+      expect(hosts.every((h) => h === `svc-pinned.test:${site.port}`)).toBe(true);
+      // Plain http is pinned as well, with the name in Host.
+      const plain = await post(`http://svc-plain.test:${new URL(ep.url).port}/ok`, '{}', {}, AbortSignal.timeout(10_000), { publicOnly: true, allowed: (ip) => ip === '127.0.0.1', resolve: async () => ['127.0.0.1'] });
+      expect(plain.status).toBe(200);
+      expect(ep.calls.at(-1)!.headers.get('host')).toBe(`svc-plain.test:${new URL(ep.url).port}`);
+      // The pinned path keeps the 1 MiB cut and aborts a call in flight.
+      const pin = { publicOnly: true, allowed: (ip: string) => ip === '127.0.0.1', resolve: async () => ['127.0.0.1'] };
+      const big = await post(`http://svc-plain.test:${new URL(ep.url).port}/big`, '{}', {}, AbortSignal.timeout(10_000), pin);
+      expect({ truncated: big.truncated, length: big.body.length }).toEqual({ truncated: true, length: 1024 * 1024 });
+      const stop = new AbortController();
+      const hanging = post(`http://svc-plain.test:${new URL(ep.url).port}/hang`, '{}', {}, stop.signal, pin).catch((e) => e);
+      await eventually(() => ep.calls.some((c) => c.path === '/hang'), 10_000);
+      stop.abort('cancelled');
+      // Rejected with the signal's reason, as fetch() does.
+      expect(await hanging).toBe('cancelled');
+      await eventually(() => ep.aborted.has('/hang'), 10_000);
+    } finally {
+      site.stop(true);
+    }
+  });
 });
