@@ -4,6 +4,8 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { sign } from '../../src/operations/signing.ts';
+import { createClient } from 'graphql-ws';
+import { EventSource } from 'eventsource';
 import { endpoint, EXECUTION, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
 
 let server: TestServer;
@@ -158,4 +160,63 @@ describe('per-operation scopes', () => {
     const read = await p.gql(noRead, `{ operationExecution(id: "x") { id } }`);
     expect(read.errors[0].message).toBe('missing required scope: operations:read');
   });
+
 });
+
+describe('execution events', () => {
+  test('a real execution is seen in order on jobs:* and jobs:{id} (EventSource) and the operationExecution subscription (graphql-ws)', async () => {
+    const readKey = await p.key(['operations:read']);
+    const channels = async () => ((await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number }).channels;
+    const base = await channels();
+    /** An EventSource collecting the frames `{ channel, event: "job.<status>", data }` of a channel. */
+    const listen = (channel: string) => {
+      const es = new EventSource(`${server.gatewayUrl}/sse/${encodeURIComponent(channel)}?apiKey=${readKey}`);
+      const got: { event: string; data: any }[] = [];
+      es.onmessage = (e) => got.push(JSON.parse(e.data));
+      let connected = false;
+      es.addEventListener('connected', () => (connected = true));
+      return { es, got, connected: () => connected };
+    };
+    const all = listen('jobs:*');
+    await until(async () => all.connected());
+    const id = await run('accept');
+    await waitStatus(p, key, id, 'running');
+    const ws = createClient({ url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: readKey }, retryAttempts: 0 });
+    const sub: any[] = [];
+    const stop = ws.subscribe({ query: `subscription($id: String!) { operationExecution(id: $id) { id status progressPct progressMessage resultJson } }`, variables: { id } }, { next: (v) => sub.push(v.data!.operationExecution), error: () => {}, complete: () => {} });
+    const one = { es: undefined as EventSource | undefined, got: [] as { event: string; data: any }[] };
+    try {
+      // The subscription is live once its channel counts; then the EventSource of the same channel.
+      await until(async () => (await channels()) === base + 2);
+      const l = listen(`jobs:${id}`);
+      Object.assign(one, { es: l.es, got: l.got });
+      await until(async () => l.connected());
+      expect((await callback(id, { progressPct: 40, progressMessage: 'resizing' })).status).toBe(200);
+      expect((await callback(id, { progressPct: 80, progressMessage: 'encoding' })).status).toBe(200);
+      expect((await callback(id, { status: 'completed', result: { ok: 1 } })).status).toBe(200);
+      const mine = () => all.got.filter((g) => g.data.id === id);
+      await eventually(() => mine().length === 6 && one.got.length === 3 && sub.length === 3, 10_000);
+      expect(mine().map((g) => `${g.event} ${g.data.progressPct}`)).toEqual(['job.pending null', 'job.dispatched null', 'job.running null', 'job.running 40', 'job.running 80', 'job.completed null']);
+      expect(one.got.map((g) => [g.event, g.data.progressPct, g.data.progressMessage])).toEqual([['job.running', 40, 'resizing'], ['job.running', 80, 'encoding'], ['job.completed', null, 'encoding']]);
+      expect(one.got[2]!.data).toMatchObject({ id, operationKey: 'accept', status: 'completed', resultJson: { ok: 1 } });
+      expect(sub).toEqual([
+        { id, status: 'running', progressPct: 40, progressMessage: 'resizing', resultJson: null },
+        { id, status: 'running', progressPct: 80, progressMessage: 'encoding', resultJson: null },
+        { id, status: 'completed', progressPct: null, progressMessage: 'encoding', resultJson: { ok: 1 } },
+      ]);
+    } finally {
+      stop();
+      await ws.dispose();
+      all.es.close();
+      one.es?.close();
+    }
+  }, 30_000);
+});
+
+async function until(check: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await Bun.sleep(20);
+  }
+}
