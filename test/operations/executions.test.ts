@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHmac } from 'node:crypto';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { sign } from '../../src/operations/signing.ts';
@@ -161,6 +161,32 @@ describe('per-operation scopes', () => {
     expect(read.errors[0].message).toBe('missing required scope: operations:read');
   });
 
+});
+
+describe('bad input and the CLI', () => {
+  test('oversized or non-JSON input is refused with a stated code; svc executions cancel cancels a running call and refuses a finished one', async () => {
+    const before = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
+    const big = await p.gql(key, `mutation($i: JSON) { executeOperation(key: "ok", input: $i) { id } }`, { i: { blob: 'x'.repeat(300 * 1024) } });
+    expect(big.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(big.errors[0].message).toBe('input is larger than 256 KiB');
+    const notJson = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: '{"query": "mutation { executeOk { id } }", "variables": {' });
+    expect(notJson.status).toBe(400);
+    expect(JSON.stringify(await notJson.json())).not.toContain('INTERNAL_SERVER_ERROR');
+    const hanging = await run('hang');
+    await waitStatus(p, key, hanging, 'dispatched');
+    const cancelled = await cli(server, p.ownerKey, 'executions', 'cancel', hanging, '--project', p.projectId, '--json');
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.json).toMatchObject({ id: hanging, status: 'cancelled' });
+    await eventually(() => ep.aborted.has(hanging), 10_000);
+    const again = await cli(server, p.ownerKey, 'executions', 'cancel', hanging, '--project', p.projectId, '--json');
+    expect(again.code).not.toBe(0);
+    expect(again.err).toContain('already finished (cancelled)');
+    const unknown = await cli(server, p.ownerKey, 'executions', 'show', 'exe_nope', '--project', p.projectId, '--json');
+    expect(unknown.code).not.toBe(0);
+    // Only the one execution that was valid was stored.
+    const after = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
+    expect(after[0]!.n).toBe(before[0]!.n + 1);
+  });
 });
 
 describe('execution events', () => {
