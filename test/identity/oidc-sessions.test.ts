@@ -221,3 +221,41 @@ describe('two processes on one database', () => {
     }
   });
 });
+
+describe('behind https (a TLS-terminating proxy in front of svc)', () => {
+  test('the hosted page and the login set their cookies with Secure, HttpOnly and SameSite=Lax', async () => {
+    const httpsServer = await startTestServer({ SVC_BASE_URL: 'https://login.example' });
+    try {
+      const p = await bootstrapProject(httpsServer, 'secure');
+      const config = minimal(p, { relyingParties: [{ clientId: 'web', name: 'Web', redirectUris: [WEB], allowedOrigins: ['https://app.example'] }] });
+      const r = await cli(httpsServer, p.ownerKey, 'push', '--dir', folder({ 'svc.config.json': config }), '--json');
+      expect(r.code).toBe(0);
+      // The proxy forwards plain http with the public Host.
+      const local = new URL(httpsServer.apiUrl);
+      const browser = new Browser({ 'login.example': local.host });
+      const plainFetch = browser.fetch.bind(browser);
+      browser.fetch = (url, init) => plainFetch(String(url).replace(/^https:\/\/login\.example/, `http://login.example`), init);
+      const verifier = oidc.randomPKCECodeVerifier();
+      const url = new URL('https://login.example/auth/authorize');
+      for (const [k, v] of Object.entries({
+        client_id: `${p.projectId}.web`, redirect_uri: WEB, response_type: 'code', scope: 'openid email', state: 'st', nonce: 'nn',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+      })) url.searchParams.set(k, v);
+      const page = await browser.fetch(url);
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      const csrf = page.headers.getSetCookie();
+      expect(csrf.length).toBeGreaterThan(0);
+      for (const c of csrf) expect(c).toMatch(/; HttpOnly; SameSite=Lax; Secure$/);
+      const post = await browser.post(url, html, 'signup', { email: newEmail(), password: PASSWORD, name: 'Ada' });
+      expect(post.status).toBe(303);
+      expect(new URL(post.headers.get('location')!).origin + new URL(post.headers.get('location')!).pathname).toBe(WEB);
+      const session = post.headers.getSetCookie().find((c) => c.startsWith(`svc_session_${p.projectId}=`))!;
+      expect(session).toContain('HttpOnly');
+      expect(session).toContain('SameSite=Lax');
+      expect(session).toContain('Secure');
+    } finally {
+      await httpsServer.stop();
+    }
+  });
+});

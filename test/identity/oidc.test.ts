@@ -150,6 +150,19 @@ describe('hosted login: the whole flow with openid-client', () => {
     const posPage = await (await fetch(posUrl)).text();
     expect(posPage).toContain('Point of Sale');
     expect(posPage).not.toContain('value="otp-request"');
+    // A step the party hides cannot be posted by hand either: no code is sent, no redirect.
+    const posGet = await fetch(posUrl, { redirect: 'manual' });
+    const posHtml = await posGet.text();
+    const hidden = formOf(posHtml, 'password');
+    hidden.set('step', 'otp-request');
+    hidden.set('email', email());
+    const otps = async () => (await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customer_otps`)[0]!.n;
+    const before = await otps();
+    const sneaked = await fetch(`${base}/auth/authorize`, { method: 'POST', body: hidden, headers: { cookie: (posGet.headers.get('set-cookie') ?? '').split(';')[0]! }, redirect: 'manual' });
+    expect(sneaked.status).toBeGreaterThanOrEqual(400);
+    expect(sneaked.status).toBeLessThan(500);
+    expect(sneaked.headers.get('location')).toBeNull();
+    expect(await otps()).toBe(before);
 
     // A form posted without the cookie it was issued with (a cross-site post) is refused.
     const form = formOf(page, 'password');
@@ -226,8 +239,12 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
     const first = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier });
     expect(first.status).toBe(200);
     const issued = (await first.json()) as { access_token: string; refresh_token: string };
+    const userinfo = () => fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${issued.access_token}` } });
+    expect((await userinfo()).status).toBe(200);
     const again = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier });
     expect(again.status).toBe(400);
+    // The access token it issued no longer works either.
+    expect((await userinfo()).status).toBe(401);
     expect(((await again.json()) as { error: string }).error).toBe('invalid_grant');
     // The refresh token it issued is dead, and so is the access token.
     const refresh = await tokenPost({ grant_type: 'refresh_token', client_id: clientId, refresh_token: issued.refresh_token });
