@@ -198,6 +198,13 @@ describe('ownership', () => {
     expect((await p.gql(writer, CONFIRM, { id: t.fileId }, b.auth)).errors[0].extensions.code).toBe('NOT_FOUND');
     expect((await p.gql(writer, CONFIRM, { id: t.fileId }, a.auth)).data.confirmFileUpload.id).toBe(t.fileId);
     expect(await ids(pk, a.auth)).toEqual([t.fileId, fa.id]);
+    // files:list.all (secret keys) lists every customer's uploads even with a customer's token.
+    const all = await p.key(['files:list.all', 'files:read']);
+    expect(await ids(all, a.auth)).toEqual(expect.arrayContaining([fa.id, fb.id, t.fileId]));
+    expect((await p.gql(all, READ, { id: fb.id }, a.auth)).data.file.id).toBe(fb.id);
+    // files:list alone on a secret key with a customer's token is that customer's view.
+    const listOnly = await p.key(['files:list']);
+    expect(await ids(listOnly, b.auth)).toEqual([fb.id]);
   });
 });
 

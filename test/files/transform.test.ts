@@ -122,11 +122,17 @@ describe('refusals', () => {
     ['q=0', 'a quality out of range'],
     ['w=10&h=10&fp=2,2', 'a focal point outside the image'],
   ])('%s (%s) is 400 BAD_USER_INPUT', async (query) => {
+    const derived = () => (existsSync(join(server.dataDir, 'files', 'derived')) ? readdirSync(join(server.dataDir, 'files', 'derived'), { recursive: true }).length : 0);
+    const before = derived();
     const res = await fetch(`${photo.url}?${query}`);
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: string; message: string };
     expect(body.error).toBe('BAD_USER_INPUT');
     expect(typeof body.message).toBe('string');
+    // Nothing generated or kept for a refused transform.
+    expect(derived()).toBe(before);
+    const tmp = join(server.dataDir, 'files', 'tmp');
+    expect(existsSync(tmp) ? readdirSync(tmp) : []).toEqual([]);
   });
 
   test('a transform of a PDF is 400', async () => {
@@ -141,8 +147,11 @@ describe('refusals', () => {
     bomb.writeUInt32BE(100_000, 16);
     bomb.writeUInt32BE(100_000, 20);
     bomb.writeUInt32BE(Bun.hash.crc32(bomb.subarray(12, 29)), 29);
+    const rows = async () => (await server.svc.sql<{ n: number }[]>`select count(*)::int as n from files where project_id = ${p.projectId}`)[0]!.n;
+    const before = await rows();
     const r = await p.upload(writer, form({ file: [new Blob([bomb]), 'bomb.png'] }));
     expect(r.status).toBe(400);
+    expect(await rows()).toBe(before);
     expect(r.body.error).toBe('BAD_USER_INPUT');
     expect(r.body.limit).toBe(4_000_000);
     const tmp = join(server.dataDir, 'files', 'tmp');
