@@ -163,6 +163,50 @@ describe('per-operation scopes', () => {
 
 });
 
+describe('the signing secret', () => {
+  test('rotation: the next call is signed with the new secret; callbacks signed with the previous one still verify, others do not', async () => {
+    const control = (path: string, method = 'GET') => fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret${path}`, { method, headers: { authorization: `Bearer ${p.ownerKey}` } });
+    const old = (await (await control('')).json()) as { secret: string; version: number };
+    expect(old.secret).toBe(secret);
+    const accepted = await run('accept');
+    await waitStatus(p, key, accepted, 'running');
+    const rotated = (await (await control('/rotate', 'POST')).json()) as { secret: string; version: number };
+    expect(rotated.version).toBe(old.version + 1);
+    expect(rotated.secret).toStartWith('whsec_');
+    expect(rotated.secret).not.toBe(old.secret);
+    expect(((await (await control('')).json()) as { secret: string }).secret).toBe(rotated.secret);
+    // Stored encrypted: neither secret appears in the table.
+    const stored = JSON.stringify(await server.svc.sql`select * from operation_signing_secrets where project_id = ${p.projectId}`);
+    expect(stored).not.toContain(old.secret.slice(6));
+    expect(stored).not.toContain(rotated.secret.slice(6));
+
+    const id = await run('ok');
+    await waitStatus(p, key, id);
+    const call = ep.calls.find((c) => c.body?.executionId === id)!;
+    const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(call.headers.get('x-svc-signature')!)!;
+    expect(v1).toBe(createHmac('sha256', rotated.secret).update(`${t}.${call.raw}`).digest('hex'));
+
+    const signedWith = (s2: string, body: unknown) => {
+      const raw = JSON.stringify(body);
+      return fetch(`${server.apiUrl}/v1/operations/executions/${accepted}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(s2, raw) }, body: raw });
+    };
+    expect((await signedWith('whsec_someone_else', { progressPct: 10 })).status).toBe(401);
+    expect((await signedWith(old.secret, { progressPct: 20 })).status).toBe(200);
+    expect((await signedWith(rotated.secret, { status: 'completed' })).status).toBe(200);
+    // The tests after this one sign with the current secret.
+    secret = rotated.secret;
+    // A second rotation retires the first secret altogether.
+    const third = (await (await control('/rotate', 'POST')).json()) as { secret: string };
+    const later = await run('accept');
+    await waitStatus(p, key, later, 'running');
+    const raw = JSON.stringify({ progressPct: 5 });
+    const viaFirst = await fetch(`${server.apiUrl}/v1/operations/executions/${later}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(old.secret, raw) }, body: raw });
+    expect(viaFirst.status).toBe(401);
+    secret = third.secret;
+    expect((await callback(later, { status: 'completed' })).status).toBe(200);
+  });
+});
+
 describe('bad input and the CLI', () => {
   test('oversized or non-JSON input is refused with a stated code; svc executions cancel cancels a running call and refuses a finished one', async () => {
     const before = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
 import { join } from 'node:path';
+import { createHmac } from 'node:crypto';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
@@ -45,7 +46,8 @@ beforeAll(async () => {
       hangFirst = false;
       return new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone'))));
     },
-    // Never answers: each worker that calls it gets killed.
+    '/echo': () => Response.json({ ok: true }),
+    // Never answers: each worker that calls it gets killed (or the call is cancelled).
     '/doom': (req) => new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone')))),
     // Holds each call until the test opens the gate; counts concurrency.
     '/gate': async () => {
@@ -218,4 +220,38 @@ describe('operations across processes', () => {
       await api.stop();
     }
   }, 120_000);
+
+  test('a cancel through the API process aborts the call the worker process is making; a rotation there re-signs the worker\'s next call', async () => {
+    // One deployment: the same data folder (its vault key encrypts the signing secrets).
+    const api = await startTestServer({ DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROLE: 'api' });
+    try {
+      const p = await opsProject(api, 'remote');
+      await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'doom', endpoint: '/doom', timeoutSeconds: 60 }, { key: 'echo', endpoint: '/echo' }] });
+      const key = await p.key(['operations:execute', 'operations:read']);
+      for (const proc of procs.splice(0)) proc.kill('SIGKILL');
+      await server.svc.operations.dispatcher!.stop();
+      await spawn({ SVC_ROLE: 'worker' });
+      const r = await p.gql(key, `mutation { executeDoom { id } }`);
+      const id = r.data.executeDoom.id;
+      await eventually(() => ep.calls.some((c) => c.body?.executionId === id), 20_000);
+      const c = await p.gql(key, `mutation($id: String!) { cancelOperationExecution(id: $id) { status } }`, { id });
+      expect(c.data.cancelOperationExecution.status).toBe('cancelled');
+      await eventually(() => ep.aborted.has(id), 20_000);
+      expect((await waitStatus(p, key, id)).status).toBe('cancelled');
+
+      // The worker caches the secret; the rotation announced by the API process reaches it.
+      const first = await p.gql(key, `mutation { executeEcho { id } }`);
+      await waitStatus(p, key, first.data.executeEcho.id);
+      const res = await fetch(`${api.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret/rotate`, { method: 'POST', headers: { authorization: `Bearer ${p.ownerKey}` } });
+      const rotated = ((await res.json()) as { secret: string }).secret;
+      const second = await p.gql(key, `mutation { executeEcho { id } }`);
+      const sid = second.data.executeEcho.id;
+      await waitStatus(p, key, sid);
+      const call = ep.calls.find((x) => x.body?.executionId === sid)!;
+      const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(call.headers.get('x-svc-signature')!)!;
+      expect(v1).toBe(createHmac('sha256', rotated).update(`${t}.${call.raw}`).digest('hex'));
+    } finally {
+      await api.stop();
+    }
+  }, 90_000);
 });
