@@ -2,10 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { BusEvent } from '../actors/bus.ts';
 import { announce, TERMINAL, type ExecutionRow } from './store.ts';
 import { perform, type AbortReason, type CallDeps } from './call.ts';
-import type { Sql } from '../store/db.ts';
-
-/** Advisory lock key every dispatcher takes around its claim statement ('ops:claim'). */
-const CLAIM_LOCK = 0x6f70_636c;
 
 /**
  * Claims pending executions and runs each as an in-process actor (one AbortController, one
@@ -15,10 +11,11 @@ const CLAIM_LOCK = 0x6f70_636c;
  * whose lease ran out (the process died) is claimed again by anyone (at-least-once).
  *
  * Fairness: a project with `projectConcurrency` calls in flight (across processes) is skipped
- * until one finishes, so one tenant's backlog cannot starve the others. The count and the claim
- * are one statement under a transaction-scoped advisory lock shared by every dispatcher: two
- * processes claiming at the same instant otherwise both saw the project below its cap (each
- * statement's snapshot misses the other's uncommitted claim) and overshot it by a batch.
+ * until one finishes, so one tenant's backlog cannot starve the others. The claim is one call of
+ * `operations_claim` (sql/026), which takes a transaction-scoped advisory lock shared by every
+ * dispatcher before it counts and claims: two processes claiming at the same instant otherwise
+ * both saw the project below its cap (each statement's snapshot missed the other's uncommitted
+ * claim) and overshot it.
  *
  * A lost lease is claimed again at most `leaseAttempts` times (counting the first claim; hooks
  * at least their retry attempts); after that the sweep ends the execution `failed` with
@@ -132,50 +129,14 @@ export class Dispatcher {
   async #claim(): Promise<number> {
     const room = this.#opts.capacity - this.#runs.size;
     if (room <= 0) return 0;
-    const rows = await this.#deps.sql.begin(async (tx) => {
-      // Serialises claims across processes (held for one short statement): the statement after
-      // the lock takes its snapshot after the previous holder committed, so `busy` is exact.
-      await tx`select pg_advisory_xact_lock(${CLAIM_LOCK})`;
-      return this.#claimRows(tx as unknown as Sql, room);
-    });
+    // One statement (sql/026_operations_claim.sql): the advisory lock every dispatcher takes,
+    // then the claim under a snapshot taken after it, so `busy` counts every committed claim.
+    const rows = await this.#deps.sql<ExecutionRow[]>`
+      select * from operations_claim(${this.owner}, ${room}, ${this.#opts.projectConcurrency}, ${this.#opts.leaseAttempts}, ${this.#opts.leaseMs})`;
     if (!rows.length) return 0;
     for (const row of rows) this.#start(row);
     await announce(this.#deps.bus, rows);
     return rows.length;
-  }
-
-  #claimRows(sql: Sql, room: number): Promise<ExecutionRow[]> {
-    const cap = this.#opts.projectConcurrency;
-    const lost = this.#opts.leaseAttempts;
-    return sql<ExecutionRow[]>`
-      with busy as (
-        select project_id, count(*)::int as n from operation_executions
-        where status in ('dispatched', 'running') and not accepted and lease_until > now()
-        group by project_id
-      ), ranked as (
-        select e.id, row_number() over (partition by e.project_id order by e.next_run_at, e.id) + coalesce(b.n, 0) as slot
-        from (
-          select id, project_id, next_run_at from operation_executions
-          where ((status = 'pending' and next_run_at <= now())
-              or (status in ('dispatched', 'running') and not accepted and lease_until < now() and attempts < greatest(max_attempts, ${lost})))
-            and project_id not in (select project_id from busy where n >= ${cap})
-          order by next_run_at limit ${room * 4}
-        ) e left join busy b on b.project_id = e.project_id
-      ), cand as (
-        select id from operation_executions
-        where id in (select id from ranked where slot <= ${cap})
-          and ((status = 'pending' and next_run_at <= now())
-            or (status in ('dispatched', 'running') and not accepted and lease_until < now() and attempts < greatest(max_attempts, ${lost})))
-        order by next_run_at limit ${room}
-        for update skip locked
-      )
-      update operation_executions e set
-        status = 'dispatched', lease_owner = ${this.owner},
-        lease_until = now() + ${this.#opts.leaseMs}::int * interval '1 millisecond',
-        deadline_at = now() + e.timeout_ms * interval '1 millisecond',
-        attempts = e.attempts + 1, accepted = false, progress_pct = null, updated_at = now()
-      from cand where e.id = cand.id
-      returning e.*`;
   }
 
   #start(row: ExecutionRow): void {
