@@ -3,7 +3,7 @@
 -- function each statement takes its own snapshot, so the claim statement, which starts after the
 -- lock was granted, counts every claim the previous holder committed: the per-project cap holds
 -- across processes. One round trip: BEGIN, lock, claim and COMMIT sent as four statements
--- brought `bun bench operations` from a median 882 to 594 executions/s (bench/RESULTS.md).
+-- brought `bun bench operations` from a median 868 to 594 executions/s (bench/RESULTS.md).
 create function operations_claim(p_owner text, p_room integer, p_cap integer, p_lost integer, p_lease_ms integer)
 returns setof operation_executions language plpgsql volatile as $$
 begin
