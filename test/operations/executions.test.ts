@@ -163,6 +163,31 @@ describe('per-operation scopes', () => {
 
 });
 
+describe('customers', () => {
+  test('a customer token executes only what the customer\'s roles stamp, whatever the key holds', async () => {
+    const { upsertRole, assignRole } = await import('../../src/identity/customer-roles.ts');
+    await upsertRole(server.svc.sql, p.projectId, { key: 'okRunner', name: 'Runs ok', permissions: ['operations:execute:ok'] });
+    const pk = await p.key(['operations:read'], 'pk');
+    const email = `ops${Math.random().toString(16).slice(2, 10)}@example.com`;
+    const reg = await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "operations customer pw") { accessToken customer { id } } }`, { e: email });
+    const customerId = reg.data.registerCustomer.customer.id;
+    const as = async (token: string, query: string) => (await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, authorization: `Bearer ${token}` }, body: JSON.stringify({ query }),
+    })).json() as Promise<any>;
+    // Without the role: the key's operations:execute does not lend itself to the customer.
+    const before = await as(reg.data.registerCustomer.accessToken, `mutation { executeOperation(key: "ok") { id } }`);
+    expect(before.errors[0].message).toBe('missing required scope: operations:execute:ok');
+    await assignRole(server.svc.sql, p.projectId, 'okRunner', customerId);
+    const login = await p.gql(pk, `mutation($e: String!) { loginCustomer(email: $e, password: "operations customer pw") { accessToken } }`, { e: email });
+    const token = login.data.loginCustomer.accessToken;
+    const ok = await as(token, `mutation { executeOperation(key: "ok", input: { by: "customer" }) { id status } }`);
+    expect(ok.data.executeOperation.status).toBe('pending');
+    expect((await waitStatus(p, key, ok.data.executeOperation.id)).status).toBe('completed');
+    const boom = await as(token, `mutation { executeOperation(key: "boom") { id } }`);
+    expect(boom.errors[0].message).toBe('missing required scope: operations:execute:boom');
+  });
+});
+
 describe('the signing secret', () => {
   test('rotation: the next call is signed with the new secret; callbacks signed with the previous one still verify, others do not', async () => {
     const control = (path: string, method = 'GET') => fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret${path}`, { method, headers: { authorization: `Bearer ${p.ownerKey}` } });
