@@ -173,6 +173,20 @@ describe('hosted login: the whole flow with openid-client', () => {
     expect(forged.headers.get('location')).toBeNull();
   });
 
+  test('without the openid scope the answer has an access token and no ID token', async () => {
+    const a = await authUrl(await rp(), { scope: 'email' });
+    const { post } = await drive(a.url, 'signup', { email: email(), password: PASSWORD, name: 'Ada' });
+    expect(post.status).toBe(303);
+    const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
+    const res = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: a.verifier });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(typeof body.access_token).toBe('string');
+    expect(body.token_type).toMatch(/^bearer$/i);
+    expect(body.id_token).toBeUndefined();
+    expect(body.scope).toBe('email');
+  });
+
   test('a wrong password shows the page again with the error, and no redirect', async () => {
     const s = await signUp(await rp());
     const { url } = await authUrl(await rp());
