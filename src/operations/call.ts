@@ -50,7 +50,7 @@ export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSi
     };
     const res = await post(row.url, payload, headers, signal, deps.policy);
     if (res.status === 202) {
-      const moved = await markAccepted(deps.sql, row.id, deps.owner);
+      const moved = await markAccepted(deps.sql, row.id, deps.owner, row.attempts);
       if (moved) await announce(deps.bus, [moved]);
       return;
     }
@@ -58,7 +58,7 @@ export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSi
   } catch (err) {
     const reason = signal.aborted ? (signal.reason as AbortReason) : null;
     // A cancel already wrote `cancelled`; a shutdown hands the execution back (dispatcher.stop);
-    // superseded: a callback already sent it back to pending.
+    // superseded: this worker claimed the execution again for a newer attempt.
     if (reason === 'cancelled' || reason === 'shutdown' || reason === 'superseded') return;
     if (reason === 'timeout') outcome = { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } };
     else if (err instanceof EgressError) outcome = { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } };
@@ -85,7 +85,7 @@ function interpret(status: number, body: string, truncated: boolean): Outcome {
 
 async function finish(deps: CallDeps, row: ExecutionRow, o: Outcome): Promise<void> {
   const moved = row.trigger === 'hook' && (o.status === 'failed' || o.status === 'timed_out')
-    ? await failOrRetry(deps.sql, row.id, deps.owner, o.status, o.error, deps.retryBaseMs)
-    : await applyOutcome(deps.sql, row.id, deps.owner, o);
+    ? await failOrRetry(deps.sql, row.id, { owner: deps.owner, attempt: row.attempts }, o.status, o.error, deps.retryBaseMs)
+    : await applyOutcome(deps.sql, row.id, { owner: deps.owner, attempt: row.attempts }, o);
   if (moved) await announce(deps.bus, [moved]);
 }

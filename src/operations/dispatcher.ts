@@ -75,12 +75,9 @@ export class Dispatcher {
 
   #onEvent(e: BusEvent): void {
     if (e.type !== 'execution.changed') return;
-    if (e.status === 'pending') {
-      // Handed back while our call is in flight (a callback reported a hook failure): the
-      // stale call must not answer for the next attempt, which this worker may claim again.
-      this.#runs.get(e.executionId)?.abort('superseded' satisfies AbortReason);
-      this.poke();
-    }
+    // A `pending` event may arrive after this worker already claimed the row (events are
+    // asynchronous): it only wakes the claim loop, it never touches a call in flight.
+    if (e.status === 'pending') this.poke();
     else if (TERMINAL.has(e.status)) {
       // Cancelled (or finished by a callback) while our call is in flight: stop the call.
       this.#runs.get(e.executionId)?.abort('cancelled' satisfies AbortReason);
@@ -140,6 +137,9 @@ export class Dispatcher {
   }
 
   #start(row: ExecutionRow): void {
+    // Claimed again while an earlier attempt's call still runs here (a callback sent a hook back
+    // to pending): that call is stale; its answers could not apply anyway (they name its attempt).
+    this.#runs.get(row.id)?.abort('superseded' satisfies AbortReason);
     const controller = new AbortController();
     this.#runs.set(row.id, controller);
     const timer = setTimeout(() => controller.abort('timeout' satisfies AbortReason), row.timeout_ms);
@@ -147,7 +147,7 @@ export class Dispatcher {
       .catch((err) => console.error(`operations: execution ${row.id}:`, (err as Error).message))
       .finally(() => {
         clearTimeout(timer);
-        this.#runs.delete(row.id);
+        if (this.#runs.get(row.id) === controller) this.#runs.delete(row.id);
         if (!this.#stopped) this.poke();
       });
   }

@@ -184,10 +184,18 @@ export interface Outcome {
 }
 
 /**
- * Applies an outcome to a live execution. `owner` restricts it to the worker holding the lease
- * (a call's own answer); callbacks pass null. Returns the row when it moved.
+ * Who may move an execution: the worker holding the lease, for the attempt it claimed (a call's
+ * own answer; a stale call of an earlier attempt, re-claimed since by the same worker, cannot
+ * answer for the newer one). Null: a signed callback.
  */
-export async function applyOutcome(sql: Sql, id: string, owner: string | null, o: Outcome): Promise<ExecutionRow | null> {
+export type Claim = { owner: string; attempt: number } | null;
+
+function claimedBy(sql: Sql, c: Claim) {
+  return c ? sql`and lease_owner = ${c.owner} and attempts = ${c.attempt}` : sql``;
+}
+
+/** Applies an outcome to a live execution (see Claim). Returns the row when it moved. */
+export async function applyOutcome(sql: Sql, id: string, claim: Claim, o: Outcome): Promise<ExecutionRow | null> {
   const terminal = o.status !== 'running';
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set
@@ -200,25 +208,25 @@ export async function applyOutcome(sql: Sql, id: string, owner: string | null, o
       lease_owner = ${terminal ? null : sql`lease_owner`},
       lease_until = ${terminal ? null : sql`lease_until`},
       updated_at = now()
-    where id = ${id} and status in ${sql.unsafe(LIVE)} ${owner ? sql`and lease_owner = ${owner}` : sql``}
+    where id = ${id} and status in ${sql.unsafe(LIVE)} ${claimedBy(sql, claim)}
     returning *`;
   return row ?? null;
 }
 
 /** The endpoint answered 202: the call is over, callbacks (or the deadline) finish it. */
-export async function markAccepted(sql: Sql, id: string, owner: string): Promise<ExecutionRow | null> {
+export async function markAccepted(sql: Sql, id: string, owner: string, attempt: number): Promise<ExecutionRow | null> {
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set status = 'running', accepted = true, lease_owner = null, lease_until = null, updated_at = now()
-    where id = ${id} and status in ('dispatched', 'running') and lease_owner = ${owner} returning *`;
+    where id = ${id} and status in ('dispatched', 'running') ${claimedBy(sql, { owner, attempt })} returning *`;
   return row ?? null;
 }
 
 /**
  * A failed hook call goes back to `pending` until its attempts are used, then to the dead letter.
- * `owner` is the worker holding the lease (its own call failed); null is a signed callback
- * reporting `failed` for an accepted (202) execution, which is retried the same way.
+ * `claim` is the worker holding the lease (its own call failed); null is a signed callback
+ * reporting `failed` for a hook, which is retried the same way.
  */
-export async function failOrRetry(sql: Sql, id: string, owner: string | null, status: 'failed' | 'timed_out', error: unknown, backoffMs: number): Promise<ExecutionRow | null> {
+export async function failOrRetry(sql: Sql, id: string, claim: Claim, status: 'failed' | 'timed_out', error: unknown, backoffMs: number): Promise<ExecutionRow | null> {
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set
       status = case when attempts < max_attempts then 'pending' else ${status} end,
@@ -227,6 +235,6 @@ export async function failOrRetry(sql: Sql, id: string, owner: string | null, st
       finished_at = case when attempts < max_attempts then null else now() end,
       error = ${sql.json(error as never)}, progress_pct = null,
       lease_owner = null, lease_until = null, accepted = false, updated_at = now()
-    where id = ${id} and status in ('dispatched', 'running') and ${owner ? sql`lease_owner = ${owner}` : sql`true`} returning *`;
+    where id = ${id} and status in ('dispatched', 'running') ${claimedBy(sql, claim)} returning *`;
   return row ?? null;
 }

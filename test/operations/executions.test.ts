@@ -124,6 +124,18 @@ describe('operation executions (CONTRACT §9)', () => {
     await eventually(() => ep.aborted.has(hung), 5000);
   });
 
+  test('a late `pending` event (the bus is asynchronous) never disturbs the call the worker already makes', async () => {
+    const id = await run('hang');
+    await eventually(() => ep.calls.some((c) => c.body?.executionId === id), 10_000);
+    // What a slow NOTIFY delivers after the claim: the creation's own event.
+    await server.svc.bus.publish({ type: 'execution.changed', projectId: p.projectId, executionId: id, operationKey: 'hang', status: 'pending', progressPct: null, progressMessage: null, resultJson: null, errorJson: null });
+    await eventually(() => statuses(id).filter((s2) => s2 === 'pending').length === 2, 10_000);
+    hang.release?.();
+    expect(await waitStatus(p, key, id)).toMatchObject({ status: 'completed', resultJson: { late: true }, attempts: 1 });
+    expect(ep.aborted.has(id)).toBe(false);
+    expect(ep.calls.filter((c) => c.body?.executionId === id).length).toBe(1);
+  });
+
   test('cancel aborts the call in flight; a second cancel is a CONFLICT', async () => {
     const id = await run('hang');
     await eventually(() => ep.calls.some((c) => c.body?.executionId === id), 10_000);

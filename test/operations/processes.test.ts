@@ -212,6 +212,8 @@ describe('operations across processes', () => {
           where project_id = ${p.projectId} and status in ('dispatched', 'running')`)[0]!.n;
       });
       expect(afterClaims).toBe(2);
+      // Both claimed calls reach the endpoint (the calls go out after the claims commit).
+      await until(async () => gate.inFlight === 2, 30_000);
       gate.open = true;
       for (const id of ids) expect((await waitStatus(p, key, id, undefined, 60_000)).status).toBe('completed');
       expect(gate.max).toBe(2);
