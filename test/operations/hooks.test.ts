@@ -10,6 +10,7 @@ let p: OpsProject;
 let key: string;
 let flaky = 0;
 let secret: string;
+let slowFirst = 0;
 
 beforeAll(async () => {
   server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50', SVC_OPERATIONS_RETRY_MS: '20' });
@@ -18,6 +19,10 @@ beforeAll(async () => {
     '/boom': () => new Response('down', { status: 503 }),
     '/flaky': () => (++flaky <= 2 ? new Response('try again', { status: 500 }) : Response.json({ ok: true })),
     '/accept': () => new Response(null, { status: 202 }),
+    // The first call hangs (until aborted); later ones are accepted at once.
+    '/slow-first': (req) => (++slowFirst === 1
+      ? new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(Response.json({ stale: true }))))
+      : new Response(null, { status: 202 })),
   });
   p = await opsProject(server, 'hooks');
   await p.push({
@@ -26,10 +31,12 @@ beforeAll(async () => {
       { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
       { key: 'note', name: 'Note', fields: [{ key: 'text', type: 'text' }] },
       { key: 'job', name: 'Job', fields: [{ key: 'kind', type: 'text' }] },
+      { key: 'task', name: 'Task', fields: [{ key: 'kind', type: 'text' }] },
     ],
     operations: [
       { key: 'index', endpoint: '/ok' }, { key: 'alert', endpoint: '/boom' }, { key: 'sync', endpoint: '/flaky' },
       { key: 'async', endpoint: '/accept', timeoutSeconds: 60 }, { key: 'async-quick', endpoint: '/accept', timeoutSeconds: 0.3 },
+      { key: 'slow-first', endpoint: '/slow-first', timeoutSeconds: 60 },
     ],
     hooks: [
       { key: 'indexPost', event: 'RECORD_CREATED', operationKey: 'index', filter: { modelKey: 'post' } },
@@ -38,6 +45,7 @@ beforeAll(async () => {
       { key: 'alertNote', event: 'RECORD_CREATED', operationKey: 'alert', filter: { modelKey: 'note' } },
       { key: 'runJob', event: 'RECORD_CREATED', operationKey: 'async', filter: { modelKey: 'job' } },
       { key: 'touchJob', event: 'RECORD_UPDATED', operationKey: 'async-quick', filter: { modelKey: 'job' } },
+      { key: 'runTask', event: 'RECORD_CREATED', operationKey: 'slow-first', filter: { modelKey: 'task' } },
     ],
   });
   const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
@@ -154,5 +162,23 @@ describe('hooks', () => {
     const done = (await row())!;
     expect(done).toMatchObject({ status: 'timed_out', attempts: 5, dead_letter: true });
     expect(ep.calls.filter((c) => c.body?.executionId === done.id).length).toBe(5);
+  });
+
+  test('a failure reported by callback while the first call still hangs: the retry is claimed, the stale call aborted, only the new attempt counts', async () => {
+    const r = await p.gql(key, `mutation { createTask(data: { kind: "t" }) { _id } }`);
+    const recordId = r.data.createTask._id;
+    const row = async () => (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'runTask');
+    const calls = (id: string) => ep.calls.filter((c) => c.body?.executionId === id).length;
+    await until(async () => { const x = await row(); return !!x && calls(x.id) === 1; }, 10_000);
+    const id = (await row())!.id;
+    const raw = JSON.stringify({ status: 'failed', error: { reason: 'gave up' } });
+    const failed = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(secret, raw) }, body: raw });
+    expect(failed.status).toBe(200);
+    await until(async () => calls(id) === 2 && (await row())?.status === 'running', 10_000);
+    await eventually(() => ep.aborted.has(id), 10_000);
+    const done = JSON.stringify({ status: 'completed', result: { second: true } });
+    expect((await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(secret, done) }, body: done })).status).toBe(200);
+    const [final] = await server.svc.sql<{ status: string; attempts: number; result: unknown }[]>`select status, attempts, result from operation_executions where id = ${id}`;
+    expect(final).toEqual({ status: 'completed', attempts: 2, result: { second: true } });
   });
 });
