@@ -70,7 +70,7 @@ export function KeysPanel({ project }: { project: ProjectRef }) {
       <h1>API keys</h1>
       <form class="filters" onSubmit={create}>
         <label>Name<input required value={name} onInput={(e) => setName(e.currentTarget.value)} /></label>
-        <label>Type<select value={type} onChange={(e) => setType(e.currentTarget.value as 'public' | 'secret')}><option value="public">public (pk_)</option><option value="secret">secret (sk_)</option></select></label>
+        <label>Type<select aria-label="Type" value={type} onChange={(e) => setType(e.currentTarget.value as 'public' | 'secret')}><option value="public">public (pk_)</option><option value="secret">secret (sk_)</option></select></label>
         <label>Scopes<input value={scopes} onInput={(e) => setScopes(e.currentTarget.value)} /></label>
         <button type="submit">Create key</button>
       </form>

@@ -42,6 +42,9 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
   const [search, setSearch] = useState('');
   const [applied, setApplied] = useState('');
   const [filters, setFilters] = useState<Record<string, string>>({});
+  // What is typed into a filter box before it is applied (on change: Enter, Tab, leaving it).
+  // Kept in state so a render in between (the list updating live) does not put the old value back.
+  const [typed, setTyped] = useState<Record<string, string>>({});
   const [sort, setSort] = useState('');
   const [cursors, setCursors] = useState<(string | null)[]>([null]);
   const [page, setPage] = useState<{ rows: RecordRow[]; total: number | null; next: string | null } | null>(null);
@@ -71,6 +74,12 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
   }, [project.id, model.key, applied, filterKey, sort, after, version]);
 
   const reset = () => setCursors([null]);
+  // A functional update: two filters changed before a render (select one, clear another) must
+  // not write back the first one's old value from this render's closure.
+  const setFilter = (key: string, v: string) => {
+    reset();
+    setFilters((x) => ({ ...x, [key]: v }));
+  };
   const base = `${BASE}/p/${encodeURIComponent(project.id)}/m/${model.key}`;
   return (
     <section>
@@ -81,26 +90,27 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
         {canEdit(project.role) && <button type="button" onClick={() => navigate(`/p/${encodeURIComponent(project.id)}/m/${model.key}/r/new`)}>New {model.name || model.key}</button>}
       </div>
       <form class="filters" role="search" onSubmit={(e) => { e.preventDefault(); reset(); setApplied(search.trim()); }}>
-        <label>Search<input type="search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="Words in any text field" /></label>
+        <label>Search<input type="search" aria-label="Search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="Words in any text field" /></label>
+        {/* aria-label: a wrapping label would name a select after its options too ("FeaturedAnyYesNo"). */}
         {queryable.map((f) => (
           <label key={f.key}>{labelOf(f)}
             {f.type === 'enum' ? (
-              <select value={filters[f.key] ?? ''} onChange={(e) => { reset(); setFilters({ ...filters, [f.key]: e.currentTarget.value }); }}>
+              <select aria-label={labelOf(f)} value={filters[f.key] ?? ''} onChange={(e) => setFilter(f.key, e.currentTarget.value)}>
                 <option value="">Any</option>
                 {(f.config?.options ?? []).map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
               </select>
             ) : f.type === 'boolean' ? (
-              <select value={filters[f.key] ?? ''} onChange={(e) => { reset(); setFilters({ ...filters, [f.key]: e.currentTarget.value }); }}>
+              <select aria-label={labelOf(f)} value={filters[f.key] ?? ''} onChange={(e) => setFilter(f.key, e.currentTarget.value)}>
                 <option value="">Any</option><option value="true">Yes</option><option value="false">No</option>
               </select>
             ) : (
-              <input type={(f.type === 'number' ? 'number' : f.type === 'date' ? 'date' : 'text') as 'text'} value={filters[f.key] ?? ''} onChange={(e) => { reset(); setFilters({ ...filters, [f.key]: e.currentTarget.value }); }} />
+              <input aria-label={labelOf(f)} type={(f.type === 'number' ? 'number' : f.type === 'date' ? 'date' : 'text') as 'text'} value={typed[f.key] ?? filters[f.key] ?? ''} onInput={(e) => { const v = e.currentTarget.value; setTyped((x) => ({ ...x, [f.key]: v })); }} onChange={(e) => setFilter(f.key, e.currentTarget.value)} />
             )}
           </label>
         ))}
         {queryable.length > 0 && (
           <label>Sort
-            <select value={sort} onChange={(e) => { reset(); setSort(e.currentTarget.value); }}>
+            <select aria-label="Sort" value={sort} onChange={(e) => { reset(); setSort(e.currentTarget.value); }}>
               <option value="">Newest first</option>
               {queryable.flatMap((f) => [<option key={f.key} value={f.key}>{labelOf(f)} ↑</option>, <option key={`-${f.key}`} value={`-${f.key}`}>{labelOf(f)} ↓</option>])}
             </select>

@@ -63,7 +63,7 @@ export function SignIn({ welcome, onSignedIn }: { welcome: boolean; onSignedIn: 
           <label>Email<input type="email" autocomplete="username" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} /></label>
           <label>Password<input type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} /></label>
           {tenants && (
-            <label>Tenant<select required value={tenantId} onChange={(e) => setTenantId(e.currentTarget.value)}>
+            <label>Tenant<select aria-label="Tenant" required value={tenantId} onChange={(e) => setTenantId(e.currentTarget.value)}>
               <option value="">Choose…</option>
               {tenants.map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
             </select></label>

@@ -132,7 +132,7 @@ function Asset({ field, value, onChange, ctx, id }: FieldProps) {
       {v?.url && kind === 'video' && <video src={v.url} controls class="preview" />}
       {v?.url && kind === 'file' && <a href={v.url} target="_blank" rel="noreferrer">{v.name ?? v.url}</a>}
       {!ctx.readOnly && <input id={id} type="file" accept={ACCEPT[kind]} disabled={busy} onChange={(e) => void onFile(e.currentTarget.files?.[0])} aria-label={`Upload ${labelOf(field)}`} />}
-      {kind === 'image' && v && <label>Alt text<input type="text" readOnly={ctx.readOnly} value={v.alt ?? ''} onChange={(e) => onChange({ ...v, alt: e.currentTarget.value })} /></label>}
+      {kind === 'image' && v && <label>Alt text<input type="text" readOnly={ctx.readOnly} value={v.alt ?? ''} onInput={(e) => onChange({ ...v, alt: e.currentTarget.value })} /></label>}
       {v && !ctx.readOnly && <button type="button" class="ghost" onClick={() => onChange(null)}>Remove</button>}
       {busy && <span class="muted" aria-live="polite">Uploading…</span>}
       {error && <span role="alert" class="error">{error}</span>}
@@ -140,7 +140,8 @@ function Asset({ field, value, onChange, ctx, id }: FieldProps) {
   );
 }
 
-function JsonInput({ value, onChange, ctx, id, rows = 6 }: Omit<FieldProps, 'field' | 'text'> & { rows?: number }) {
+/** `label` names a JSON box that has no <label for> of its own (list items, blocks). */
+function JsonInput({ value, onChange, ctx, id, rows = 6, label }: Omit<FieldProps, 'field' | 'text'> & { rows?: number; label?: string }) {
   const [raw, setRaw] = useState(value === undefined || value === null ? '' : JSON.stringify(value, null, 2));
   const [error, setError] = useState('');
   useEffect(() => {
@@ -151,7 +152,7 @@ function JsonInput({ value, onChange, ctx, id, rows = 6 }: Omit<FieldProps, 'fie
   }, [JSON.stringify(value ?? null)]);
   return (
     <>
-      <textarea id={id} class="mono" rows={rows} readOnly={ctx.readOnly} value={raw} aria-invalid={!!error} onInput={(e) => {
+      <textarea id={id} class="mono" rows={rows} readOnly={ctx.readOnly} value={raw} aria-invalid={!!error} aria-label={label} onInput={(e) => {
         const t = e.currentTarget.value;
         setRaw(t);
         try {
@@ -183,7 +184,7 @@ function ListInput(p: FieldProps) {
           <li key={i}>
             {inner === 'text' ? <input type="text" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, e.currentTarget.value)} />
               : inner === 'number' ? <input type="number" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, Number(e.currentTarget.value))} />
-              : <JsonInput id={`${id}-${i}`} rows={3} value={item} onChange={(v) => set(i, v)} ctx={ctx} />}
+              : <JsonInput id={`${id}-${i}`} rows={3} label={`${labelOf(field)} item ${i + 1} (JSON)`} value={item} onChange={(v) => set(i, v)} ctx={ctx} />}
             {!ctx.readOnly && <span class="row-actions">
               <button type="button" class="ghost" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
               <button type="button" class="ghost" aria-label="Move down" disabled={i === items.length - 1} onClick={() => move(i, 1)}>↓</button>
@@ -197,6 +198,7 @@ function ListInput(p: FieldProps) {
   );
 }
 
+/** Flexible blocks: `{ type, data }` each (the GraphQL BlockInput), `data` edited as JSON. */
 function Blocks(p: FieldProps) {
   const { field, value, onChange, ctx, id } = p;
   const blocks = (Array.isArray(value) ? value : []) as Record<string, unknown>[];
@@ -211,7 +213,7 @@ function Blocks(p: FieldProps) {
               <button type="button" class="ghost" aria-label="Remove block" onClick={() => onChange(blocks.filter((_, j) => j !== i))}>✕</button>
             </>}
           </div>
-          <JsonInput id={`${id}-${i}`} rows={3} ctx={ctx} value={Object.fromEntries(Object.entries(b).filter(([k]) => k !== 'type'))} onChange={(v) => onChange(blocks.map((x, j) => (j === i ? { ...(v && typeof v === 'object' ? v : {}), type: x.type } : x)))} />
+          <JsonInput id={`${id}-${i}`} rows={3} ctx={ctx} label={`${labelOf(field)} block ${i + 1}: ${String(b.type)} (JSON)`} value={b.data ?? null} onChange={(v) => onChange(blocks.map((x, j) => (j === i ? (v === null ? { type: x.type } : { type: x.type, data: v }) : x)))} />
         </div>
       ))}
       {!ctx.readOnly && <div class="bar">
@@ -225,7 +227,7 @@ function Blocks(p: FieldProps) {
 function Inline(p: FieldProps) {
   const inline = p.ctx.models.find((m) => m.key === p.field.config?.modelKey);
   const obj = (p.value && typeof p.value === 'object' ? p.value : {}) as Record<string, unknown>;
-  if (!inline) return <JsonInput id={p.id} value={p.value} onChange={p.onChange} ctx={p.ctx} />;
+  if (!inline) return <JsonInput id={p.id} label={labelOf(p.field)} value={p.value} onChange={p.onChange} ctx={p.ctx} />;
   return (
     <fieldset class="inline" id={p.id}>
       <legend>{inline.name || inline.key}</legend>

@@ -179,7 +179,7 @@ function Editor({ project, config, model, recordId }: Props) {
         </ul>
         {locales.length > 0 && (
           <label class="inline-label">Locale
-            <select value={locale ?? ''} onChange={(e) => setLocale(e.currentTarget.value || null)}>
+            <select aria-label="Locale" value={locale ?? ''} onChange={(e) => setLocale(e.currentTarget.value || null)}>
               <option value="">Default</option>
               {locales.map((l) => <option key={l} value={l}>{l}</option>)}
             </select>
