@@ -114,7 +114,8 @@ describe('secrets over GraphQL', () => {
     expect(big.body.errors[0].message).toContain('larger than 64 KB');
     const huge = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query: PUT, variables: { l: 'huge', v: 'x'.repeat(1024 * 1024) } }) });
     expect(huge.status).toBe(413);
-    expect(((await huge.json()) as any).error ?? 'PAYLOAD_TOO_LARGE').toBe('PAYLOAD_TOO_LARGE');
+    const hugeBody = (await huge.json()) as any;
+    expect(hugeBody.errors?.[0]?.extensions?.code ?? hugeBody.error).toBe('PAYLOAD_TOO_LARGE');
     const nul = await post(server.apiUrl, key, PUT, { l: 'nul', v: 'a\u0000b' });
     expect(nul.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     const [n] = await server.svc.sql`select count(*)::int as n from secrets where project_id = ${p.projectId}`;
@@ -134,6 +135,42 @@ describe('secrets over GraphQL', () => {
     const key = await p.key(ALL);
     expect((await post(server.apiUrl, key, GET, { l: 'mailKey' })).body.data.getSecret).toBe('mail-PLAINTEXT-7');
   });
+
+  test('no value reaches the logs: request lines on stdout, errors on stderr', async () => {
+    const key = await p.key(ALL);
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
+    const [port, rport] = [await freePort(), await freePort()];
+    const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+      cwd: ROOT,
+      env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_READ_POOL: '1', SVC_LOG: 'json', PORT: String(port), REALTIME_PORT: String(rport) },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    procs.push(proc);
+    await waitForReady(proc);
+    const url = `http://127.0.0.1:${port}`;
+    const secret = 'logcheck-PLAINTEXT-9f3a';
+    await post(url, key, PUT, { l: 'logged', v: secret });
+    expect((await post(url, key, GET, { l: 'logged' })).body.data.getSecret).toBe(secret);
+    // Refused writes echo nothing of the value either (too large, NUL, bad label).
+    expect((await post(url, key, PUT, { l: 'logged', v: secret.repeat(3000) })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect((await post(url, key, PUT, { l: 'logged', v: `${secret}\u0000` })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect((await post(url, key, PUT, { l: 'bad label', v: secret })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    proc.kill('SIGTERM');
+    await proc.exited;
+    const rest = async (stream: ReadableStream<Uint8Array>) => {
+      const reader = stream.getReader();
+      let text = '';
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
+      return text;
+    };
+    const [out, err] = await Promise.all([rest(proc.stdout), rest(proc.stderr)]);
+    // The log was written (five GraphQL requests), so its silence about the value means something.
+    expect(out.split('\n').filter((l) => l.includes('"path":"/graphql"')).length).toBeGreaterThanOrEqual(5);
+    expect(out).not.toContain('PLAINTEXT');
+    expect(err).not.toContain('PLAINTEXT');
+  }, 60_000);
 
   test('two processes: a secret put through one is read through the other; a rotated key re-seals it', async () => {
     const key = await p.key(ALL);
