@@ -48,6 +48,11 @@ export interface TransportSink {
   heard(origin: string, events: readonly BusEvent[]): void;
   /** Events may have been missed (a lost listener): caches must start over. */
   reconnected(): void;
+  /**
+   * The link to the bus went down (false) or came back (true). Events committed meanwhile wait
+   * (the NATS outbox) and arrive after `true`; realtime clients are told either way.
+   */
+  linked?(up: boolean): void;
 }
 
 export interface BusHealth {

@@ -106,10 +106,12 @@ export class NatsTransport implements BusTransport {
         if (s.type === Events.Disconnect) {
           this.#connected = false;
           this.#droppedAt = Date.now();
+          this.#sink?.linked?.(false);
         } else if (s.type === Events.Reconnect) {
           this.#connected = true;
           this.#listener?.gap(this.#droppedAt || Date.now());
           void this.#drain();
+          this.#sink?.linked?.(true);
         }
       }
     })();

@@ -20,6 +20,7 @@ export class EventBus {
   readonly #listeners = new Set<Listener>();
   readonly #committed = new Set<Listener>();
   readonly #reconnectListeners = new Set<() => void>();
+  readonly #linkListeners = new Set<(up: boolean) => void>();
   /** Watchers per project, and the transport's subscription every later watcher also waits for. */
   readonly #watching = new Map<string, { n: number; ready: Promise<void> }>();
   #transport: BusTransport | undefined;
@@ -39,6 +40,15 @@ export class EventBus {
         this.#deliver(this.#committed, events);
       },
       reconnected: () => this.#reconnected(),
+      linked: (up) => {
+        for (const l of this.#linkListeners) {
+          try {
+            l(up);
+          } catch (err) {
+            console.error('bus link listener failed:', err instanceof Error ? err.message : err);
+          }
+        }
+      },
     });
     this.#transport = transport;
   }
@@ -78,6 +88,12 @@ export class EventBus {
       this.#watching.delete(projectId);
       this.#transport?.unwatch?.(projectId);
     };
+  }
+
+  /** Hears the transport's link to the bus going down (false) and coming back (true). */
+  onLink(listener: (up: boolean) => void): () => void {
+    this.#linkListeners.add(listener);
+    return () => this.#linkListeners.delete(listener);
   }
 
   /** Called whenever the transport comes back after a drop in which events may have been missed. */

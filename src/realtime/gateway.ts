@@ -7,7 +7,7 @@ import { TooManyConnections, type RealtimeHub } from './hub.ts';
 import type { ChannelActor, SseSink } from './channel.ts';
 import { parseChannel } from './protocol/channels.ts';
 import { CloseCode, FrameError, parseControlFrame, stringifyFrame, type ErrorCode } from './protocol/frames.ts';
-import { connectedFrame, HEARTBEAT } from './protocol/sse.ts';
+import { busFrame, connectedFrame, HEARTBEAT } from './protocol/sse.ts';
 
 /**
  * The realtime part of the gateway: `/api/realtime/status`, `/sse/{channel}` and the
@@ -113,6 +113,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
           end();
           controller.close();
         },
+        linked: (up) => void sink.write(busFrame(up)),
       });
       controller.enqueue(connectedFrame(channel.name));
       actor.addStream(sink, lastEventId);
@@ -138,6 +139,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
         sessionId: who.customer?.sessionId ?? null,
         recheck: () => stillValid(svc, who, verifyToken),
         close: (code, reason) => data.socket?.close(code, reason),
+        linked: (up) => void data.socket?.send(stringifyFrame({ type: 'bus', connected: up })),
       });
       data.release = release;
       if (!server.upgrade(req, { data })) throw new Error('upgrade failed');

@@ -34,6 +34,8 @@ export interface Client {
   /** Re-checks the credentials; false closes the client with 4403. */
   recheck(): Promise<boolean>;
   close(code: number, reason: string): void;
+  /** Tells the client the event bus went away (false) or is back (true): a frame, not silence. */
+  linked?(up: boolean): void;
 }
 
 export class TooManyConnections extends Error {
@@ -95,6 +97,7 @@ export class RealtimeHub {
       return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
     }), { idleMs: this.options.channelIdleMs });
     this.#unsubscribe.push(bus.subscribeCommitted((e) => this.#route(e)));
+    this.#unsubscribe.push(bus.onLink((up) => this.#linked(up)));
     this.#unsubscribe.push(
       bus.subscribe((e) => {
         // After the key cache dropped the key (its listener may come after this one).
@@ -145,6 +148,20 @@ export class RealtimeHub {
         (ok) => ok || c.close(4403, 'Forbidden'),
         () => c.close(4403, 'Forbidden'),
       );
+    }
+  }
+
+  /**
+   * The bus went away or came back (NATS): every client hears it. Connections stay open; what
+   * was committed meanwhile is delivered once the bus is back (docs/bus.md).
+   */
+  #linked(up: boolean): void {
+    for (const c of this.#clients) {
+      try {
+        c.linked?.(up);
+      } catch (err) {
+        console.error('realtime bus frame failed:', err instanceof Error ? err.message : err);
+      }
     }
   }
 

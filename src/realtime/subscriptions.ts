@@ -68,6 +68,9 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
           sessionId: who.customer?.sessionId ?? null,
           recheck: () => stillValid(svc, who),
           close: (code, reason) => ws.close(code, reason),
+          // graphql-ws has no frame of its own for this; a ping (either side may send one, with
+          // a payload) tells the client, and graphql-ws clients answer it with a pong.
+          linked: (up) => void ws.send(JSON.stringify({ type: 'ping', payload: { bus: up ? 'connected' : 'disconnected' } })),
         });
         return true;
       } catch (err) {

@@ -9,12 +9,15 @@ export function sse(gatewayUrl: string, channel: string, params: Record<string, 
   const events: any[] = [];
   const ids: string[] = [];
   let connected = false;
+  /** `event: bus` frames: the gateway's event bus went away (false) or came back (true). */
+  const bus: boolean[] = [];
   es.addEventListener('connected', () => (connected = true));
+  es.addEventListener('bus', (e) => bus.push(JSON.parse((e as MessageEvent).data).connected));
   es.onmessage = (e) => {
     events.push(JSON.parse(e.data));
     ids.push(e.lastEventId);
   };
-  return { es, events, ids, isConnected: () => connected };
+  return { es, events, ids, bus, isConnected: () => connected };
 }
 
 /** A `/_events` socket with a queue of received frames. */

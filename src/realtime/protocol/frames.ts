@@ -21,7 +21,9 @@ export type ErrorCode = 'bad_request' | 'unknown_channel' | 'forbidden' | 'too_m
 
 export type ServerFrame =
   | { type: 'subscribed' | 'unsubscribed'; channel: string }
-  | { type: 'error'; channel: string | null; error: ErrorCode; message: string };
+  | { type: 'error'; channel: string | null; error: ErrorCode; message: string }
+  /** The event bus went away or is back; the socket and its subscriptions stay. */
+  | { type: 'bus'; connected: boolean };
 
 /** A delivered event (spec "Gateway event channels"). */
 export interface EventFrame {

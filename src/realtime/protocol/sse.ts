@@ -11,6 +11,14 @@ export function connectedFrame(channel: string): Uint8Array {
   return enc.encode(`event: connected\ndata: ${JSON.stringify({ channel })}\n\n`);
 }
 
+/**
+ * The event bus went away (`connected: false`) or is back: the stream stays open and events
+ * committed meanwhile follow once it is back. An `event: bus` frame, so `onmessage` ignores it.
+ */
+export function busFrame(connected: boolean): Uint8Array {
+  return enc.encode(`event: bus\ndata: ${JSON.stringify({ connected })}\n\n`);
+}
+
 /** One delivered event, encoded once and written as is to every stream of the channel. */
 export function dataFrame(id: string, json: string): Uint8Array {
   return enc.encode(`id: ${id}\ndata: ${json}\n\n`);
