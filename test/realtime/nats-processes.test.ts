@@ -7,6 +7,9 @@ import { eventually } from '../support/eventually.ts';
 import { startNats, type TestNats } from '../support/nats.ts';
 import { spawnService } from '../support/process.ts';
 import { eventsSocket, sse } from './support.ts';
+import { tokenService } from '../../src/identity/tokens.ts';
+import { createSession } from '../../src/identity/sessions.ts';
+import { newId } from '../../src/ids.ts';
 
 /**
  * SVC_BUS_URL=nats://…: three processes (a worker in-process, an API process writing and a
@@ -57,6 +60,65 @@ describe('the event bus on NATS across processes', () => {
     const health = await (await fetch(`${writer}/health`)).json();
     expect(health).toMatchObject({ status: 'ok', bus: { kind: 'nats' } });
   });
+
+  test('every channel: changes, jobs and notifications from the API and worker processes reach the gateway and the API\'s graphql-ws, in order', async () => {
+    const sk = await p.key('sk', ALL_SECRET);
+    const sender = await p.key('sk', ['notifications:write']);
+    const reader = await p.key('sk', ['records:read', 'operations:read', 'notifications:read']);
+    const cid = newId('cus');
+    await worker.svc.sql`insert into customers (id, project_id, email) values (${cid}, ${p.projectId}, ${`${cid}@example.com`})`;
+    const me = await createSession(worker.svc.sql, tokenService(worker.svc), { projectId: p.projectId, customerId: cid, email: `${cid}@example.com`, scopes: ['records:read'], roles: [] });
+    const exe = newId('exe');
+    await worker.svc.sql`insert into operation_executions (id, project_id, operation_key, url, status) values (${exe}, ${p.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
+    const job = (status: 'running' | 'completed', pct: number | null) => worker.svc.bus.publish({ type: 'execution.changed', projectId: p.projectId, executionId: exe, operationKey: 'op', status, progressPct: pct, progressMessage: null, resultJson: null, errorJson: null });
+    const streams = {
+      all: sse(gateway, 'changes:*', { apiKey: reader }),
+      jobs: sse(gateway, `jobs:${exe}`, { apiKey: reader }),
+      mine: sse(gateway, `notifications:${cid}`, { apiKey: reader, token: me.accessToken }),
+    };
+    const socket = await eventsSocket(gateway, { apiKey: reader, token: me.accessToken });
+    for (const channel of ['changes:post', 'jobs:*', `notifications:${cid}`]) socket.send({ type: 'subscribe', channel });
+    const viaGql: any[] = [];
+    const ws = createClient({ url: `${writer.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: reader }, retryAttempts: 0 });
+    ws.subscribe({ query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' }, { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} });
+    ws.subscribe({ query: `subscription { operationExecution(id: "${exe}") { status } }` }, { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} });
+    try {
+      await eventually(() => Object.values(streams).every((x) => x.isConnected()) && socket.frames.filter((f) => f.type === 'subscribed').length === 3, 10_000);
+      // Consumers are live once probes on each channel arrive (a gateway subscribes per project).
+      const probeEnd = Date.now() + 20_000;
+      while (!(streams.all.events.length && streams.jobs.events.length && streams.mine.events.length && viaGql.some((d) => d.recordChanged) && viaGql.some((d) => d.operationExecution))) {
+        if (Date.now() > probeEnd) throw new Error('a channel never heard its probe');
+        await p.gql(sk, 'mutation { createPost(data: { title: "probe" }) { _id } }');
+        await job('running', 0);
+        await p.gql(sender, 'mutation($c: ID!) { sendNotification(customerId: $c, type: "probe", title: "p") { id } }', { c: cid });
+        await Bun.sleep(300);
+      }
+      const id = (await p.gql(sk, 'mutation { createPost(data: { title: "x" }) { _id } }')).body.data.createPost._id;
+      await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
+      await job('running', 50);
+      await p.gql(sender, 'mutation($c: ID!) { sendNotification(customerId: $c, type: "order.shipped", title: "Shipped") { id } }', { c: cid });
+      await p.gql(sk, 'mutation($id: ID!) { deletePost(_id: $id) }', { id });
+      await job('completed', null);
+      const ofRecord = (events: any[]) => events.filter((e) => e.data?.recordId === id).map((e) => e.event);
+      // Probes report progress 0: leaving them out, a late probe cannot count.
+      const jobsAfter = (events: any[]) => events.filter((e) => e.event?.startsWith('job.') && e.data.progressPct !== 0).map((e) => `${e.event}:${e.data.progressPct}`);
+      const shipped = (events: any[]) => events.filter((e) => e.event === 'notification.order.shipped').length;
+      await eventually(() => ofRecord(streams.all.events).length === 3 && jobsAfter(streams.jobs.events).length === 2 && shipped(streams.mine.events) === 1
+        && ofRecord(socket.frames).length === 3 && jobsAfter(socket.frames).length === 2 && shipped(socket.frames) === 1
+        && viaGql.filter((d) => d.recordChanged?.recordId === id).length === 3 && viaGql.some((d) => d.operationExecution?.status === 'completed'), 20_000);
+      await Bun.sleep(300);
+      expect(ofRecord(streams.all.events)).toEqual(['record.created', 'record.published', 'record.deleted']);
+      expect(ofRecord(socket.frames)).toEqual(['record.created', 'record.published', 'record.deleted']);
+      expect(jobsAfter(streams.jobs.events)).toEqual(['job.running:50', 'job.completed:null']);
+      expect(jobsAfter(socket.frames)).toEqual(['job.running:50', 'job.completed:null']);
+      expect([shipped(streams.mine.events), shipped(socket.frames)]).toEqual([1, 1]);
+      expect(viaGql.filter((d) => d.recordChanged?.recordId === id).map((d) => d.recordChanged.action)).toEqual(['created', 'published', 'deleted']);
+    } finally {
+      for (const x of Object.values(streams)) x.es.close();
+      socket.ws.close();
+      await ws.dispose();
+    }
+  }, 90_000);
 
   test('writes through one process reach SSE subscribers of another; NATS killed and back loses and repeats nothing', async () => {
     const sk = await p.key('sk', ALL_SECRET);
