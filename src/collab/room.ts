@@ -140,8 +140,12 @@ export class Room implements Actor {
     this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
   }
 
-  peer(processId: string, full: boolean): void {
-    this.#mailbox.tell({ t: 'peer', processId, full }, (e) => logFailure(this.key, e));
+  /**
+   * Another process has this room; `full` sends it our state. Settles once handled, so a caller
+   * knows that what the mailbox held before (remote updates) is applied and our state is relayed.
+   */
+  peer(processId: string, full: boolean): Promise<void> {
+    return this.#mailbox.ask({ t: 'peer', processId, full }).then(() => {}, (e) => logFailure(this.key, e));
   }
 
   /** A record write committed elsewhere (GraphQL, CLI): merge it into the document. */
@@ -170,7 +174,19 @@ export class Room implements Actor {
   }
 
   canUnload(): boolean {
-    return this.conns.size === 0 && this.#mailbox.pending === 0 && !this.#saver.unsaved;
+    return this.conns.size === 0 && this.#pins === 0 && this.#mailbox.pending === 0 && !this.#saver.unsaved;
+  }
+
+  #pins = 0;
+  /** Keeps the room loaded without a socket (a save waiting for other processes' state). */
+  pin(): () => void {
+    this.#pins++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#pins--;
+    };
   }
 
   idleSince(): number {

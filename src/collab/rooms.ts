@@ -9,7 +9,7 @@ import { NotFound } from '../errors.ts';
 import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
 import { SaverLocks } from './saver-lock.ts';
-import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, setPresence } from './store.ts';
+import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, remoteHolders, setPresence } from './store.ts';
 
 /**
  * The collaboration rooms of one process: the room registry, the relay that makes a room open
@@ -36,6 +36,12 @@ export interface CollabDeps {
 }
 
 const CHANNEL = 'svc_collab';
+/**
+ * How long `saveCollabDraft` on a process that just opened the room waits for the processes with
+ * editors in it to send their state (one NOTIFY round trip and a row read each, normally
+ * milliseconds); past it, it saves what it has rather than hang the request.
+ */
+const CATCH_UP_MS = 5_000;
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
 
 type Notice =
@@ -65,6 +71,8 @@ export class CollabRooms {
   #presenceChain: Promise<unknown> = Promise.resolve();
   #fetchChain: Promise<unknown> = Promise.resolve();
   #pendingIds: number[] = [];
+  /** room key → callbacks woken when a peer process answered our join ('here'). */
+  readonly #hereWaiters = new Map<string, Set<() => void>>();
   #closed = false;
 
   constructor(deps: CollabDeps, opts: CollabOptions = {}) {
@@ -245,10 +253,44 @@ export class CollabRooms {
   /** `saveCollabDraft(roomName)`: the room's document into the record's working version. */
   async saveDraft(projectId: string, name: string, userId: string | null): Promise<boolean> {
     const { info } = await this.resolve(projectId, name);
+    const fresh = !this.registry.peek(info.key);
     const room = await this.room(info.key);
-    const saved = await room.saveDraft(userId);
+    // Opened here for this save (an API process, the editors on gateways): their edits are not
+    // in the record yet, so take them in first (three processes behave as one).
+    const unpin = room.pin();
+    let saved: boolean;
+    try {
+      if (fresh) await this.#catchUp(room);
+      saved = await room.saveDraft(userId);
+    } finally {
+      unpin();
+    }
     if (room.conns.size === 0) this.#host.idle(room);
     return saved;
+  }
+
+  /**
+   * Waits (at most CATCH_UP_MS) until every other process with editors in `room` answered its
+   * join: each relays its full state and then says 'here', in that order, and the answer is
+   * handled after the state rows it follows (#onNotice), so the document then holds their edits.
+   */
+  async #catchUp(room: Room): Promise<void> {
+    const holders = await remoteHolders(this.#deps.sql, room.key, this.processId);
+    const end = Date.now() + CATCH_UP_MS;
+    while (!holders.every((p) => room.peers.has(p)) && Date.now() < end) {
+      await new Promise<void>((resolve) => {
+        let waiters = this.#hereWaiters.get(room.key);
+        if (!waiters) this.#hereWaiters.set(room.key, (waiters = new Set()));
+        const done = () => {
+          clearTimeout(timer);
+          waiters!.delete(done);
+          if (waiters!.size === 0 && this.#hereWaiters.get(room.key) === waiters) this.#hereWaiters.delete(room.key);
+          resolve();
+        };
+        const timer = setTimeout(done, Math.max(0, end - Date.now()));
+        waiters.add(done);
+      });
+    }
   }
 
   /** SIGTERM: every room saves, then its sockets are told to reconnect elsewhere. */
@@ -294,10 +336,17 @@ export class CollabRooms {
       this.#pendingIds.push(n.id);
       if (this.#pendingIds.length === 1) this.#fetchChain = this.#fetchChain.then(() => this.#fetchRows());
     } else if (n.t === 'join') {
-      room.peer(n.p, true);
-      this.#notify({ t: 'here', p: this.processId, r: n.r, to: n.p });
+      // Our state is relayed before 'here' is sent (both go out through #relayChain, in order),
+      // so the joiner has it once it hears 'here'.
+      void room.peer(n.p, true).then(() => this.#notify({ t: 'here', p: this.processId, r: n.r, to: n.p }));
     } else if (n.t === 'here') {
-      if (n.to === this.processId) room.peer(n.p, true);
+      if (n.to !== this.processId) return;
+      // After the state rows that came before it are read and handed to the room.
+      this.#fetchChain = this.#fetchChain
+        .then(() => room.peer(n.p, true))
+        .then(() => {
+          for (const wake of [...(this.#hereWaiters.get(n.r) ?? [])]) wake();
+        });
     } else room.peers.delete(n.p);
   }
 

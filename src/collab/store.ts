@@ -88,6 +88,12 @@ export async function remoteHeldRooms(sql: Sql, identity: string, processId: str
   return rows.map((r) => r.room as string);
 }
 
+/** Other live processes with sockets in a room (by its key): they may hold unsaved edits. */
+export async function remoteHolders(sql: Sql, room: string, processId: string): Promise<string[]> {
+  const rows = await sql.unsafe(`select distinct process_id from collab_presence p where room = $1 and process_id <> $2 and clients > 0 and ${LIVE}`, [room, processId]);
+  return rows.map((r) => r.process_id as string);
+}
+
 /** Sockets connected to a room (by its name, in any project) in other live processes. */
 export async function remoteClients(sql: Sql, name: string, processId: string): Promise<number> {
   const [row] = await sql.unsafe(`select coalesce(sum(clients), 0)::int as n from collab_presence p

@@ -71,6 +71,24 @@ describe('collaboration across processes', () => {
     y.close();
   }, 60_000);
 
+  test('saveCollabDraft through a process without the room saves what editors on another process typed', async () => {
+    const id = await create('Article', 'Draft');
+    const y = on(bUrl, roomOf('article', id));
+    await synced(y);
+    y.text('title').insert(5, ' typed on b');
+    // Process a has no editor in the room: it opens it for the save and takes b's edits in first.
+    expect(a.svc.collab.registry.peek(`${p.projectId}/${roomOf('article', id)}`)).toBeUndefined();
+    await eventually(() => y.provider.synced && y.text('title').toString() === 'Draft typed on b', 10_000);
+    // Presence is written after the join; the save below must find b as a holder of the room.
+    const end = Date.now() + 10_000;
+    while ((await (await fetch(`${a.gatewayUrl}/api/collab/room-status/${roomOf('article', id)}`)).json() as any).clients < 1 && Date.now() < end) await Bun.sleep(50);
+    const saved = await p.gql(key, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', { r: roomOf('article', id) });
+    expect(saved.body.errors).toBeUndefined();
+    const draft = (await p.gql(key, 'query($id: ID!) { article(_id: $id, preview: true) { content } }', { id })).body.data.article.content;
+    expect(draft.title).toBe('Draft typed on b');
+    y.close();
+  }, 60_000);
+
   test('SIGTERM: a process saves what its editors typed before it exits', async () => {
     const id = await create('Note', 'Before');
     const y = on(bUrl, roomOf('note', id));

@@ -10,6 +10,7 @@ import { eventsSocket, sse } from './support.ts';
 import { tokenService } from '../../src/identity/tokens.ts';
 import { createSession } from '../../src/identity/sessions.ts';
 import { newId } from '../../src/ids.ts';
+import { editor, roomOf, synced } from '../collab/support.ts';
 
 /**
  * SVC_BUS_URL=nats://…: three processes (a worker in-process, an API process writing and a
@@ -23,6 +24,8 @@ let worker: TestServer;
 let p: GqlProject;
 let writer: string;
 let gateway: string;
+/** A second gateway process, for a room shared across gateways. */
+let gateway2: string;
 const procs: ReturnType<typeof Bun.spawn>[] = [];
 
 async function spawn(role: string, busUrl: string) {
@@ -35,7 +38,7 @@ beforeAll(async () => {
   nats = await startNats();
   const busUrl = `${nats.url}/procs`;
   worker = await startTestServer({ SVC_ROLE: 'worker', SVC_BUS_URL: busUrl });
-  [writer, gateway] = await Promise.all([spawn('api', busUrl), spawn('gateway', busUrl)]);
+  [writer, gateway, gateway2] = await Promise.all([spawn('api', busUrl), spawn('gateway', busUrl), spawn('gateway', busUrl)]);
   p = await gqlProject({ ...worker, apiUrl: writer }, [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] }], 'nats-procs');
 }, 60_000);
 
@@ -119,6 +122,33 @@ describe('the event bus on NATS across processes', () => {
       await ws.dispose();
     }
   }, 90_000);
+
+  test('a room shared by editors on two gateway processes: edits and presence converge; a third process saves both', async () => {
+    const sk = await p.key('sk', ALL_SECRET);
+    const id = (await p.gql(sk, 'mutation { createPost(data: { title: "Shared" }) { _id } }')).body.data.createPost._id;
+    const x = editor(gateway, roomOf('post', id), { apiKey: sk });
+    const y = editor(gateway2, roomOf('post', id), { apiKey: sk });
+    try {
+      await synced(x, y);
+      await eventually(() => x.text('title')?.toString() === 'Shared' && y.text('title')?.toString() === 'Shared', 10_000);
+      x.text('title').insert(6, ' by x');
+      y.text('title').insert(0, 'Y: ');
+      await eventually(() => x.text('title').toString() === 'Y: Shared by x' && y.text('title').toString() === 'Y: Shared by x', 15_000);
+      y.provider.awareness.setLocalStateField('user', { name: 'Yves' });
+      await eventually(() => [...x.provider.awareness.getStates().values()].some((st) => st.user?.name === 'Yves'), 10_000);
+      const title = async () => (await p.gql(sk, 'query($id: ID!) { post(_id: $id, preview: true) { content } }', { id })).body.data.post.content.title;
+      // Post is versioned: the draft is saved on request, here through the API process (a third
+      // process, which holds no editor of the room), and holds both gateways' edits.
+      const saved = await p.gql(sk, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', { r: roomOf('post', id) });
+      expect(saved.body.errors).toBeUndefined();
+      expect(await title()).toBe('Y: Shared by x');
+      const [versions] = await worker.svc.sql`select count(*)::int as n from record_versions where record_id = ${id}`;
+      expect(versions!.n).toBe(2);
+    } finally {
+      x.close();
+      y.close();
+    }
+  }, 60_000);
 
   test('writes through one process reach SSE subscribers of another; NATS killed and back loses and repeats nothing', async () => {
     const sk = await p.key('sk', ALL_SECRET);
