@@ -349,6 +349,9 @@ describe('the record list', () => {
 
     // A phone: the list and the full form fit the width; nothing scrolls sideways.
     const phone = await context(390, 844);
+    // Every script this fresh browser fetches on its way to a record editor, as sent (compressed).
+    const scripts: Promise<number>[] = [];
+    phone.on('response', (r) => { if (r.request().resourceType() === 'script') scripts.push(r.request().sizes().then((x) => x.responseBodySize)); });
     const small = await signIn(phone);
     await small.goto(url('/m/product'));
     await small.locator('table.records tbody tr').first().waitFor();
@@ -357,7 +360,11 @@ describe('the record list', () => {
     await small.goto(url(`/m/product/r/${productId || rakes[0]}`));
     await small.getByLabel('Name').waitFor();
     if (productId) await small.locator('[data-field="photo"] img.preview').waitFor();
+    await small.getByRole('textbox', { name: 'Description' }).waitFor();
     expect(await overflows(small)).toBeLessThanOrEqual(0);
+    const kb = (await Promise.all(scripts)).reduce((n, x) => n + x, 0) / 1024;
+    console.log(`studio sign-in → list → record editor: ${scripts.length} scripts, ${kb.toFixed(1)} KB as transferred`);
+    expect(kb).toBeLessThan(300);
     await small.getByRole('tab', { name: 'History' }).click();
     await small.getByRole('list', { name: 'Versions' }).getByRole('button').first().click();
     await small.locator('.diff table').waitFor();
