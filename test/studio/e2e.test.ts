@@ -239,6 +239,17 @@ describe('the Studio in a browser', () => {
     expect(((await (await ran).json()) as any).data.categorys.totalCount).toBe(0);
     await page.locator('.graphiql-response').getByText('totalCount').waitFor();
     await shot(page, 'graphql-explorer');
+    // Docs: the schema the member sees, browsable from the root type.
+    await page.getByRole('button', { name: 'Show Documentation Explorer' }).click();
+    const docs = page.locator('.graphiql-doc-explorer');
+    await docs.getByRole('link', { name: 'Query' }).first().click();
+    await docs.getByRole('link', { name: 'articles' }).first().waitFor();
+    // Autocompletion from the schema (monaco-graphql in its worker), in a fresh query.
+    await page.locator('.graphiql-query-editor .monaco-editor').first().click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('{ artic');
+    await page.keyboard.press('Control+Space');
+    await page.locator('.suggest-widget').getByText('articles').first().waitFor();
     await ctx.close();
   }, 120_000);
 
