@@ -43,9 +43,16 @@ export type TxQuery = (text: string, params: unknown[]) => Promise<unknown[]>;
 /** Renders a value as an SQL literal (content/tx.ts `literal`), for one-message transactions. */
 export type Literal = (value: unknown) => string;
 
+/** Where an event sits in a replayable bus (NATS): its message id and when it was written (ms). */
+export interface EventMark {
+  id: string;
+  at: number;
+}
+
 /** What a transport hands back: events as committed, in commit order, from every process. */
 export interface TransportSink {
-  heard(origin: string, events: readonly BusEvent[]): void;
+  /** `mark` comes with a single event from a transport that can replay (replay below). */
+  heard(origin: string, events: readonly BusEvent[], mark?: EventMark): void;
   /** Events may have been missed (a lost listener): caches must start over. */
   reconnected(): void;
   /**
@@ -88,6 +95,12 @@ export interface BusTransport {
    */
   watch?(projectId: string): Promise<void>;
   unwatch?(projectId: string): void;
+  /**
+   * A project's events after the one marked `after` (a message id, written at `since` ms), in bus
+   * order, at most `max`; null when that message is no longer found or more than `max` follow
+   * (the caller then resumes live only). Transports without a replayable log leave it out.
+   */
+  replay?(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null>;
   /** The last measured send → hear delay, ms (metrics). */
   readonly lagMs: number;
   health(): Promise<BusHealth>;

@@ -19,14 +19,14 @@ export class NarrowListener {
   readonly #js: JetStreamClient;
   readonly #stream: string;
   readonly #prefix: string;
-  readonly #hear: (wire: Wire) => void;
+  readonly #hear: (wire: Wire, msgId: string | undefined) => void;
   readonly #subs = new Map<string, Subscription>();
   /** Outbox ids heard recently, oldest first (Set keeps insertion order). */
   readonly #seen = new Set<number>();
   #held: Msg[] | undefined;
   #recovering: Promise<void> | undefined;
 
-  constructor(nc: NatsConnection, js: JetStreamClient, stream: string, prefix: string, hear: (wire: Wire) => void) {
+  constructor(nc: NatsConnection, js: JetStreamClient, stream: string, prefix: string, hear: (wire: Wire, msgId: string | undefined) => void) {
     this.#nc = nc;
     this.#js = js;
     this.#stream = stream;
@@ -89,14 +89,15 @@ export class NarrowListener {
   }
 
   #take(m: { subject: string; data: Uint8Array; headers?: { get(k: string): string } }): void {
-    const id = outboxIdOf(m.headers?.get('Nats-Msg-Id'));
+    const msgId = m.headers?.get('Nats-Msg-Id');
+    const id = outboxIdOf(msgId);
     if (id !== undefined) {
       if (this.#seen.has(id)) return;
       this.#seen.add(id);
       if (this.#seen.size > SEEN) this.#seen.delete(this.#seen.values().next().value!);
     }
     const wire = decodeWire(m.data);
-    if (wire) this.#hear(wire);
+    if (wire) this.#hear(wire, msgId);
   }
 
   async #recover(since: number): Promise<void> {

@@ -1,8 +1,8 @@
 import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection } from 'nats';
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TransportSink, TxQuery } from './bus-contract.ts';
 import { NarrowListener } from './bus-nats-narrow.ts';
-import { decodeWire, parseBusUrl, relativeSubject, type Wire } from './bus-nats-wire.ts';
+import { decodeWire, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
 
 export { parseBusUrl, subjectOf } from './bus-nats-wire.ts';
 
@@ -41,6 +41,11 @@ export interface NatsTransportOptions {
    */
   narrow?: boolean;
 }
+
+/** Replay reads from this long before the client's last event (clocks of several processes). */
+const REPLAY_MARGIN_MS = 2_000;
+/** At most this many messages of a project are scanned for one replay. */
+const REPLAY_SCAN = 20_000;
 
 export class NatsTransport implements BusTransport {
   readonly kind = 'nats' as const;
@@ -128,7 +133,7 @@ export class NatsTransport implements BusTransport {
     await jsm.streams.add(config).catch(async () => jsm.streams.update(this.#stream, config));
     this.#js = nc.jetstream();
     if (this.#narrow) {
-      const listener = new NarrowListener(nc, this.#js, this.#stream, this.#prefix, (wire) => this.#heard(wire));
+      const listener = new NarrowListener(nc, this.#js, this.#stream, this.#prefix, (wire, msgId) => this.#heard(wire, msgId));
       await listener.start();
       for (const p of this.#watched) await listener.watch(p);
       this.#listener = listener;
@@ -155,15 +160,56 @@ export class NatsTransport implements BusTransport {
     this.#listener?.unwatch(projectId);
   }
 
-  #heard(wire: Wire): void {
+  #heard(wire: Wire, msgId: string | undefined): void {
     if (wire.o === this.#origin) this.#lagMs = Math.max(0, Date.now() - wire.at);
-    this.#sink?.heard(wire.o, [wire.e]);
+    this.#sink?.heard(wire.o, [wire.e], msgId ? { id: msgId, at: wire.at } : undefined);
   }
 
   async #read(messages: ConsumerMessages): Promise<void> {
     for await (const m of messages) {
       const wire = decodeWire(m.data);
-      if (wire) this.#heard(wire);
+      if (wire) this.#heard(wire, m.headers?.get('Nats-Msg-Id'));
+    }
+  }
+
+  /**
+   * Reads the project's subjects back from the stream, from a little before `since` (clock
+   * margin), skipping up to the message `after`. The scan is bounded (REPLAY_SCAN messages):
+   * a client gone for long gets null, not a walk through the whole stream.
+   */
+  async replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+    const js = this.#js;
+    if (!js || !this.#connected || Date.now() - since > this.#maxAgeMs) return null;
+    const consumer = await js.consumers.get(this.#stream, {
+      filterSubjects: `${this.#prefix}.${projectToken(projectId)}.>`,
+      deliver_policy: DeliverPolicy.StartTime,
+      opt_start_time: new Date(since - REPLAY_MARGIN_MS).toISOString(),
+    });
+    try {
+      let pending = (await consumer.info(true)).num_pending;
+      if (pending > REPLAY_SCAN) return null;
+      const out: { event: BusEvent; mark: EventMark }[] = [];
+      let found = false;
+      while (pending > 0) {
+        const batch = await consumer.fetch({ max_messages: Math.min(1_000, pending), expires: 2_000 });
+        let got = 0;
+        for await (const m of batch) {
+          got++;
+          pending = m.info.pending;
+          const id = m.headers?.get('Nats-Msg-Id');
+          if (!found) {
+            found = id === after;
+            continue;
+          }
+          const wire = decodeWire(m.data);
+          if (wire && id) out.push({ event: wire.e, mark: { id, at: wire.at } });
+          if (out.length > max) return null;
+        }
+        if (got === 0) break;
+      }
+      return found ? out : null;
+    } finally {
+      await consumer.delete().catch(() => {});
     }
   }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, Literal, TxQuery } from './bus-contract.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TxQuery } from './bus-contract.ts';
 import { PostgresTransport } from './bus-postgres.ts';
 
 /**
@@ -11,9 +11,10 @@ import { PostgresTransport } from './bus-postgres.ts';
  * ignores the echo of its own events for plain listeners; committed listeners hear every
  * process's events, its own included, once they are committed.
  */
-export type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TransportSink, TxQuery } from './bus-contract.ts';
 
-type Listener = (event: BusEvent) => void;
+/** `mark` is the event's place in a replayable bus (NATS), for committed listeners. */
+type Listener = (event: BusEvent, mark?: EventMark) => void;
 
 export class EventBus {
   readonly origin = randomUUID();
@@ -35,9 +36,9 @@ export class EventBus {
 
   async attachTransport(transport: BusTransport): Promise<void> {
     await transport.start(this.origin, {
-      heard: (origin, events) => {
+      heard: (origin, events, mark) => {
         if (origin !== this.origin) this.#deliver(this.#listeners, events);
-        this.#deliver(this.#committed, events);
+        this.#deliver(this.#committed, events, events.length === 1 ? mark : undefined);
       },
       reconnected: () => this.#reconnected(),
       linked: (up) => {
@@ -155,6 +156,11 @@ export class EventBus {
     return this.#transport.statements(events, literal);
   }
 
+  /** A project's events after the marked one, from a transport that keeps a log (NATS); else null. */
+  replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+    return this.#transport?.replay?.(projectId, since, after, max) ?? Promise.resolve(null);
+  }
+
   /** Whether events reach other processes. */
   get bridged(): boolean {
     return this.#transport !== undefined;
@@ -173,11 +179,11 @@ export class EventBus {
     await t?.stop();
   }
 
-  #deliver(to: Set<Listener>, events: readonly BusEvent[]): void {
+  #deliver(to: Set<Listener>, events: readonly BusEvent[], mark?: EventMark): void {
     for (const event of events) {
       for (const l of to) {
         try {
-          l(event);
+          l(event, mark);
         } catch (err) {
           console.error('bus listener failed:', err instanceof Error ? err.message : err);
         }

@@ -9,6 +9,19 @@ export interface SseSink {
   write(bytes: Uint8Array): boolean;
 }
 
+/** Events read back from the bus's log for a `Last-Event-ID` this process does not hold; null: none. */
+export type StreamReplay = (lastEventId: string) => Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null>;
+
+/**
+ * SSE ids of events heard with a place in a replayable bus (NATS): `n.<written at ms>.<message
+ * id>`, the same in every gateway, so a client may resume on any of them. Others: `<epoch>-<seq>`.
+ */
+export const streamId = (at: number, msgId: string) => `n.${at}.${msgId}`;
+export function parseStreamId(id: string): { at: number; msgId: string } | null {
+  const m = /^n\.(\d{1,15})\.(.{1,200})$/.exec(id);
+  return m ? { at: Number(m[1]), msgId: m[2]! } : null;
+}
+
 /** Publishes one text to every WebSocket subscribed to a topic (Bun.serve's uWebSockets pub/sub). */
 export type TopicPublisher = (topic: string, text: string) => void;
 
@@ -28,11 +41,13 @@ export class ChannelActor implements Actor {
   readonly topic: string;
   readonly projectId: string;
   readonly channel: Channel;
-  readonly #mailbox: Mailbox<Omit<EventFrame, 'channel'>>;
+  readonly #mailbox: Mailbox<{ event: Omit<EventFrame, 'channel'>; id: string | undefined }>;
   readonly #sse = new Set<SseSink>();
+  /** Streams still being replayed from the bus's log: live frames wait here, with their ids. */
+  readonly #holding = new Map<SseSink, { id: string; bytes: Uint8Array }[]>();
   readonly #listeners = new Set<(frame: EventFrame) => void>();
   #sockets = 0;
-  readonly #replay: { seq: number; bytes: Uint8Array }[] = [];
+  readonly #replay: { seq: number; id: string; bytes: Uint8Array }[] = [];
   #replayBytes = 0;
   #seq = 0;
   /** Ids are `<epoch>-<seq>`: an id from an earlier incarnation of the channel matches nothing. */
@@ -54,8 +69,8 @@ export class ChannelActor implements Actor {
   }
 
   /** Queues an event for delivery (from the hub, in bus order). */
-  deliver(event: Omit<EventFrame, 'channel'>): void {
-    this.#mailbox.tell(event, (err) => console.error('channel delivery failed:', err instanceof Error ? err.message : err));
+  deliver(event: Omit<EventFrame, 'channel'>, id?: string): void {
+    this.#mailbox.tell({ event, id }, (err) => console.error('channel delivery failed:', err instanceof Error ? err.message : err));
   }
 
   /** Resolves once every event queued so far went out. */
@@ -64,21 +79,56 @@ export class ChannelActor implements Actor {
   }
 
   /** Adds an SSE stream; first replays what it missed after `lastEventId`, when still buffered. */
-  addStream(sink: SseSink, lastEventId: string | null): void {
+  addStream(sink: SseSink, lastEventId: string | null, fromLog?: StreamReplay): void {
     this.#lastUse = Date.now();
     if (lastEventId) {
+      const held = this.#replay.findIndex((e) => e.id === lastEventId);
+      if (held >= 0) {
+        for (const e of this.#replay.slice(held + 1)) if (!sink.write(e.bytes)) return;
+        this.#sse.add(sink);
+        return;
+      }
       const [epoch, n] = lastEventId.split('-');
       const after = Number(n);
       if (epoch === this.#epoch && Number.isInteger(after)) {
         for (const e of this.#replay) if (e.seq > after && !sink.write(e.bytes)) return;
-      }
+      } else if (fromLog && parseStreamId(lastEventId)) return this.#resume(sink, lastEventId, fromLog);
     }
     this.#sse.add(sink);
+  }
+
+  /**
+   * Not in this process's buffer (another gateway served the client, or the channel was
+   * unloaded): the missed events come from the bus's log. Live events wait meanwhile and are
+   * sent after, without the ones the log already gave.
+   */
+  #resume(sink: SseSink, lastEventId: string, fromLog: StreamReplay): void {
+    const waiting: { id: string; bytes: Uint8Array }[] = [];
+    this.#holding.set(sink, waiting);
+    this.#sse.add(sink);
+    const sent = new Set<string>();
+    fromLog(lastEventId)
+      .then((events) => {
+        for (const e of events ?? []) {
+          sent.add(e.id);
+          if (!sink.write(dataFrame(e.id, stringifyEvent({ channel: this.channel.name, event: e.event.event, data: e.event.data })))) return false;
+        }
+        return true;
+      }, (err) => {
+        console.error('sse replay from the bus failed:', err instanceof Error ? err.message : err);
+        return true;
+      })
+      .then((open) => {
+        this.#holding.delete(sink);
+        if (!open) return void this.#sse.delete(sink);
+        for (const w of waiting) if (!sent.has(w.id) && !sink.write(w.bytes)) return void this.#sse.delete(sink);
+      });
   }
 
   removeStream(sink: SseSink): void {
     this.#lastUse = Date.now();
     this.#sse.delete(sink);
+    this.#holding.delete(sink);
   }
 
   addSocket(): void {
@@ -117,16 +167,21 @@ export class ChannelActor implements Actor {
     await this.#mailbox.close();
   }
 
-  #fanOut(e: Omit<EventFrame, 'channel'>): void {
+  #fanOut({ event: e, id: given }: { event: Omit<EventFrame, 'channel'>; id: string | undefined }): void {
     const frame: EventFrame = { channel: this.channel.name, event: e.event, data: e.data };
     const text = stringifyEvent(frame);
     if (this.#sockets > 0) this.#publish?.(this.topic, text);
     const seq = ++this.#seq;
-    const bytes = dataFrame(`${this.#epoch}-${seq}`, text);
-    this.#replay.push({ seq, bytes });
+    const id = given ?? `${this.#epoch}-${seq}`;
+    const bytes = dataFrame(id, text);
+    this.#replay.push({ seq, id, bytes });
     this.#replayBytes += bytes.byteLength;
     while (this.#replay.length > REPLAY_EVENTS || this.#replayBytes > REPLAY_BYTES) this.#replayBytes -= this.#replay.shift()!.bytes.byteLength;
-    for (const s of this.#sse) if (!s.write(bytes)) this.#sse.delete(s);
+    for (const s of this.#sse) {
+      const waiting = this.#holding.get(s);
+      if (waiting) waiting.push({ id, bytes });
+      else if (!s.write(bytes)) this.#sse.delete(s);
+    }
     for (const l of this.#listeners) l(frame);
   }
 }

@@ -116,7 +116,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
         linked: (up) => void sink.write(busFrame(up)),
       });
       controller.enqueue(connectedFrame(channel.name));
-      actor.addStream(sink, lastEventId);
+      actor.addStream(sink, lastEventId, (id) => hub.replay(who.projectId, channel.name, id));
       sseStreams.add(beat);
       // The stream stays open between heartbeats: no idle timeout for this request.
       server.timeout(req, 0);

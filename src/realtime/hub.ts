@@ -1,6 +1,6 @@
 import { watching, type BusEvent, type EventBus } from '../actors/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
-import { ChannelActor, type TopicPublisher } from './channel.ts';
+import { ChannelActor, parseStreamId, streamId, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';
 import type { EventFrame } from './protocol/frames.ts';
 
@@ -45,6 +45,8 @@ export class TooManyConnections extends Error {
 }
 
 const keyOf = (projectId: string, channel: string) => `${projectId}|${channel}`;
+/** Events of a project read back for one resuming stream, at most (a channel keeps 256). */
+const REPLAY_MAX = 1_000;
 
 /** The channels and event of a bus event; null for events realtime clients do not see. */
 export function framesOf(e: BusEvent): { projectId: string; channels: string[]; event: Omit<EventFrame, 'channel'> } | null {
@@ -82,6 +84,7 @@ export class RealtimeHub {
   readonly #perIdentity = new Map<string, number>();
   readonly #unsubscribe: (() => void)[] = [];
   #publish: TopicPublisher | undefined;
+  readonly #bus: EventBus;
 
   constructor(bus: EventBus, opts: HubOptions = {}) {
     this.options = {
@@ -96,7 +99,8 @@ export class RealtimeHub {
       const bar = key.indexOf('|');
       return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
     }), { idleMs: this.options.channelIdleMs });
-    this.#unsubscribe.push(bus.subscribeCommitted((e) => this.#route(e)));
+    this.#bus = bus;
+    this.#unsubscribe.push(bus.subscribeCommitted((e, mark) => this.#route(e, mark && streamId(mark.at, mark.id))));
     this.#unsubscribe.push(bus.onLink((up) => this.#linked(up)));
     this.#unsubscribe.push(
       bus.subscribe((e) => {
@@ -112,10 +116,27 @@ export class RealtimeHub {
     for (const key of this.#channels.keys()) this.#channels.peek(key)?.setPublisher(publish);
   }
 
-  #route(e: BusEvent): void {
+  #route(e: BusEvent, id: string | undefined): void {
     const f = framesOf(e);
     if (!f) return;
-    for (const name of f.channels) this.#channels.peek(keyOf(f.projectId, name))?.deliver(f.event);
+    for (const name of f.channels) this.#channels.peek(keyOf(f.projectId, name))?.deliver(f.event, id);
+  }
+
+  /**
+   * The events of a project's channel after SSE id `lastEventId`, from the bus's log (NATS), at
+   * most as many as a channel's replay buffer keeps; null when the log cannot say.
+   */
+  async replay(projectId: string, channel: string, lastEventId: string): Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null> {
+    const at = parseStreamId(lastEventId);
+    if (!at) return null;
+    const read = await this.#bus.replay(projectId, at.at, at.msgId, REPLAY_MAX);
+    if (!read) return null;
+    const out: { id: string; event: Omit<EventFrame, 'channel'> }[] = [];
+    for (const { event, mark } of read) {
+      const f = framesOf(event);
+      if (f && f.projectId === projectId && f.channels.includes(channel)) out.push({ id: streamId(mark.at, mark.id), event: f.event });
+    }
+    return out;
   }
 
   /** The live actor of a project's channel, spawned on first use. */

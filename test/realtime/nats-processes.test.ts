@@ -150,6 +150,45 @@ describe('the event bus on NATS across processes', () => {
     }
   }, 60_000);
 
+  test('an SSE client resumes on another gateway with Last-Event-ID: what it missed comes from the stream, once, in order', async () => {
+    const sk = await p.key('sk', ALL_SECRET);
+    const reader = await p.key('pk', ['records:read']);
+    const write = async (title: string) => (await p.gql(sk, 'mutation($t: String!) { createPost(data: { title: $t }) { _id } }', { t: title })).body.data.createPost._id as string;
+    const first = sse(gateway, 'changes:post', { apiKey: reader });
+    const seen: string[] = [];
+    try {
+      await eventually(() => first.isConnected(), 10_000);
+      const probeEnd = Date.now() + 15_000;
+      while (first.events.length === 0) {
+        if (Date.now() > probeEnd) throw new Error('the gateway never heard a write');
+        await write('probe');
+        await Bun.sleep(300);
+      }
+      for (let i = 0; i < 3; i++) seen.push(await write(`seen ${i}`));
+      await eventually(() => seen.every((id) => first.events.some((e) => e.data.recordId === id)), 10_000);
+    } finally {
+      first.es.close();
+    }
+    const lastId = first.ids[first.events.findIndex((e) => e.data.recordId === seen.at(-1))]!;
+    // Ids name the event's place in the stream, the same on every gateway.
+    expect(lastId).toMatch(/^n\.\d+\./);
+    const missed: string[] = [];
+    for (let i = 0; i < 4; i++) missed.push(await write(`missed ${i}`));
+    // The other gateway never served this channel: nothing of it in its memory.
+    const resumed = sse(gateway2, 'changes:post', { apiKey: reader }, { 'last-event-id': lastId });
+    try {
+      await eventually(() => missed.every((id) => resumed.events.some((e) => e.data.recordId === id)), 15_000);
+      const after = [await write('after 0'), await write('after 1')];
+      await eventually(() => after.every((id) => resumed.events.some((e) => e.data.recordId === id)), 15_000);
+      await Bun.sleep(300);
+      const got = resumed.events.map((e) => e.data.recordId).filter((id) => id !== undefined);
+      expect(got.filter((id) => [...seen, ...missed, ...after].includes(id))).toEqual([...missed, ...after]);
+      expect(new Set(resumed.ids).size).toBe(resumed.ids.length);
+    } finally {
+      resumed.es.close();
+    }
+  }, 90_000);
+
   test('writes through one process reach SSE subscribers of another; NATS killed and back loses and repeats nothing', async () => {
     const sk = await p.key('sk', ALL_SECRET);
     const reader = await p.key('pk', ['records:read']);
