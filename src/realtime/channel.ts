@@ -177,10 +177,15 @@ export class ChannelActor implements Actor {
     this.#replay.push({ seq, id, bytes });
     this.#replayBytes += bytes.byteLength;
     while (this.#replay.length > REPLAY_EVENTS || this.#replayBytes > REPLAY_BYTES) this.#replayBytes -= this.#replay.shift()!.bytes.byteLength;
-    for (const s of this.#sse) {
-      const waiting = this.#holding.get(s);
-      if (waiting) waiting.push({ id, bytes });
-      else if (!s.write(bytes)) this.#sse.delete(s);
+    // The plain loop unless a stream is being resumed from the log (no lookup per subscriber).
+    if (this.#holding.size === 0) {
+      for (const s of this.#sse) if (!s.write(bytes)) this.#sse.delete(s);
+    } else {
+      for (const s of this.#sse) {
+        const waiting = this.#holding.get(s);
+        if (waiting) waiting.push({ id, bytes });
+        else if (!s.write(bytes)) this.#sse.delete(s);
+      }
     }
     for (const l of this.#listeners) l(frame);
   }
