@@ -41,7 +41,10 @@ beforeAll(async () => {
       key: 'panels',
       name: 'Panels',
       project: { id: projectId, tenantId: b.tenantId },
-      models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }],
+      models: [
+        { key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] },
+        { key: 'memo', name: 'Memo', versioned: false, fields: [{ key: 'title', type: 'text', label: 'Title' }] },
+      ],
       operationBaseUrl: `http://127.0.0.1:${endpoint.port}`,
       operations: [{ key: 'report', name: 'Nightly report', endpoint: '/report' }],
       schedules: [{ key: 'nightly', operationKey: 'report', cron: '30 2 * * *', timezone: 'Europe/Berlin' }],
@@ -148,6 +151,28 @@ describe('project panels', () => {
     expect(Object.fromEntries(src.searchParams)).toMatchObject({ projectId, modelKey: 'note', recordId: note._id });
     // The panel loads (here the service's own /health stands in for an app's page).
     await page.frameLocator('iframe[title="Preview"]').locator('body', { hasText: '"status"' }).waitFor();
+  }, 60_000);
+
+  test('an unversioned model saves itself: the save bar shows autosaving, then saved, and the API serves the text', async () => {
+    const memo = await control('POST', `/projects/${projectId}/records`, { model: 'memo', naturalKey: 'm-1', data: { title: 'Draft' } });
+    await page.goto(url(`/m/memo/r/${memo._id}`));
+    const title = page.getByLabel('Title');
+    await title.waitFor();
+    // No draft/publish buttons to press: the indicator follows the room's own saves.
+    expect(await page.getByRole('button', { name: 'Save draft' }).count()).toBe(0);
+    await title.click();
+    await page.keyboard.press('End');
+    await page.keyboard.type(' kept');
+    await page.locator('.savebar').getByRole('status').filter({ hasText: 'Autosaving…' }).waitFor();
+    await page.locator('.savebar').getByRole('status').filter({ hasText: /^Saved · / }).waitFor({ timeout: 30_000 });
+    const reader = (await control('POST', '/api-keys', { name: 'memo-reader', type: 'public', project: projectId, scopes: ['records:read'] })).key;
+    const end = Date.now() + 15_000;
+    let got = '';
+    do {
+      const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': reader }, body: JSON.stringify({ query: 'query($id: ID!) { memo(_id: $id) { content } }', variables: { id: memo._id } }) });
+      got = ((await r.json()) as any).data?.memo?.content?.title ?? '';
+    } while (got !== 'Draft kept' && Date.now() < end && (await Bun.sleep(100), true));
+    expect(got).toBe('Draft kept');
   }, 60_000);
 
   test('no console errors on the way', () => {
