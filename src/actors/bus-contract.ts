@@ -49,6 +49,15 @@ export interface EventMark {
   at: number;
 }
 
+/**
+ * Plain publish/subscribe per collaboration room beside the event stream (NATS): not stored,
+ * lost while the link is down (the rooms re-sync when it is back, src/collab/relay-nats.ts).
+ */
+export interface RoomWire {
+  publish(room: string, data: Uint8Array): void;
+  subscribe(room: string, onMessage: (data: Uint8Array) => void): () => void;
+}
+
 /** What a transport hands back: events as committed, in commit order, from every process. */
 export interface TransportSink {
   /** `mark` comes with a single event from a transport that can replay (replay below). */
@@ -101,6 +110,8 @@ export interface BusTransport {
    * (the caller then resumes live only). Transports without a replayable log leave it out.
    */
   replay?(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null>;
+  /** Rooms' own subjects, on a transport that has them (NATS); PostgreSQL rooms use their table. */
+  readonly roomWire?: RoomWire;
   /** The last measured send → hear delay, ms (metrics). */
   readonly lagMs: number;
   health(): Promise<BusHealth>;

@@ -1,6 +1,6 @@
-import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection } from 'nats';
+import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection, type Subscription } from 'nats';
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
 import { NarrowListener } from './bus-nats-narrow.ts';
 import { decodeWire, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
 
@@ -74,6 +74,8 @@ export class NatsTransport implements BusTransport {
   #poll: ReturnType<typeof setInterval> | undefined;
   #soon: ReturnType<typeof setTimeout> | undefined;
   #ready: Promise<void> | undefined;
+  /** Room subjects this process hears (collaboration), kept across the first connect. */
+  readonly #rooms = new Map<string, { sub: Subscription | undefined; listeners: Set<(data: Uint8Array) => void> }>();
 
   constructor(url: string, sql: Sql, opts: NatsTransportOptions = {}) {
     const parsed = parseBusUrl(url);
@@ -106,6 +108,9 @@ export class NatsTransport implements BusTransport {
     if (this.#stopped) return void (await nc.close());
     this.#nc = nc;
     this.#connected = true;
+    // Rooms opened before the first connect; later ones subscribe at once (and nats.js
+    // re-subscribes all of them after a reconnect).
+    for (const [room, r] of this.#rooms) r.sub ??= this.#roomSub(nc, room, r.listeners);
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === Events.Disconnect) {
@@ -211,6 +216,47 @@ export class NatsTransport implements BusTransport {
     } finally {
       await consumer.delete().catch(() => {});
     }
+  }
+
+  readonly roomWire: RoomWire = {
+    publish: (room, data) => {
+      if (!this.#nc || !this.#connected) return;
+      try {
+        this.#nc.publish(this.#roomSubject(room), data);
+      } catch {
+        // Closed or draining: the rooms re-sync when the link is back.
+      }
+    },
+    subscribe: (room, onMessage) => {
+      let r = this.#rooms.get(room);
+      if (!r) {
+        r = { sub: undefined, listeners: new Set() };
+        this.#rooms.set(room, r);
+        if (this.#nc) r.sub = this.#roomSub(this.#nc, room, r.listeners);
+      }
+      r.listeners.add(onMessage);
+      const entry = r;
+      return () => {
+        entry.listeners.delete(onMessage);
+        if (entry.listeners.size > 0 || this.#rooms.get(room) !== entry) return;
+        this.#rooms.delete(room);
+        entry.sub?.unsubscribe();
+      };
+    },
+  };
+
+  /** Outside the stream's `<prefix>.>`: room traffic is neither stored nor read by consumers. */
+  #roomSubject(room: string): string {
+    return `${this.#prefix}_rooms.${projectToken(room)}`;
+  }
+
+  #roomSub(nc: NatsConnection, room: string, listeners: Set<(data: Uint8Array) => void>): Subscription {
+    return nc.subscribe(this.#roomSubject(room), {
+      callback: (err, m) => {
+        if (err) return;
+        for (const l of listeners) l(m.data);
+      },
+    });
   }
 
   get lagMs(): number {

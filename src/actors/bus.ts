@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TxQuery } from './bus-contract.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TxQuery } from './bus-contract.ts';
 import { PostgresTransport } from './bus-postgres.ts';
 
 /**
@@ -11,7 +11,7 @@ import { PostgresTransport } from './bus-postgres.ts';
  * ignores the echo of its own events for plain listeners; committed listeners hear every
  * process's events, its own included, once they are committed.
  */
-export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
 
 /** `mark` is the event's place in a replayable bus (NATS), for committed listeners. */
 type Listener = (event: BusEvent, mark?: EventMark) => void;
@@ -159,6 +159,11 @@ export class EventBus {
   /** A project's events after the marked one, from a transport that keeps a log (NATS); else null. */
   replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
     return this.#transport?.replay?.(projectId, since, after, max) ?? Promise.resolve(null);
+  }
+
+  /** The transport's per-room subjects (NATS), when it has them. */
+  get roomWire(): RoomWire | undefined {
+    return this.#transport?.roomWire;
   }
 
   /** Whether events reach other processes. */

@@ -9,6 +9,7 @@ import { NotFound } from '../errors.ts';
 import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
 import { SaverLocks } from './saver-lock.ts';
+import { NatsRoomRelay, type RoomNotice } from './relay-nats.ts';
 import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, remoteHolders, setPresence } from './store.ts';
 
 /**
@@ -71,6 +72,9 @@ export class CollabRooms {
   #presenceChain: Promise<unknown> = Promise.resolve();
   #fetchChain: Promise<unknown> = Promise.resolve();
   #pendingIds: number[] = [];
+  /** On the NATS bus: rooms talk on their own subjects instead of rows + NOTIFY (relay-nats.ts). */
+  readonly #wire: NatsRoomRelay | undefined;
+  #unlink: (() => void) | undefined;
   /** room key → callbacks woken when a peer process answered our join ('here'). */
   readonly #hereWaiters = new Map<string, Set<() => void>>();
   #closed = false;
@@ -78,6 +82,8 @@ export class CollabRooms {
   constructor(deps: CollabDeps, opts: CollabOptions = {}) {
     this.#deps = deps;
     this.roomLimit = opts.roomLimit ?? 10;
+    const wire = deps.bus.roomWire;
+    this.#wire = wire ? new NatsRoomRelay(wire, (n) => this.#onWire(n)) : undefined;
     // A lost lock session voids every room's lease: each one re-acquires or stands by.
     this.locks = new SaverLocks(deps.lockSession, () => {
       for (const key of this.registry.keys()) this.registry.peek(key)?.relock();
@@ -88,6 +94,7 @@ export class CollabRooms {
       maxWaitMs: opts.maxWaitMs ?? 10_000,
       publish: (topic, data) => void this.#server?.publish(topic, data),
       relay: (room, kind, data, userId) => {
+        if (this.#wire) return this.#wire.update(room.key, this.processId, kind, userId, data);
         this.#relayChain = this.#relayChain
           .then(() => relayUpdate(deps.sql, CHANNEL, room.key, this.processId, kind, userId, data))
           .catch((e) => console.error('collab relay failed:', e instanceof Error ? e.message : e));
@@ -100,6 +107,7 @@ export class CollabRooms {
         set?.delete(room.key);
         if (set?.size === 0) this.#byRecord.delete(room.info.recordId);
         if (!this.#closed) this.#notify({ t: 'leave', p: this.processId, r: room.key });
+        this.#wire?.close(room.key);
       },
       idle: (room) => {
         // Outside the room's mailbox: stopping waits for it to drain.
@@ -127,8 +135,16 @@ export class CollabRooms {
   }
 
   async start(): Promise<void> {
-    const sub = await this.#deps.sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
-    this.#unlisten = () => sub.unlisten();
+    if (this.#wire) {
+      // NATS dropped what was sent while it was away: announce every open room again; the
+      // peers answer with their full state and ours goes to them (join / here below).
+      this.#unlink = this.#deps.bus.onLink((up) => {
+        if (up) for (const key of this.#wire!.rooms()) this.#notify({ t: 'join', p: this.processId, r: key });
+      });
+    } else {
+      const sub = await this.#deps.sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
+      this.#unlisten = () => sub.unlisten();
+    }
     await heartbeat(this.#deps.sql, this.processId);
     this.#beat = setInterval(() => {
       void heartbeat(this.#deps.sql, this.processId).catch(() => {});
@@ -185,6 +201,7 @@ export class CollabRooms {
     let set = this.#byRecord.get(info.recordId);
     if (!set) this.#byRecord.set(info.recordId, (set = new Set()));
     set.add(key);
+    this.#wire?.open(key);
     this.#notify({ t: 'join', p: this.processId, r: key });
     return room;
   }
@@ -310,16 +327,26 @@ export class CollabRooms {
     await this.#relayChain;
     await this.#presenceChain;
     await this.#unlisten?.().catch(() => {});
+    this.#unlink?.();
+    this.#wire?.closeAll();
     await forgetProcess(this.#deps.sql, this.processId).catch(() => {});
     await this.locks.close();
   }
 
   // ---- relay between processes ----
 
-  #notify(n: Notice): void {
+  #notify(n: Exclude<Notice, { t: 'u' }>): void {
+    if (this.#wire) return this.#wire.send(n);
     this.#relayChain = this.#relayChain
       .then(() => this.#deps.sql`select pg_notify(${CHANNEL}, ${JSON.stringify(n)})`)
       .catch(() => {});
+  }
+
+  /** A room's subject on NATS: updates go straight to the room, in arrival order. */
+  #onWire(n: RoomNotice): void {
+    if (n.p === this.processId) return;
+    if (n.t !== 'u') return this.#handle(n);
+    this.registry.peek(n.r)?.remote(n.k, new Uint8Array(Buffer.from(n.d, 'base64')), n.u);
   }
 
   #onNotice(payload: string): void {
@@ -329,6 +356,10 @@ export class CollabRooms {
     } catch {
       return;
     }
+    this.#handle(n);
+  }
+
+  #handle(n: Notice): void {
     if (n.p === this.processId) return;
     const room = this.registry.peek(n.r);
     if (!room) return;
