@@ -2,7 +2,7 @@ import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, 
 import type { Sql } from '../store/db.ts';
 import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
 import { NarrowListener } from './bus-nats-narrow.ts';
-import { decodeWire, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
+import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
 
 export { parseBusUrl, subjectOf } from './bus-nats-wire.ts';
 
@@ -167,7 +167,16 @@ export class NatsTransport implements BusTransport {
 
   #heard(wire: Wire, msgId: string | undefined): void {
     if (wire.o === this.#origin) this.#lagMs = Math.max(0, Date.now() - wire.at);
-    this.#sink?.heard(wire.o, [wire.e], msgId ? { id: msgId, at: wire.at } : undefined);
+    this.#sink?.heard(wire.o, [wire.e], this.#markOf(msgId, wire.at));
+  }
+
+  /**
+   * An event's mark: its outbox id alone (the message id also names the database, which clients
+   * of SSE ids need not see); only messages of this deployment's database get one.
+   */
+  #markOf(msgId: string | undefined, at: number): EventMark | undefined {
+    const id = msgId?.startsWith(`${this.#dedupPrefix}.`) ? outboxIdOf(msgId) : undefined;
+    return id === undefined ? undefined : { id: String(id), at };
   }
 
   async #read(messages: ConsumerMessages): Promise<void> {
@@ -201,13 +210,13 @@ export class NatsTransport implements BusTransport {
         for await (const m of batch) {
           got++;
           pending = m.info.pending;
-          const id = m.headers?.get('Nats-Msg-Id');
+          const wire = decodeWire(m.data);
+          const mark = wire && this.#markOf(m.headers?.get('Nats-Msg-Id'), wire.at);
           if (!found) {
-            found = id === after;
+            found = mark?.id === after;
             continue;
           }
-          const wire = decodeWire(m.data);
-          if (wire && id) out.push({ event: wire.e, mark: { id, at: wire.at } });
+          if (wire && mark) out.push({ event: wire.e, mark });
           if (out.length > max) return null;
         }
         if (got === 0) break;

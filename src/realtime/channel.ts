@@ -13,12 +13,12 @@ export interface SseSink {
 export type StreamReplay = (lastEventId: string) => Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null>;
 
 /**
- * SSE ids of events heard with a place in a replayable bus (NATS): `n.<written at ms>.<message
+ * SSE ids of events heard with a place in a replayable bus (NATS): `n.<written at ms>.<outbox
  * id>`, the same in every gateway, so a client may resume on any of them. Others: `<epoch>-<seq>`.
  */
 export const streamId = (at: number, msgId: string) => `n.${at}.${msgId}`;
 export function parseStreamId(id: string): { at: number; msgId: string } | null {
-  const m = /^n\.(\d{1,15})\.(.{1,200})$/.exec(id);
+  const m = /^n\.(\d{1,15})\.(\d{1,19})$/.exec(id);
   return m ? { at: Number(m[1]), msgId: m[2]! } : null;
 }
 
