@@ -1,13 +1,18 @@
 /**
- * Load generator of the `collab` scenario (a separate process, like every bench load): `rooms`
- * rooms × 2 editors, each editor a Yjs document on a WebSocket speaking the y-websocket protocol
- * (lib0 / y-protocols encoders), typing `rate` small updates per second: one character appended
- * to `body`. Update-to-peer latency is the time from an editor's update until the room's other
- * editor's socket receives it (one clock: both run here); the update is recognised by the id of
- * its first struct (Y.decodeUpdate). After the initial sync an editor does not apply its peer's
- * updates: typing at the end of its own text needs only its own document, and applying 2,000
- * documents' worth of peers' updates made the generator, not the server, the bottleneck on a
- * 2-core box. Prints `COLLABJSON {…}`.
+ * Load generator of the `collab` scenario (bench/collab.ts starts one or more of these, each its
+ * own process, each holding whole rooms): per room 2 editors, each editor a Yjs document on a
+ * WebSocket speaking the y-websocket protocol (lib0 / y-protocols encoders), typing `rate` small
+ * updates per second: one character appended to `body`. Update-to-peer latency is the time from
+ * an editor's update until the room's other editor's socket receives it (one clock: both editors
+ * of a room live in the same process); the update is recognised by the id of its first struct
+ * (Y.decodeUpdate). After the initial sync an editor does not apply its peer's updates: typing at
+ * the end of its own text needs only its own document, and applying 2,000 documents' worth of
+ * peers' updates made the generator, not the server, the bottleneck on a 2-core box.
+ *
+ * Protocol with the parent: connect every editor, print `COLLABREADY`, wait for SIGUSR1, then
+ * type; updates sent and latencies are counted from `warmupMs` after the signal for
+ * `durationMs`; then print `COLLABJSON {…}` (the raw latencies included, so the parent can merge
+ * several generators) and exit.
  *
  * argv[2]: a JSON file { urls: string[] (one per room, query included), rate, warmupMs, durationMs }
  */
@@ -35,18 +40,17 @@ let firstError: string | undefined;
 interface Ed {
   doc: Y.Doc;
   ws: WebSocket;
-  name: string;
   synced: boolean;
 }
 
 /** Send times by the id of the update's first struct (`client:clock`). */
 const sentAt = new Map<string, number>();
 
-function connect(url: string, name: string): Promise<Ed> {
+function connect(url: string): Promise<Ed> {
   const doc = new Y.Doc();
   const ws = new WebSocket(url);
   ws.binaryType = 'arraybuffer';
-  const ed: Ed = { doc, ws, name, synced: false };
+  const ed: Ed = { doc, ws, synced: false };
   doc.on('update', (u: Uint8Array, origin: unknown) => {
     if (origin !== 'remote' && ws.readyState === WebSocket.OPEN) ws.send(updateFrame(u));
   });
@@ -86,12 +90,17 @@ function connect(url: string, name: string): Promise<Ed> {
   });
 }
 
+// Armed before connecting: the parent may signal as soon as the last generator is ready.
+const go = new Promise<void>((r) => process.once('SIGUSR1', () => r()));
+
 const eds: Ed[] = [];
 // Connect in batches: thousands of handshakes at once only measure the accept queue.
 for (let i = 0; i < plan.urls.length; i += 50) {
-  const batch = plan.urls.slice(i, i + 50).flatMap((u, j) => [connect(u, `a${i + j}`), connect(u, `b${i + j}`)]);
+  const batch = plan.urls.slice(i, i + 50).flatMap((u) => [connect(u), connect(u)]);
   eds.push(...(await Promise.all(batch)));
 }
+console.log('COLLABREADY');
+await go;
 
 function type(ed: Ed): void {
   const content = ed.doc.getMap('content');
@@ -107,25 +116,18 @@ function type(ed: Ed): void {
 }
 
 const every = 1000 / plan.rate;
-const timers = eds.map((ed, i) => {
+const timers: ReturnType<typeof setTimeout>[] = [];
+eds.forEach((ed, i) => {
   // Spread the editors over the period so updates arrive evenly.
-  const start = setTimeout(() => {
-    const t = setInterval(() => type(ed), every);
-    timers.push(t);
-  }, (i * every) / eds.length);
-  return start;
+  timers.push(setTimeout(() => timers.push(setInterval(() => type(ed), every)), (i * every) / eds.length));
 });
 await Bun.sleep(plan.warmupMs);
 measuring = true;
-console.log('COLLABSTART');
 const t0 = performance.now();
 await Bun.sleep(plan.durationMs);
 measuring = false;
-console.log('COLLABSTOP');
 const seconds = (performance.now() - t0) / 1000;
-for (const t of timers) clearTimeout(t as never), clearInterval(t as never);
-latencies.sort((x, y) => x - y);
-const q = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN);
-console.log(`COLLABJSON ${JSON.stringify({ editors: eds.length, sent, seconds, updatesPerSecond: sent / seconds, delivered: latencies.length, p50: q(0.5), p99: q(0.99), errors, firstError })}`);
+for (const t of timers) clearTimeout(t), clearInterval(t);
+console.log(`COLLABJSON ${JSON.stringify({ editors: eds.length, sent, seconds, errors, firstError, latencies: latencies.map((x) => Math.round(x * 100) / 100) })}`);
 for (const ed of eds) ed.ws.close();
 process.exit(0);

@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '../src/store/db.ts';
 import { insertApiKey } from '../src/auth/keys.ts';
@@ -26,46 +26,95 @@ export interface CollabFigures {
   cores?: number;
   rssMb?: number;
   savesPerSecond?: number;
+  /** Cores each load generator kept busy over the window: near 1 means it was the bottleneck. */
+  loaderCores?: number[];
+  /** 1-minute load average at the start and the end of the measured window. */
+  load?: [number, number];
 }
 
 const ROOMS = Number(process.env.BENCH_COLLAB_ROOMS || 1000);
 const RATE = 5;
 const KEY_ROOMS = 10;
+/** Load generator processes (each holds whole rooms, so both editors of a room share a clock). */
+const LOADERS = Math.max(1, Number(process.env.BENCH_COLLAB_LOADERS || 2));
 
-async function drive(urls: string[], server: Child, quick: boolean): Promise<CollabFigures> {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'collab.json');
-  const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
-  writeFileSync(file, JSON.stringify({ urls, rate: RATE, warmupMs: quick ? 3_000 : 5_000, durationMs }));
-  const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: 'collab-load', cwd: join(import.meta.dir, '..') });
-  let out = '';
-  // Server CPU and peak RSS over the measured window only (the load child marks it).
-  let cpu: ReturnType<typeof cpuWindow> | undefined;
-  let rss: ReturnType<typeof rssWindow> | undefined;
-  let used: { cores: number } | undefined;
-  let peak: number | undefined;
-  child.proc.stdout?.on('data', (c: Buffer) => {
-    out += c.toString();
-    if (!cpu && out.includes('COLLABSTART')) {
-      cpu = cpuWindow(server.pid);
-      rss = rssWindow(server.pid);
-    }
-    if (cpu && !used && out.includes('COLLABSTOP')) {
-      used = cpu.end();
-      peak = rss!.end();
-    }
-  });
-  const timer = setTimeout(() => void child.stop('SIGKILL', 0), 300_000);
-  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
-  clearTimeout(timer);
-  const m = /COLLABJSON (\{.*\})/.exec(out);
-  if (!m) throw new Error(`collab load printed no result: ${child.tail()}`);
-  return { ...(JSON.parse(m[1]!) as CollabFigures), cores: used?.cores, rssMb: peak };
+interface LoaderResult {
+  editors: number;
+  sent: number;
+  seconds: number;
+  errors: number;
+  firstError?: string;
+  latencies: number[];
 }
 
-export async function runCollab(databaseUrl: string, quick: boolean): Promise<{ service: CollabFigures | string; reference: CollabFigures | string }> {
+async function drive(urls: string[], server: Child, quick: boolean): Promise<CollabFigures> {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
+  const warmupMs = quick ? 3_000 : 5_000;
+  const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
+  const per = Math.ceil(urls.length / LOADERS);
+  const loaders = Array.from({ length: Math.ceil(urls.length / per) }, (_, i) => {
+    const file = join(dir, `collab-${i}.json`);
+    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs }));
+    const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: `collab-load-${i}`, cwd: join(import.meta.dir, '..') });
+    let out = '';
+    child.proc.stdout?.on('data', (c: Buffer) => void (out += c.toString()));
+    const ended = new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+    return { child, out: () => out, ended };
+  });
+  const killer = setTimeout(() => void Promise.all(loaders.map((l) => l.child.stop('SIGKILL', 0))), 300_000);
+  try {
+    // Every generator connected (or one died) before anyone types.
+    const ready = () => loaders.every((l) => l.out().includes('COLLABREADY'));
+    while (!ready()) {
+      const dead = loaders.find((l) => l.child.exited());
+      if (dead) throw new Error(`collab load exited before it was ready: ${dead.child.tail()}`);
+      await Bun.sleep(50);
+    }
+    for (const l of loaders) l.child.proc.kill('SIGUSR1');
+    await Bun.sleep(warmupMs);
+    // Server and generator CPU, server peak RSS, over the measured window only.
+    const cpu = cpuWindow(server.pid);
+    const rss = rssWindow(server.pid);
+    const loaderCpu = loaders.map((l) => cpuWindow(l.child.pid));
+    const load0 = loadavg()[0]!;
+    await Bun.sleep(durationMs);
+    const used = cpu.end();
+    const peak = rss.end();
+    const loaderCores = loaderCpu.map((c) => c.end()?.cores ?? NaN);
+    const load1 = loadavg()[0]!;
+    await Promise.all(loaders.map((l) => l.ended));
+    const results = loaders.map((l) => {
+      const m = /COLLABJSON (\{.*\})/.exec(l.out());
+      if (!m) throw new Error(`collab load printed no result: ${l.child.tail()}`);
+      return JSON.parse(m[1]!) as LoaderResult;
+    });
+    const latencies = results.flatMap((r) => r.latencies).sort((x, y) => x - y);
+    const q = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN);
+    const seconds = Math.max(...results.map((r) => r.seconds));
+    return {
+      editors: results.reduce((n, r) => n + r.editors, 0),
+      updatesPerSecond: results.reduce((n, r) => n + r.sent, 0) / seconds,
+      delivered: latencies.length,
+      p50: q(0.5),
+      p99: q(0.99),
+      errors: results.reduce((n, r) => n + r.errors, 0),
+      firstError: results.find((r) => r.firstError)?.firstError,
+      cores: used?.cores,
+      rssMb: peak,
+      loaderCores,
+      load: [load0, load1],
+    };
+  } finally {
+    clearTimeout(killer);
+    await Promise.all(loaders.map((l) => l.child.stop('SIGKILL', 0)));
+  }
+}
+
+export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; profile?: string }> {
   let service: CollabFigures | string;
   let reference: CollabFigures | string;
-  const svc = await startService(databaseUrl, {});
+  const svc = await startService(databaseUrl, { profile });
+  const profileFile = svc.profile;
   try {
     const s = await seedProject(svc.url, svc.rootToken, databaseUrl);
     const sql = connect(databaseUrl, { max: 4 });
@@ -117,32 +166,32 @@ export async function runCollab(databaseUrl: string, quick: boolean): Promise<{ 
       await ref.stop('SIGTERM', 5_000);
     }
   }
-  return { service, reference };
+  return { service, reference, profile: profileFile };
 }
 
 const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
 /** The `## Collaboration` section of the results. */
 export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string }): string[] {
+  const perCpu = (f: CollabFigures) => (f.cores ? f.updatesPerSecond / f.cores : NaN);
   const row = (name: string, f: CollabFigures | string) =>
     typeof f === 'string'
-      ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | |`
-      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} |`;
+      ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | | | | |`
+      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${num(perCpu(f), 0)} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} | ${(f.loaderCores ?? []).map((c) => num(c, 2)).join(' + ')} | ${f.load ? `${num(f.load[0], 1)}–${num(f.load[1], 1)}` : ''} |`;
   const lines = [
     '## Collaboration (`collab`)',
     '',
-    `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts, one process). Latency: an editor's update until the room's other editor's socket receives it.`,
+    `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts in ${LOADERS} processes, each holding whole rooms). Latency: an editor's update until the room's other editor's socket receives it. Server CPU and updates per CPU-second count the server process only (not PostgreSQL, which the service's saves use and the reference does not).`,
     '',
-    '| server | editors | updates/s | p50 ms | p99 ms | server CPU (cores) | peak RSS MB | saves/s |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| server | editors | updates/s | p50 ms | p99 ms | server CPU (cores) | updates per CPU-second | peak RSS MB | saves/s | generator cores | load average |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row('y-websocket 1.5.4 server (Node)', r.reference),
   ];
   const s = r.service;
   const ref = r.reference;
   if (typeof s !== 'string' && typeof ref !== 'string' && s.cores && ref.cores) {
-    const perCore = (f: CollabFigures) => f.updatesPerSecond / f.cores!;
-    lines.push('', `Updates per CPU-second: svc ${perCore(s).toFixed(0)}, reference ${perCore(ref).toFixed(0)} (× ${(perCore(s) / perCore(ref)).toFixed(2)}). The load is fixed (both servers get the same offered rate), so throughput is compared per core.`);
+    lines.push('', `Updates per CPU-second: svc ${perCpu(s).toFixed(0)}, reference ${perCpu(ref).toFixed(0)} (× ${(perCpu(s) / perCpu(ref)).toFixed(2)}). The load is fixed (both servers get the same offered rate), so throughput is compared per core.`);
   }
   for (const [n, f] of [['svc', s], ['reference', ref]] as const) if (typeof f !== 'string' && f.errors > 0) lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
   lines.push('');

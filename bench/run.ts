@@ -571,7 +571,11 @@ async function main(): Promise<number> {
       notes.push(...r.notes);
     }
     if (scenarios.includes('fanout-3proc')) fanoutLines = [...fanoutLines, ...(await runFanout3(db!.url, o.quick))];
-    if (scenarios.includes('collab')) collab = collabLines(await runCollab(db!.url, o.quick));
+    if (scenarios.includes('collab')) {
+      const c = await runCollab(db!.url, o.quick, o.profile === 'collab' ? 'collab' : undefined);
+      if (c.profile) profiles.push(c.profile);
+      collab = collabLines(c);
+    }
     for (const r of refs) await runReference(o, r, readBytes);
   } catch (err) {
     console.error(`bench: ${(err as Error).message.split('\n')[0]}`);

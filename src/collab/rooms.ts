@@ -10,7 +10,7 @@ import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
 import { SaverLocks } from './saver-lock.ts';
 import { NatsRoomRelay, type RoomNotice } from './relay-nats.ts';
-import { forgetProcess, heartbeat, relayRows, relayUpdate, remoteClients, remoteHeldRooms, remoteHolders, setPresence } from './store.ts';
+import { forgetProcess, heartbeat, relayBatch, relayRows, remoteClients, remoteHeldRooms, remoteHolders, setPresence, type RelayItem } from './store.ts';
 
 /**
  * The collaboration rooms of one process: the room registry, the relay that makes a room open
@@ -45,7 +45,11 @@ const CHANNEL = 'svc_collab';
 const CATCH_UP_MS = 5_000;
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
 
+/** Relay rows per statement at most (a statement's parameters stay well under a few MB). */
+const RELAY_BATCH = 500;
+
 type Notice =
+  | { t: 'b'; p: string; lo: number; hi: number }
   | { t: 'u'; p: string; r: string; id: number }
   | { t: 'join' | 'leave'; p: string; r: string }
   | { t: 'here'; p: string; r: string; to: string };
@@ -71,7 +75,9 @@ export class CollabRooms {
   #relayChain: Promise<unknown> = Promise.resolve();
   #presenceChain: Promise<unknown> = Promise.resolve();
   #fetchChain: Promise<unknown> = Promise.resolve();
-  #pendingIds: number[] = [];
+  #relayQueue: RelayItem[] = [];
+  /** Announced relay batches not fetched yet. */
+  #pendingBatches: { p: string; lo: number; hi: number }[] = [];
   /** On the NATS bus: rooms talk on their own subjects instead of rows + NOTIFY (relay-nats.ts). */
   readonly #wire: NatsRoomRelay | undefined;
   #unlink: (() => void) | undefined;
@@ -95,9 +101,10 @@ export class CollabRooms {
       publish: (topic, data) => void this.#server?.publish(topic, data),
       relay: (room, kind, data, userId) => {
         if (this.#wire) return this.#wire.update(room.key, this.processId, kind, userId, data);
-        this.#relayChain = this.#relayChain
-          .then(() => relayUpdate(deps.sql, CHANNEL, room.key, this.processId, kind, userId, data))
-          .catch((e) => console.error('collab relay failed:', e instanceof Error ? e.message : e));
+        // Batched: whatever queued while the previous batch was in flight goes in one statement
+        // (rows + one NOTIFY), so the database work per keystroke falls as the load rises.
+        this.#relayQueue.push({ room: room.key, kind, userId, data });
+        if (this.#relayQueue.length === 1) this.#relayChain = this.#relayChain.then(() => this.#flushRelay());
       },
       locks: this.locks,
       stats: this.stats,
@@ -335,7 +342,7 @@ export class CollabRooms {
 
   // ---- relay between processes ----
 
-  #notify(n: Exclude<Notice, { t: 'u' }>): void {
+  #notify(n: Exclude<Notice, { t: 'u' | 'b' }>): void {
     if (this.#wire) return this.#wire.send(n);
     this.#relayChain = this.#relayChain
       .then(() => this.#deps.sql`select pg_notify(${CHANNEL}, ${JSON.stringify(n)})`)
@@ -347,6 +354,17 @@ export class CollabRooms {
     if (n.p === this.processId) return;
     if (n.t !== 'u') return this.#handle(n);
     this.registry.peek(n.r)?.remote(n.k, new Uint8Array(Buffer.from(n.d, 'base64')), n.u);
+  }
+
+  async #flushRelay(): Promise<void> {
+    while (this.#relayQueue.length > 0) {
+      const items = this.#relayQueue.splice(0, RELAY_BATCH);
+      try {
+        await relayBatch(this.#deps.sql, CHANNEL, this.processId, items);
+      } catch (e) {
+        console.error('collab relay failed:', e instanceof Error ? e.message : e);
+      }
+    }
   }
 
   #onNotice(payload: string): void {
@@ -361,14 +379,19 @@ export class CollabRooms {
 
   #handle(n: Notice): void {
     if (n.p === this.processId) return;
+    if (n.t === 'b' || n.t === 'u') {
+      // The rows say which rooms they belong to; only rooms open here are read.
+      if (this.registry.size === 0) return;
+      this.#pendingBatches.push(n.t === 'b' ? { p: n.p, lo: n.lo, hi: n.hi } : { p: n.p, lo: n.id, hi: n.id });
+      if (this.#pendingBatches.length === 1) this.#fetchChain = this.#fetchChain.then(() => this.#fetchRows());
+      return;
+    }
     const room = this.registry.peek(n.r);
     if (!room) return;
-    if (n.t === 'u') {
-      this.#pendingIds.push(n.id);
-      if (this.#pendingIds.length === 1) this.#fetchChain = this.#fetchChain.then(() => this.#fetchRows());
-    } else if (n.t === 'join') {
-      // Our state is relayed before 'here' is sent (both go out through #relayChain, in order),
-      // so the joiner has it once it hears 'here'.
+    if (n.t === 'join') {
+      // Our state is relayed before 'here' is sent (both go out through #relayChain, in order:
+      // the batch holding the state is flushed before the NOTIFY queued after it), so the joiner
+      // has it once it hears 'here'.
       void room.peer(n.p, true).then(() => this.#notify({ t: 'here', p: this.processId, r: n.r, to: n.p }));
     } else if (n.t === 'here') {
       if (n.to !== this.processId) return;
@@ -382,11 +405,11 @@ export class CollabRooms {
   }
 
   async #fetchRows(): Promise<void> {
-    const ids = this.#pendingIds;
-    this.#pendingIds = [];
-    if (ids.length === 0) return;
+    const batches = this.#pendingBatches;
+    this.#pendingBatches = [];
+    if (batches.length === 0) return;
     try {
-      for (const row of await relayRows(this.#deps.sql, ids)) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
+      for (const row of await relayRows(this.#deps.sql, batches, [...this.registry.keys()])) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
     } catch (e) {
       console.error('collab relay read failed:', e instanceof Error ? e.message : e);
     }

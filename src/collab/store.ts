@@ -101,12 +101,27 @@ export async function remoteClients(sql: Sql, name: string, processId: string): 
   return (row?.n as number) ?? 0;
 }
 
-/** One relay row plus the NOTIFY of its id, in one statement. */
-export async function relayUpdate(sql: Sql, channel: string, room: string, origin: string, kind: 0 | 1, userId: string | null, data: Uint8Array): Promise<void> {
+export interface RelayItem {
+  room: string;
+  kind: 0 | 1;
+  userId: string | null;
+  data: Uint8Array;
+}
+
+/**
+ * A batch of relay rows plus one NOTIFY naming the batch's id range and origin, in one statement:
+ * the rows of one process are written one batch at a time, so everything of `origin` between
+ * the smallest and the largest id returned is this batch. Rows keep the batch's order (ids follow
+ * the ordinality).
+ */
+export async function relayBatch(sql: Sql, channel: string, origin: string, items: readonly RelayItem[]): Promise<void> {
+  const rows = items.map((i) => [i.room, i.kind, i.userId, Buffer.from(i.data.buffer, i.data.byteOffset, i.data.byteLength).toString('base64')]);
   await sql`with i as (
-      insert into collab_updates (room, origin, kind, user_id, data) values (${room}, ${origin}, ${kind}, ${userId}, ${Buffer.from(data)})
+      insert into collab_updates (room, origin, kind, user_id, data)
+      select x.value->>0, ${origin}, (x.value->>1)::smallint, x.value->>2, decode(x.value->>3, 'base64')
+        from jsonb_array_elements(${sql.json(rows as never)}::jsonb) with ordinality as x(value, n) order by x.n
       returning id
-    ) select pg_notify(${channel}, json_build_object('t', 'u', 'p', ${origin}::text, 'r', ${room}::text, 'id', i.id)::text) from i`;
+    ) select pg_notify(${channel}, json_build_object('t', 'b', 'p', ${origin}::text, 'lo', min(i.id), 'hi', max(i.id))::text) from i`;
 }
 
 export interface RelayRow {
@@ -117,7 +132,10 @@ export interface RelayRow {
   data: Uint8Array;
 }
 
-export async function relayRows(sql: Sql, ids: number[]): Promise<RelayRow[]> {
-  const rows = await sql<RelayRow[]>`select id::int as id, room, kind, user_id, data from collab_updates where id = any(${ids}::bigint[]) order by id`;
+/** The rows of the announced batches (`origin`, id range) that belong to rooms open here. */
+export async function relayRows(sql: Sql, batches: readonly { p: string; lo: number; hi: number }[], rooms: readonly string[]): Promise<RelayRow[]> {
+  const rows = await sql<RelayRow[]>`select u.id::int as id, u.room, u.kind, u.user_id, u.data from collab_updates u
+    join jsonb_to_recordset(${sql.json(batches as never)}::jsonb) as b(p text, lo bigint, hi bigint) on u.origin = b.p and u.id between b.lo and b.hi
+    where u.room = any(${rooms as string[]}::text[]) order by u.id`;
   return rows.map((r) => ({ ...r, data: new Uint8Array(r.data) }));
 }

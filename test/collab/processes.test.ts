@@ -89,6 +89,35 @@ describe('collaboration across processes', () => {
     y.close();
   }, 60_000);
 
+  test('a burst of edits on both processes (relayed in batches) converges everywhere and is saved once', async () => {
+    const id = await create('Note', 'Burst');
+    const eds = [on(a.gatewayUrl, roomOf('note', id)), on(a.gatewayUrl, roomOf('note', id)), on(bUrl, roomOf('note', id)), on(bUrl, roomOf('note', id))];
+    await synced(...eds);
+    // Both processes count all four editors before anyone types.
+    const until = Date.now() + 10_000;
+    while (((await (await fetch(`${bUrl}/api/collab/room-status/${roomOf('note', id)}`)).json()) as { clients: number }).clients !== 4 && Date.now() < until) await Bun.sleep(50);
+    const PER = 150;
+    // Every editor types its own letter, one update per keystroke, as fast as the socket takes them.
+    eds.forEach((e, i) => {
+      for (let k = 0; k < PER; k++) {
+        e.doc.transact(() => {
+          const title = e.text('title');
+          title.insert(title.length, 'abcd'[i]!);
+        });
+      }
+    });
+    const count = (s: string, ch: string) => s.split(ch).length - 1;
+    const complete = (s: string) => ['a', 'b', 'c', 'd'].every((ch) => count(s, ch) === PER);
+    await eventually(() => eds.every((e) => complete(e.text('title').toString())), 30_000);
+    const text = eds[0]!.text('title').toString();
+    for (const e of eds) expect(e.text('title').toString()).toBe(text);
+    // One saver: the record holds every keystroke once.
+    const end = Date.now() + 20_000;
+    while ((await published(id))?.title !== text && Date.now() < end) await Bun.sleep(100);
+    expect((await published(id)).title).toBe(text);
+    for (const e of eds) e.close();
+  }, 60_000);
+
   test('SIGTERM: a process saves what its editors typed before it exits', async () => {
     const id = await create('Note', 'Before');
     const y = on(bUrl, roomOf('note', id));
