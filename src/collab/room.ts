@@ -19,6 +19,8 @@ export interface RoomHost extends SaverHost {
   idle(room: Room): void;
   /** The room was stopped (unloaded). */
   unloaded(room: Room): void;
+  /** The room's document can no longer be trusted: unload it now, without saving. */
+  discard(room: Room): void;
 }
 
 type Msg =
@@ -31,6 +33,14 @@ type Msg =
   | { t: 'merge' }
   | { t: 'draft'; userId: string | null }
   | { t: 'peer'; processId: string; full: boolean };
+
+/** Update bytes being applied; `changed`: the sender, once the transaction changed the document. */
+interface Incoming {
+  update: Uint8Array;
+  frame: Uint8Array | undefined;
+  origin: unknown;
+  changed: Conn | null | undefined;
+}
 
 /** The origin of a refused update's clock fill (guard.ts skipUpdate): sent like the editor's own. */
 class Skipped {
@@ -56,9 +66,14 @@ export class Room implements Actor {
   readonly #saver: RoomSaver;
   /** The editor of the relayed update being applied. */
   #remoteEditor: string | null = null;
-  /** The bytes being applied (#apply), sent on as they are. */
-  #incoming: { update: Uint8Array; frame: Uint8Array | undefined } | null = null;
+  /**
+   * The bytes being applied (#apply), sent on as they are once Yjs has applied them in full;
+   * `changed` holds the sender while the transaction changed the document.
+   */
+  #incoming: Incoming | null = null;
   #stopped = false;
+  /** An update failed half-way: nothing more is applied, sent or saved from this document. */
+  #broken = false;
   #lastUse = Date.now();
 
   private constructor(info: RoomInfo, host: RoomHost, doc: Y.Doc, loaded: ConstructorParameters<typeof RoomSaver>[3]) {
@@ -112,7 +127,7 @@ export class Room implements Actor {
 
   /** Adds a socket; false when the room was unloaded meanwhile (get a fresh one). */
   join(conn: Conn): boolean {
-    if (this.#stopped) return false;
+    if (this.#stopped || this.#broken) return false;
     this.conns.add(conn);
     this.#lastUse = Date.now();
     this.#mailbox.tell({ t: 'join', conn }, (e) => this.#fail(conn, e));
@@ -231,6 +246,7 @@ export class Room implements Actor {
       case 'leave':
         return this.#leave(m.conn);
       case 'remote':
+        if (this.#broken) return;
         if (m.kind === 0) {
           this.#remoteEditor = m.userId;
           this.#apply(m.data, 'remote');
@@ -268,7 +284,7 @@ export class Room implements Actor {
   }
 
   #frame(conn: Conn, data: Uint8Array): void {
-    if (!this.conns.has(conn)) return;
+    if (!this.conns.has(conn) || this.#broken) return;
     const f = parseFrame(data);
     switch (f.type) {
       case 'sync-step1':
@@ -309,25 +325,63 @@ export class Room implements Actor {
    */
   #afterTransaction(tr: Y.Transaction): void {
     const origin = tr.origin;
-    if (origin === 'load' || !changed(tr)) return;
+    if (origin === 'load' || this.#broken || !changed(tr)) return;
     const sender = origin instanceof Skipped ? origin.conn : isConn(origin) ? origin : null;
-    this.#saver.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
     const incoming = this.#incoming;
-    const update = incoming && (origin === 'remote' || origin === sender) ? incoming.update : Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState));
-    const frame = incoming?.frame && origin === sender ? incoming.frame : updateFrame(update);
-    if (sender) sender.ws.publish(this.key, frame);
-    else this.#host.publish(this.key, frame);
+    // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
+    if (incoming && incoming.origin === origin) {
+      incoming.changed = sender;
+      return;
+    }
+    this.#changed(origin, sender, Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)), undefined);
+  }
+
+  #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
+    this.#saver.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
+    const out = frame ?? updateFrame(update);
+    if (sender) sender.ws.publish(this.key, out);
+    else this.#host.publish(this.key, out);
     if (origin !== 'remote' && this.peers.size > 0) this.#host.relay(this, 0, update, this.#saver.lastEditor);
   }
 
-  /** Applies update bytes that will be sent on as they are (see #afterTransaction). */
+  /**
+   * Applies update bytes that will be sent on as they are (see #afterTransaction). Yjs
+   * integrates an update's structs before it reads its delete set, so bytes that decode but fail
+   * half-way (a crafted delete set) leave part of themselves in the document: then nothing of
+   * them is sent or saved, and the room is discarded (#discard).
+   */
   #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    this.#incoming = { update, frame };
+    const incoming: Incoming = { update, frame, origin, changed: undefined };
+    this.#incoming = incoming;
     try {
       Y.applyUpdate(this.doc, update, origin);
+    } catch (err) {
+      if (incoming.changed !== undefined) {
+        // The sender hears why (4400) before everyone is told to reconnect (1012).
+        if (isConn(origin)) origin.ws.close(CloseCode.BadFrame, 'update failed to apply');
+        this.#discard();
+      }
+      throw err instanceof FrameError ? err : new FrameError('update failed to apply');
     } finally {
       this.#incoming = null;
     }
+    if (incoming.changed !== undefined) this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
+  }
+
+  /**
+   * The document holds part of an update that failed: it is no longer what any editor has, so it
+   * is neither sent nor saved. Every socket is told to reconnect (1012): the editors' own
+   * documents hold every edit they made, and their sync with the reloaded room (stored state
+   * and record) sends those edits again; only edits of editors who already left and were not
+   * saved yet (at most the debounce window) are lost with it.
+   */
+  #discard(): void {
+    if (this.#broken) return;
+    this.#broken = true;
+    this.#saver.halt();
+    console.error(`collab room ${this.key}: an update failed half-way; the room reloads`);
+    this.closeAll(CloseCode.Restart, 'room reloading');
+    this.#host.discard(this);
   }
 
   #onAwareness(changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {

@@ -116,6 +116,9 @@ export class CollabRooms {
         if (!this.#closed) this.#notify({ t: 'leave', p: this.processId, r: room.key });
         this.#wire?.close(room.key);
       },
+      discard: (room) => {
+        if (this.registry.peek(room.key) === room) void this.registry.evict(room.key);
+      },
       idle: (room) => {
         // Outside the room's mailbox: stopping waits for it to drain.
         setTimeout(() => {
@@ -320,8 +323,12 @@ export class CollabRooms {
   /** SIGTERM: every room saves, then its sockets are told to reconnect elsewhere. */
   async drain(): Promise<void> {
     const rooms = [...this.registry.keys()].map((k) => this.registry.peek(k)!).filter(Boolean);
-    await Promise.all(rooms.map((r) => r.flush().catch((e) => console.error('collab final save failed:', e instanceof Error ? e.message : e))));
+    const flushAll = () => Promise.all(rooms.map((r) => r.flush().catch((e) => console.error('collab final save failed:', e instanceof Error ? e.message : e))));
+    await flushAll();
     for (const r of rooms) r.closeAll(CloseCode.Restart, 'server restarting');
+    // Frames applied (and so relayed: acknowledged) while the first saves ran are saved too;
+    // a closed socket delivers nothing more. Rooms with nothing new do no SQL here.
+    await flushAll();
   }
 
   async close(): Promise<void> {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as Y from 'yjs';
 import * as encoding from 'lib0/encoding';
+import { updateFrame } from '../../src/collab/protocol.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
@@ -42,7 +43,7 @@ async function rawSocket(room: string): Promise<{ ws: WebSocket; closed: Promise
 }
 
 describe('bad input closes the socket, the room and its other editors are unaffected', () => {
-  test('malformed and truncated frames, a 10 MB frame, text frames', async () => {
+  test('malformed and truncated frames, an update that fails to apply, a 10 MB update, text frames: closed, nothing seen or saved', async () => {
     const id = await create('Note', 'Sturdy');
     const good = ed(roomOf('note', id));
     await synced(good);
@@ -55,12 +56,38 @@ describe('bad input closes the socket, the room and its other editors are unaffe
     encoding.writeVarUint(e, 2);
     encoding.writeVarUint8Array(e, update.slice(0, update.length - 3));
     const truncated = encoding.toUint8Array(e);
+    // An update that decodes but fails to apply: a real edit of the room's text (it types
+    // "EVIL" after the room's content) whose delete set names an empty range. Yjs integrates the
+    // structs before it reads the delete set, then throws.
+    const clone = new Y.Doc();
+    Y.applyUpdate(clone, Y.encodeStateAsUpdate(good.doc));
+    const sv = Y.encodeStateVector(clone);
+    (clone.getMap('content').get('title') as Y.Text).insert(6, 'EVIL');
+    const edit = Y.encodeStateAsUpdate(clone, sv);
+    expect(edit.at(-1)).toBe(0); // an empty delete set: no clients
+    const ds = encoding.createEncoder();
+    encoding.writeVarUint(ds, 1); // one client, one the room has never seen
+    encoding.writeVarUint(ds, clone.clientID + 1);
+    encoding.writeVarUint(ds, 1); // one range
+    encoding.writeVarUint(ds, 0); // clock
+    encoding.writeVarUint(ds, 0); // length 0
+    const failing = new Uint8Array([...edit.slice(0, -1), ...encoding.toUint8Array(ds)]);
+    // In plain Yjs it half applies: the structs are in, then it throws.
+    const probe = new Y.Doc();
+    Y.applyUpdate(probe, Y.encodeStateAsUpdate(good.doc));
+    expect(() => Y.applyUpdate(probe, failing)).toThrow();
+    expect((probe.getMap('content').get('title') as Y.Text).toString()).toContain('EVIL');
+    // A real update of 10 MB (one paste of ten million characters).
+    const big = new Y.Doc();
+    big.getMap('content').set('body', new Y.Text('x'.repeat(10 * 1024 * 1024)));
     const cases: [Uint8Array | string, number][] = [
       [truncated, 4400],
       [new Uint8Array([0, 2, 200]), 4400],
       [new Uint8Array([9, 1, 2]), 4400],
       [new Uint8Array([1, 5, 1, 2, 3, 4, 5]), 4400],
       ['{"type":"subscribe"}', 4400],
+      [updateFrame(failing), 4400],
+      [updateFrame(Y.encodeStateAsUpdate(big)), 4413],
       [new Uint8Array(10 * 1024 * 1024), 4413],
     ];
     for (const [frame, code] of cases) {
@@ -73,6 +100,17 @@ describe('bad input closes the socket, the room and its other editors are unaffe
     await synced(other);
     await eventually(() => other.text('title').toString() === 'Sturdy!', 10_000);
     expect(other.content.get('title')).not.toBe('evil');
+    expect(other.content.has('body')).toBe(false);
+    // The good editor was never disconnected and never saw any of it.
+    expect(good.provider.wsconnected).toBe(true);
+    expect(good.text('title').toString()).toBe('Sturdy!');
+    // What is saved (the last disconnect saves at once) is the good edit alone.
+    good.close();
+    other.close();
+    await eventually(() => !server.svc.collab.registry.peek(`${p.projectId}/${roomOf('note', id)}`), 10_000);
+    const saved = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
+    expect(saved.body.data.record.content.title).toBe('Sturdy!');
+    expect(saved.body.data.record.content.body ?? null).toBeNull();
   }, 60_000);
 
   test('deleting the record closes its room with 4404', async () => {
