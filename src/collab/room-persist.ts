@@ -253,6 +253,9 @@ export class RoomSaver {
       if (draft === null) return false;
       if (lease && !(await this.#host.locks.held(tx as never, lease))) throw new LeaseLost();
       this.#mergeOutside(draft);
+      // Keystrokes go on being applied while this transaction waits (Room.#direct): what is
+      // saved is the document as read here, and only this version counts as saved.
+      version = this.#version;
       const content = readContent(this.#doc, info.model);
       const patch = validPatch(info, changedFields(content, draft));
       if (Object.keys(patch).length > 0) {
@@ -263,7 +266,6 @@ export class RoomSaver {
         wrote = true;
       }
       base = { ...draft, ...patch };
-      version = this.#version;
       await writeState(tx, info.key, { state: Y.encodeStateAsUpdate(this.#doc), base });
       return true;
     });

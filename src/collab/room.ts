@@ -34,6 +34,9 @@ type Msg =
   | { t: 'draft'; userId: string | null }
   | { t: 'peer'; processId: string; full: boolean };
 
+/** Messages whose awaits are persistence only (their document work is synchronous). */
+const PERSISTING = new Set<Msg['t']>(['save', 'leave', 'merge', 'relock', 'draft']);
+
 /** Update bytes being applied; `changed`: the sender, once the transaction changed the document. */
 interface Incoming {
   update: Uint8Array;
@@ -72,6 +75,8 @@ export class Room implements Actor {
    */
   #incoming: Incoming | null = null;
   #stopped = false;
+  /** The message in flight only persists (see #direct). */
+  #persisting = false;
   /** An update failed half-way: nothing more is applied, sent or saved from this document. */
   #broken = false;
   #lastUse = Date.now();
@@ -130,14 +135,35 @@ export class Room implements Actor {
     if (this.#stopped || this.#broken) return false;
     this.conns.add(conn);
     this.#lastUse = Date.now();
-    this.#mailbox.tell({ t: 'join', conn }, (e) => this.#fail(conn, e));
+    if (!this.#direct()) this.#mailbox.tell({ t: 'join', conn }, (e) => this.#fail(conn, e));
+    else {
+      try {
+        this.#join(conn);
+      } catch (err) {
+        this.#fail(conn, err);
+      }
+    }
     return true;
   }
 
+  /**
+   * Whether a synchronous message (a frame, a join, a relayed update) may be handled now, in the
+   * order the mailbox would keep: nothing is queued, and nothing is in flight but persistence
+   * waiting on PostgreSQL. A save's document work is synchronous (read the content, merge the
+   * record, encode the state) and it keeps what it has not saved marked unsaved, so keystrokes
+   * need not wait for its transaction: under load a save takes tens to hundreds of
+   * milliseconds, and every frame of the room used to queue behind it.
+   */
+  #direct(): boolean {
+    if (this.#stopped) return false;
+    const n = this.#mailbox.pending;
+    return n === 0 || (n === 1 && this.#persisting);
+  }
+
   frame(conn: Conn, data: Uint8Array): void {
-    if (this.#mailbox.pending > 0 || this.#stopped) return this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
-    // Nothing queued or in flight: handling the frame now is the order the mailbox would keep
-    // (frames are handled synchronously), without a promise and a microtask per keystroke.
+    if (!this.#direct()) return this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
+    // Handling the frame now is the order the mailbox would keep (frames are handled
+    // synchronously), without a promise and a microtask per keystroke.
     this.#lastUse = Date.now();
     try {
       this.#frame(conn, data);
@@ -152,7 +178,12 @@ export class Room implements Actor {
   }
 
   remote(kind: 0 | 1, data: Uint8Array, userId: string | null): void {
-    this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
+    if (!this.#direct()) return this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
+    try {
+      this.#remote(kind, data, userId);
+    } catch (err) {
+      logFailure(this.key, err);
+    }
   }
 
   /**
@@ -229,9 +260,11 @@ export class Room implements Actor {
 
   async #handle(m: Msg): Promise<unknown> {
     this.#lastUse = Date.now();
+    this.#persisting = PERSISTING.has(m.t);
     try {
       return await this.#dispatch(m);
     } finally {
+      this.#persisting = false;
       // Without sockets, the last message handled (a save, a merge) may free the room.
       if (this.conns.size === 0 && this.#mailbox.pending <= 1) this.#host.idle(this);
     }
@@ -246,12 +279,7 @@ export class Room implements Actor {
       case 'leave':
         return this.#leave(m.conn);
       case 'remote':
-        if (this.#broken) return;
-        if (m.kind === 0) {
-          this.#remoteEditor = m.userId;
-          this.#apply(m.data, 'remote');
-        } else awarenessProtocol.applyAwarenessUpdate(this.awareness, m.data, 'remote');
-        return;
+        return this.#remote(m.kind, m.data, m.userId);
       case 'peer':
         this.peers.add(m.processId);
         if (m.full) this.#sendFullState();
@@ -265,6 +293,14 @@ export class Room implements Actor {
       case 'draft':
         return this.#saver.saveDraft(m.userId);
     }
+  }
+
+  #remote(kind: 0 | 1, data: Uint8Array, userId: string | null): void {
+    if (this.#broken) return;
+    if (kind === 0) {
+      this.#remoteEditor = userId;
+      this.#apply(data, 'remote');
+    } else awarenessProtocol.applyAwarenessUpdate(this.awareness, data, 'remote');
   }
 
   #join(conn: Conn): void {

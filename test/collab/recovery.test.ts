@@ -138,6 +138,12 @@ describe('versioned rooms survive everyone leaving and a restart', () => {
     b.close();
     const roomKey = `${p.projectId}/${roomOf('article', id)}`;
     await eventually(() => !server.svc.collab.registry.peek(roomKey), 10_000);
+    // Everyone left and the room unloaded: the next editor finds the unsaved edits.
+    const back = ed(roomOf('article', id));
+    await synced(back);
+    await eventually(() => back.text('title')?.toString() === 'Kept live edit' && back.content.get('views') === 3, 10_000);
+    back.close();
+    await eventually(() => !server.svc.collab.registry.peek(roomKey), 10_000);
     // A restart on the same database.
     await server.stop();
     server = await startTestServer({ DATABASE_URL: server.databaseUrl });

@@ -103,4 +103,52 @@ describe('room actor', () => {
     expect(rec.body.data.record.content).toMatchObject({ title: 'Typed ok', stars: 1 });
     room.leave(c.conn);
   }, 30_000);
+
+  test('a room is never unloaded during a save: a save held up by a locked record keeps it loaded, a joiner gets it and types meanwhile, it unloads after with every edit saved', async () => {
+    const created = await p.gql(key, `mutation { createNote(data: { title: "Held", body: "" }) { _id } }`);
+    const id = created.body.data.createNote._id as string;
+    const { info } = await rooms.resolve(p.projectId, roomOf('note', id));
+    const room = await rooms.room(info.key);
+    const c = client('editor-3');
+    room.join(c.conn);
+    room.frame(c.conn, syncStep1Frame(c.doc));
+    await eventually(() => (c.doc.getMap('content').get('body') as Y.Text | undefined) !== undefined, 10_000);
+    c.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && room.frame(c.conn, updateFrame(u)));
+    (c.doc.getMap('content').get('body') as Y.Text).insert(0, 'typed before the save');
+    // Another transaction holds the record row: the save (which locks it first) waits.
+    const blocker = await server.svc.sql.reserve();
+    try {
+      await blocker`begin`;
+      await blocker`select 1 from records where id = ${id} for update`;
+      room.leave(c.conn);
+      const waiting = async () => Number((await server.svc.sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n);
+      const end = Date.now() + 10_000;
+      while ((await waiting()) === 0 && Date.now() < end) await Bun.sleep(20);
+      expect(await waiting()).toBeGreaterThan(0);
+      // No socket is left, but the save is in flight: not idle, the sweep passes it by.
+      expect(room.canUnload()).toBe(false);
+      expect(await rooms.registry.sweep(Date.now() + 3_600_000)).not.toContain(info.key);
+      expect(rooms.registry.peek(info.key)).toBe(room);
+      // A joiner meanwhile gets this room, edits included.
+      const d = client('editor-4');
+      const again = await rooms.room(info.key);
+      expect(again).toBe(room);
+      expect(again.join(d.conn)).toBe(true);
+      again.frame(d.conn, syncStep1Frame(d.doc));
+      await eventually(() => (d.doc.getMap('content').get('body') as Y.Text | undefined)?.toString() === 'typed before the save', 10_000);
+      // Its keystrokes are applied while the save still waits (they do not queue behind it).
+      d.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && again.frame(d.conn, updateFrame(u)));
+      (d.doc.getMap('content').get('body') as Y.Text).insert(21, ', and during it');
+      await eventually(() => (room.doc.getMap('content').get('body') as Y.Text).toString() === 'typed before the save, and during it', 10_000);
+      expect(await waiting()).toBeGreaterThan(0);
+      again.leave(d.conn);
+      await blocker`commit`;
+    } finally {
+      blocker.release();
+    }
+    // The save completes, then the room unloads.
+    await eventually(() => !rooms.registry.peek(info.key), 10_000);
+    const rec = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
+    expect(rec.body.data.record.content.body).toBe('typed before the save, and during it');
+  }, 30_000);
 });
