@@ -120,7 +120,7 @@ export async function openService(settings: Settings): Promise<Service> {
   // Signing keys (created on the first start of the deployment) and the revocation list.
   const { tokens } = await startIdentity({ sql, bus, settings });
   const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
-  const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }) });
+  const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }), writes });
   await collab.start();
   const files = new FilesRuntime(sql, bus, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir, role: settings.role });
   const metrics = new MetricsRegistry();

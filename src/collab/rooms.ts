@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventBus } from '../actors/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
+import type { WriteCommitter } from '../content/tx.ts';
 import type { MetricsRegistry } from '../metrics/registry.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 import type { ModelDef } from '../projects/types.ts';
@@ -34,6 +35,8 @@ export interface CollabDeps {
   project(id: string): Promise<ProjectSnapshot>;
   /** A connection of its own for the saver locks (store/db.ts connectSession). */
   lockSession(onclose: () => void): Sql;
+  /** The content layer's write transactions: saves into records go through them. */
+  writes: WriteCommitter;
 }
 
 const CHANNEL = 'svc_collab';
@@ -107,8 +110,8 @@ export class CollabRooms {
         if (this.#relayQueue.length === 1) this.#relayChain = this.#relayChain.then(() => this.#flushRelay());
       },
       locks: this.locks,
+      writes: deps.writes,
       stats: this.stats,
-      bus: deps.bus,
       unloaded: (room) => {
         const set = this.#byRecord.get(room.info.recordId);
         set?.delete(room.key);

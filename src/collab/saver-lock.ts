@@ -1,4 +1,5 @@
 import type { Sql } from '../store/db.ts';
+import { literal } from '../content/tx.ts';
 
 /**
  * The saver election of rooms: one PostgreSQL session advisory lock per room, held by the process
@@ -107,6 +108,25 @@ export class SaverLocks {
       return false;
     }
     return true;
+  }
+
+  /**
+   * `held()` as a SQL expression for a statement of the save's own transaction (sent with it in
+   * one message), and what to do with its answer: `confirm(false)` voids the session's leases
+   * as `held()` does. Null when the lease is known to be void already.
+   */
+  async heldCheck(lease: Lease): Promise<{ expr: string; confirm(ok: boolean): boolean } | null> {
+    if (!this.valid(lease)) return null;
+    const s = await this.#session!;
+    const hash = `hashtextextended(${literal(lease.key)}, ${SALT})`;
+    return {
+      expr: `exists (select 1 from pg_locks where locktype = 'advisory' and granted and objsubid = 1 and pid = ${Number(s.pid)}
+        and classid::bigint = ((${hash} >> 32) & 4294967295) and objid::bigint = (${hash} & 4294967295))`,
+      confirm: (ok) => {
+        if (!ok) this.#lost(s.epoch);
+        return ok;
+      },
+    };
   }
 
   /** The periodic check: the session's backend is the one that took the locks. */

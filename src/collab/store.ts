@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
 import type { Sql } from '../store/db.ts';
 import type { Content } from './content.ts';
+import type { Statement } from '../content/tx.ts';
 
 /** The SQL of collaboration rooms (sql/012_collab.sql). Every query names its project or room. */
 type Tx = Sql | postgres.TransactionSql<Record<string, never>>;
@@ -47,6 +48,36 @@ export async function readDraft(tx: Tx, projectId: string, modelKey: string, rec
   // A locale never written starts as the default locale's content (as updateRecord does).
   const own = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === defaultLocale);
   return (own?.data as Content | undefined) ?? {};
+}
+
+/**
+ * readDraft (with the record row locked) as one statement of a save's transaction, with one more
+ * column, `held`: whether this process still holds the room's saver lock (SaverLocks.heldCheck),
+ * or true. No row: the record is gone.
+ */
+export function draftStatement(projectId: string, modelKey: string, recordId: string, locale: string, defaultLocale: string, heldExpr: string | null): Statement {
+  return {
+    text: `select c.locale, c.data, ${heldExpr ?? 'true'} as held from records r
+       left join record_content c on c.record_id = r.id and c.stage = 'draft' and c.locale in ($4, $5)
+     where r.project_id = $1 and r.id = $2 and r.model_key = $3 for update of r`,
+    params: [projectId, recordId, modelKey, locale, defaultLocale],
+  };
+}
+
+/** The working version from draftStatement's rows (as readDraft reads it); null: no record. */
+export function draftOf(rows: readonly Record<string, unknown>[], locale: string, defaultLocale: string): Content | null {
+  if (rows.length === 0) return null;
+  const own = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === defaultLocale);
+  const data = own?.data;
+  return ((typeof data === 'string' ? JSON.parse(data) : data) as Content | undefined) ?? {};
+}
+
+/** writeState as a statement (the state travels as base64: statements are sent with literals). */
+export function writeStateStatement(room: string, s: StoredState): Statement {
+  return {
+    text: `update collab_state set state = decode($2, 'base64'), base = $3::jsonb, updated_at = now() where room = $1`,
+    params: [room, Buffer.from(s.state.buffer, s.state.byteOffset, s.state.byteLength).toString('base64'), JSON.stringify(s.base)],
+  };
 }
 
 export async function recordExists(tx: Tx, projectId: string, modelKey: string, recordId: string): Promise<boolean> {

@@ -28,7 +28,7 @@ beforeAll(async () => {
   key = await p.key('sk', ALL_SECRET);
   const svc = server.svc;
   rooms = new CollabRooms(
-    { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }) },
+    { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }), writes: svc.writes },
     { debounceMs: 60_000, maxWaitMs: 60_000 },
   );
   await rooms.start();
