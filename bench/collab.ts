@@ -19,6 +19,8 @@ export interface CollabFigures {
   editors: number;
   updatesPerSecond: number;
   delivered: number;
+  /** Updates that reached the peer within the window, per second: what the server got through. */
+  deliveredPerSecond?: number;
   p50: number;
   p99: number;
   errors: number;
@@ -95,6 +97,7 @@ async function drive(urls: string[], server: Child, quick: boolean): Promise<Col
       editors: results.reduce((n, r) => n + r.editors, 0),
       updatesPerSecond: results.reduce((n, r) => n + r.sent, 0) / seconds,
       delivered: latencies.length,
+      deliveredPerSecond: latencies.length / seconds,
       p50: q(0.5),
       p99: q(0.99),
       errors: results.reduce((n, r) => n + r.errors, 0),
@@ -173,17 +176,19 @@ const num = (n: number | null | undefined, digits: number) => (typeof n === 'num
 
 /** The `## Collaboration` section of the results. */
 export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string }): string[] {
-  const perCpu = (f: CollabFigures) => (f.cores ? f.updatesPerSecond / f.cores : NaN);
+  // Per update the server got through (delivered), not per update offered: a server that falls
+  // behind would otherwise be credited with updates still waiting in its socket buffers.
+  const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
   const row = (name: string, f: CollabFigures | string) =>
     typeof f === 'string'
       ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | | | | |`
-      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${num(perCpu(f), 0)} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} | ${(f.loaderCores ?? []).map((c) => num(c, 2)).join(' + ')} | ${f.load ? `${num(f.load[0], 1)}–${num(f.load[1], 1)}` : ''} |`;
+      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} / ${num(f.deliveredPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${num(perCpu(f), 0)} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} | ${(f.loaderCores ?? []).map((c) => num(c, 2)).join(' + ')} | ${f.load ? `${num(f.load[0], 1)}–${num(f.load[1], 1)}` : ''} |`;
   const lines = [
     '## Collaboration (`collab`)',
     '',
     `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts in ${LOADERS} processes, each holding whole rooms). Latency: an editor's update until the room's other editor's socket receives it. Server CPU and updates per CPU-second count the server process only (not PostgreSQL, which the service's saves use and the reference does not).`,
     '',
-    '| server | editors | updates/s | p50 ms | p99 ms | server CPU (cores) | updates per CPU-second | peak RSS MB | saves/s | generator cores | load average |',
+    '| server | editors | updates/s sent / delivered | p50 ms | p99 ms | server CPU (cores) | delivered updates per CPU-second | peak RSS MB | saves/s | generator cores | load average |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row('y-websocket 1.5.4 server (Node)', r.reference),

@@ -31,6 +31,9 @@ export function readContent(doc: Y.Doc, model: ModelDef): Content {
 export function sameValue(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined || a === null || b === null) return false;
+  // Two different strings or numbers: no need to serialise them (a save compares every text
+  // field this way; JSON.stringify of the texts was 1.5 % of the gateway's CPU in bench collab).
+  if (typeof a !== 'object' || typeof b !== 'object') return false;
   return JSON.stringify(a) === JSON.stringify(b);
 }
 

@@ -1,3 +1,4 @@
+import type * as Y from 'yjs';
 import type { ModelDef } from '../projects/types.ts';
 import type { ModelLookup } from '../content/validate.ts';
 import type { WriteRule } from './guard.ts';
@@ -34,4 +35,19 @@ export interface RoomInfo {
   locale: string;
   defaultLocale: string;
   models: ModelLookup;
+}
+
+/** Whether a transaction changed the document (Yjs emits 'update' on the same condition). */
+export function changed(tr: Y.Transaction): boolean {
+  if (tr.deleteSet.clients.size > 0) return true;
+  for (const [client, clock] of tr.afterState) if (tr.beforeState.get(client) !== clock) return true;
+  return false;
+}
+
+export function isConn(origin: unknown): origin is Conn {
+  return typeof origin === 'object' && origin !== null && 'ws' in origin && 'awarenessIds' in origin;
+}
+
+export function logFailure(room: string, err: unknown): void {
+  console.error(`collab room ${room}:`, err instanceof Error ? err.message : err);
 }

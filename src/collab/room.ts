@@ -4,7 +4,7 @@ import { Mailbox } from '../actors/mailbox.ts';
 import type { Actor } from '../actors/registry.ts';
 import { CloseCode, FrameError, awarenessFrame, parseFrame, permissionDeniedFrame, syncStep1Frame, syncStep2Frame, updateFrame } from './protocol.ts';
 import { refusedPlaces, skipUpdate } from './guard.ts';
-import type { Conn, RoomInfo } from './room-host.ts';
+import { changed, isConn, logFailure, type Conn, type RoomInfo } from './room-host.ts';
 import { RoomSaver, loadDoc, type SaverHost } from './room-persist.ts';
 
 export type { Conn, RoomInfo, RoomSocket } from './room-host.ts';
@@ -442,19 +442,4 @@ export class Room implements Actor {
   #gone(): void {
     this.closeAll(CloseCode.RecordGone, 'record deleted');
   }
-}
-
-/** Whether a transaction changed the document (Yjs emits 'update' on the same condition). */
-function changed(tr: Y.Transaction): boolean {
-  if (tr.deleteSet.clients.size > 0) return true;
-  for (const [client, clock] of tr.afterState) if (tr.beforeState.get(client) !== clock) return true;
-  return false;
-}
-
-function isConn(origin: unknown): origin is Conn {
-  return typeof origin === 'object' && origin !== null && 'ws' in origin && 'awarenessIds' in origin;
-}
-
-function logFailure(room: string, err: unknown): void {
-  console.error(`collab room ${room}:`, err instanceof Error ? err.message : err);
 }
