@@ -158,7 +158,8 @@ export class RoomSaver {
     // The cap is spread over its last fifth: rooms that started typing together (a reconnect
     // storm, a bench) do not all save in the same instant.
     this.#deadline = now + this.#host.maxWaitMs * (0.8 + 0.2 * Math.random());
-    this.#arm(this.#host.debounceMs);
+    // The cap may come first (a debounce configured longer than the cap).
+    this.#arm(Math.min(this.#host.debounceMs, this.#deadline - now));
   }
 
   #arm(delay: number): void {

@@ -151,4 +151,40 @@ describe('room actor', () => {
     const rec = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
     expect(rec.body.data.record.content.body).toBe('typed before the save, and during it');
   }, 30_000);
+
+  test('under continuous typing the save comes by the cap (maxWaitMs), not after the typing stops', async () => {
+    const svc = server.svc;
+    // The debounce (30 s) is longer than this test types (at most 20 s): only the cap can save.
+    const capped = new CollabRooms(
+      { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks-capped', onclose }), writes: svc.writes },
+      { debounceMs: 30_000, maxWaitMs: 1_000 },
+    );
+    await capped.start();
+    try {
+      const created = await p.gql(key, `mutation { createNote(data: { title: "Typing", body: "" }) { _id } }`);
+      const id = created.body.data.createNote._id as string;
+      const saved: string[] = [];
+      const off = svc.bus.subscribe((e) => void (e.type === 'record.changed' && e.recordId === id && e.action === 'updated' && saved.push(e.userId ?? '')));
+      const { info } = await capped.resolve(p.projectId, roomOf('note', id));
+      const room = await capped.room(info.key);
+      const c = client('typist');
+      room.join(c.conn);
+      room.frame(c.conn, syncStep1Frame(c.doc));
+      await eventually(() => c.doc.getMap('content').get('body') !== undefined, 10_000);
+      c.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && room.frame(c.conn, updateFrame(u)));
+      const body = c.doc.getMap('content').get('body') as Y.Text;
+      const end = Date.now() + 20_000;
+      while (saved.length === 0 && Date.now() < end) {
+        body.insert(body.length, 'x');
+        await Bun.sleep(100);
+      }
+      expect(saved).toEqual(['typist']);
+      const rec = await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id });
+      expect(rec.body.data.record.content.body).toMatch(/^x+$/);
+      room.leave(c.conn);
+      off();
+    } finally {
+      await capped.close();
+    }
+  }, 40_000);
 });
