@@ -14,7 +14,8 @@
  * `durationMs`; then print `COLLABJSON {…}` (the raw latencies included, so the parent can merge
  * several generators) and exit.
  *
- * argv[2]: a JSON file { urls: string[] (one per room, query included), rate, warmupMs, durationMs }
+ * argv[2]: a JSON file { urls: (string | [string, string])[] (one per room, query included; a pair
+ * puts the room's two editors on two servers), rate, warmupMs, durationMs }
  */
 import * as Y from 'yjs';
 import * as decoding from 'lib0/decoding';
@@ -24,7 +25,7 @@ import { readFileSync } from 'node:fs';
 import { MESSAGE_SYNC, syncStep1Frame, updateFrame } from '../src/collab/protocol.ts';
 
 interface Plan {
-  urls: string[];
+  urls: (string | [string, string])[];
   rate: number;
   warmupMs: number;
   durationMs: number;
@@ -35,6 +36,8 @@ const latencies: number[] = [];
 let measuring = false;
 let sent = 0;
 let errors = 0;
+/** Update frames received after the initial sync (all of them, timed or not). */
+let received = 0;
 let firstError: string | undefined;
 
 interface Ed {
@@ -63,6 +66,7 @@ function connect(url: string): Promise<Ed> {
       if (ed.synced) {
         // A peer's update: when was it sent?
         if (decoding.readVarUint(decoder) !== syncProtocol.messageYjsUpdate) return;
+        received++;
         const { structs } = Y.decodeUpdate(decoding.readVarUint8Array(decoder));
         const first = structs.find((x) => x.id.client !== doc.clientID);
         const key = first && `${first.id.client}:${first.id.clock}`;
@@ -96,7 +100,7 @@ const go = new Promise<void>((r) => process.once('SIGUSR1', () => r()));
 const eds: Ed[] = [];
 // Connect in batches: thousands of handshakes at once only measure the accept queue.
 for (let i = 0; i < plan.urls.length; i += 50) {
-  const batch = plan.urls.slice(i, i + 50).flatMap((u) => [connect(u), connect(u)]);
+  const batch = plan.urls.slice(i, i + 50).flatMap((u) => (Array.isArray(u) ? [connect(u[0]), connect(u[1])] : [connect(u), connect(u)]));
   eds.push(...(await Promise.all(batch)));
 }
 console.log('COLLABREADY');
@@ -128,6 +132,6 @@ await Bun.sleep(plan.durationMs);
 measuring = false;
 const seconds = (performance.now() - t0) / 1000;
 for (const t of timers) clearTimeout(t), clearInterval(t);
-console.log(`COLLABJSON ${JSON.stringify({ editors: eds.length, sent, seconds, errors, firstError, latencies: latencies.map((x) => Math.round(x * 100) / 100) })}`);
+console.log(`COLLABJSON ${JSON.stringify({ editors: eds.length, sent, received, seconds, errors, firstError, latencies: latencies.map((x) => Math.round(x * 100) / 100) })}`);
 for (const ed of eds) ed.ws.close();
 process.exit(0);

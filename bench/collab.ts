@@ -24,6 +24,8 @@ export interface CollabFigures {
   p50: number;
   p99: number;
   errors: number;
+  /** Update frames the editors received after their initial sync (timed or not). */
+  received?: number;
   firstError?: string;
   cores?: number;
   rssMb?: number;
@@ -39,17 +41,20 @@ const RATE = 5;
 const KEY_ROOMS = 10;
 /** Load generator processes (each holds whole rooms, so both editors of a room share a clock). */
 const LOADERS = Math.max(1, Number(process.env.BENCH_COLLAB_LOADERS || 2));
+/** Also run the rooms with their two editors on two service processes (`BENCH_COLLAB_TWO=0` skips it). */
+const TWO_PROCESSES = process.env.BENCH_COLLAB_TWO !== '0';
 
 interface LoaderResult {
   editors: number;
   sent: number;
+  received: number;
   seconds: number;
   errors: number;
   firstError?: string;
   latencies: number[];
 }
 
-async function drive(urls: string[], server: Child, quick: boolean): Promise<CollabFigures> {
+async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean): Promise<CollabFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const warmupMs = quick ? 3_000 : 5_000;
   const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
@@ -75,13 +80,16 @@ async function drive(urls: string[], server: Child, quick: boolean): Promise<Col
     for (const l of loaders) l.child.proc.kill('SIGUSR1');
     await Bun.sleep(warmupMs);
     // Server and generator CPU, server peak RSS, over the measured window only.
-    const cpu = cpuWindow(server.pid);
-    const rss = rssWindow(server.pid);
+    const cpu = servers.map((x) => cpuWindow(x.pid));
+    const rss = servers.map((x) => rssWindow(x.pid));
     const loaderCpu = loaders.map((l) => cpuWindow(l.child.pid));
     const load0 = loadavg()[0]!;
     await Bun.sleep(durationMs);
-    const used = cpu.end();
-    const peak = rss.end();
+    // Cores summed over the server's processes; peak RSS of the largest.
+    const cores = cpu.map((c) => c.end()?.cores);
+    const used = cores.every((c) => c !== undefined) ? { cores: cores.reduce((a, b) => a! + b!, 0)! } : undefined;
+    const peaks = rss.map((r) => r.end() ?? 0);
+    const peak = Math.max(...peaks) || undefined;
     const loaderCores = loaderCpu.map((c) => c.end()?.cores ?? NaN);
     const load1 = loadavg()[0]!;
     await Promise.all(loaders.map((l) => l.ended));
@@ -101,6 +109,7 @@ async function drive(urls: string[], server: Child, quick: boolean): Promise<Col
       p50: q(0.5),
       p99: q(0.99),
       errors: results.reduce((n, r) => n + r.errors, 0),
+      received: results.reduce((n, r) => n + r.received, 0),
       firstError: results.find((r) => r.firstError)?.firstError,
       cores: used?.cores,
       rssMb: peak,
@@ -113,9 +122,10 @@ async function drive(urls: string[], server: Child, quick: boolean): Promise<Col
   }
 }
 
-export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; profile?: string }> {
+export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
   let service: CollabFigures | string;
   let reference: CollabFigures | string;
+  let twoProcesses: CollabFigures | string | undefined;
   const svc = await startService(databaseUrl, { profile });
   const profileFile = svc.profile;
   try {
@@ -137,13 +147,30 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       process.stderr.write(`bench: collab (${ROOMS} rooms × 2 editors, ${RATE} updates/s each) … `);
       const before = await count();
       const t0 = performance.now();
-      const f = await drive(urls, svc.child, quick);
+      const f = await drive(urls, [svc.child], quick);
       // Saves of the last keystrokes land up to the debounce (2 s) after the load stops.
       await Bun.sleep(2_500);
       const saves = (await count()) - before;
       f.savesPerSecond = saves / ((performance.now() - t0) / 1000);
       service = f;
       process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+      if (TWO_PROCESSES) {
+        // The same rooms with each room's two editors on two service processes: every update
+        // crosses PostgreSQL (relay rows + NOTIFY, in batches).
+        const svc2 = await startService(databaseUrl, {});
+        try {
+          const ws2 = svc2.gatewayUrl.replace(/^http/, 'ws');
+          const pairs = urls.map((u): [string, string] => [u, u.replace(ws, ws2)]);
+          process.stderr.write(`bench: collab on 2 service processes (each room's editors on both) … `);
+          const g = await drive(pairs, [svc.child, svc2.child], quick);
+          twoProcesses = g;
+          process.stderr.write(`${num(g.updatesPerSecond, 0)} updates/s, p99 ${num(g.p99, 1)} ms, ${g.delivered} delivered (${g.received} frames received), ${g.errors} closed${g.firstError ? ` (${g.firstError})` : ''}\n`);
+        } catch (err) {
+          twoProcesses = (err as Error).message.split('\n')[0]!.slice(0, 160);
+        } finally {
+          await svc2.stop();
+        }
+      }
     } finally {
       await sql.end({ timeout: 2 });
     }
@@ -160,7 +187,7 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       await waitHttp(`http://127.0.0.1:${port}/`, ref);
       process.stderr.write('bench: collab reference y-websocket 1.5.4 server under Node … ');
       const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
-      const f = await drive(urls, ref, quick);
+      const f = await drive(urls, [ref], quick);
       reference = f;
       process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
     } catch (err) {
@@ -169,13 +196,13 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       await ref.stop('SIGTERM', 5_000);
     }
   }
-  return { service, reference, profile: profileFile };
+  return { service, reference, twoProcesses, profile: profileFile };
 }
 
 const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
 /** The `## Collaboration` section of the results. */
-export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string }): string[] {
+export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
   // Per update the server got through (delivered), not per update offered: a server that falls
   // behind would otherwise be credited with updates still waiting in its socket buffers.
   const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
@@ -192,6 +219,7 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row('y-websocket 1.5.4 server (Node)', r.reference),
+    ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
   ];
   const s = r.service;
   const ref = r.reference;
