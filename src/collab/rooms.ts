@@ -419,7 +419,7 @@ export class CollabRooms {
     this.#pendingBatches = [];
     if (batches.length === 0) return;
     try {
-      for (const row of await relayRows(this.#deps.sql, batches, [...this.registry.keys()])) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
+      for (const row of await relayRows(this.#deps.sql, batches)) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
     } catch (e) {
       console.error('collab relay read failed:', e instanceof Error ? e.message : e);
     }
