@@ -7,6 +7,7 @@ import { freePort } from '../src/store/ports.ts';
 import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';
 import { hasNode, startService } from './targets.ts';
+import { pgCpuWindow } from './pg-cpu.ts';
 
 /**
  * Scenario `collab` (issue 14): ROOMS rooms × 2 editors, each typing RATE small updates per
@@ -32,6 +33,8 @@ export interface CollabFigures {
   savesPerSecond?: number;
   /** Cores each load generator kept busy over the window: near 1 means it was the bottleneck. */
   loaderCores?: number[];
+  /** Cores PostgreSQL's backends on the bench database kept busy over the window. */
+  pgCores?: number;
   /** 1-minute load average at the start and the end of the measured window. */
   load?: [number, number];
 }
@@ -54,7 +57,7 @@ interface LoaderResult {
   latencies: number[];
 }
 
-async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean): Promise<CollabFigures> {
+async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string): Promise<CollabFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const warmupMs = quick ? 3_000 : 5_000;
   const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
@@ -83,6 +86,9 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
     const cpu = servers.map((x) => cpuWindow(x.pid));
     const rss = servers.map((x) => rssWindow(x.pid));
     const loaderCpu = loaders.map((l) => cpuWindow(l.child.pid));
+    // PostgreSQL's backends on the bench database (the service's saves and relay; not the reference's).
+    const pg = databaseUrl ? await pgCpuWindow(databaseUrl).catch(() => undefined) : undefined;
+    const pgStart = performance.now();
     const load0 = loadavg()[0]!;
     await Bun.sleep(durationMs);
     // Cores summed over the server's processes; peak RSS of the largest.
@@ -91,6 +97,8 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
     const peaks = rss.map((r) => r.end() ?? 0);
     const peak = Math.max(...peaks) || undefined;
     const loaderCores = loaderCpu.map((c) => c.end()?.cores ?? NaN);
+    const pgSeconds = pg ? await pg.end() : undefined;
+    const pgCores = pgSeconds === undefined ? undefined : pgSeconds / ((performance.now() - pgStart) / 1000);
     const load1 = loadavg()[0]!;
     await Promise.all(loaders.map((l) => l.ended));
     const results = loaders.map((l) => {
@@ -114,6 +122,7 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
       cores: used?.cores,
       rssMb: peak,
       loaderCores,
+      pgCores,
       load: [load0, load1],
     };
   } finally {
@@ -147,7 +156,7 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       process.stderr.write(`bench: collab (${ROOMS} rooms × 2 editors, ${RATE} updates/s each) … `);
       const before = await count();
       const t0 = performance.now();
-      const f = await drive(urls, [svc.child], quick);
+      const f = await drive(urls, [svc.child], quick, databaseUrl);
       // Saves of the last keystrokes land up to the debounce (2 s) after the load stops.
       await Bun.sleep(2_500);
       const saves = (await count()) - before;
@@ -162,7 +171,7 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
           const ws2 = svc2.gatewayUrl.replace(/^http/, 'ws');
           const pairs = urls.map((u): [string, string] => [u, u.replace(ws, ws2)]);
           process.stderr.write(`bench: collab on 2 service processes (each room's editors on both) … `);
-          const g = await drive(pairs, [svc.child, svc2.child], quick);
+          const g = await drive(pairs, [svc.child, svc2.child], quick, databaseUrl);
           twoProcesses = g;
           process.stderr.write(`${num(g.updatesPerSecond, 0)} updates/s, p99 ${num(g.p99, 1)} ms, ${g.delivered} delivered (${g.received} frames received), ${g.errors} closed${g.firstError ? ` (${g.firstError})` : ''}\n`);
         } catch (err) {
@@ -208,15 +217,15 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
   const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
   const row = (name: string, f: CollabFigures | string) =>
     typeof f === 'string'
-      ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | | | | |`
-      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} / ${num(f.deliveredPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${num(perCpu(f), 0)} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} | ${(f.loaderCores ?? []).map((c) => num(c, 2)).join(' + ')} | ${f.load ? `${num(f.load[0], 1)}–${num(f.load[1], 1)}` : ''} |`;
+      ? `| ${name} | n/a (${f.replace(/\|/g, '/')}) | | | | | | | | | | |`
+      : `| ${name} | ${f.editors} | ${num(f.updatesPerSecond, 0)} / ${num(f.deliveredPerSecond, 0)} | ${num(f.p50, 2)} | ${num(f.p99, 2)} | ${f.cores?.toFixed(2) ?? 'n/a'} | ${num(perCpu(f), 0)} | ${f.rssMb?.toFixed(0) ?? 'n/a'} | ${f.savesPerSecond === undefined ? '' : f.savesPerSecond.toFixed(1)} | ${f.pgCores === undefined ? '' : num(f.pgCores, 2)} | ${(f.loaderCores ?? []).map((c) => num(c, 2)).join(' + ')} | ${f.load ? `${num(f.load[0], 1)}–${num(f.load[1], 1)}` : ''} |`;
   const lines = [
     '## Collaboration (`collab`)',
     '',
     `${ROOMS} rooms × 2 editors, ${RATE} updates/s each (bench/collab-load.ts in ${LOADERS} processes, each holding whole rooms). Latency: an editor's update until the room's other editor's socket receives it. Server CPU and updates per CPU-second count the server process only (not PostgreSQL, which the service's saves use and the reference does not).`,
     '',
-    '| server | editors | updates/s sent / delivered | p50 ms | p99 ms | server CPU (cores) | delivered updates per CPU-second | peak RSS MB | saves/s | generator cores | load average |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    '| server | editors | updates/s sent / delivered | p50 ms | p99 ms | server CPU (cores) | delivered updates per CPU-second | peak RSS MB | saves/s | PostgreSQL cores | generator cores | load average |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row('y-websocket 1.5.4 server (Node)', r.reference),
     ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
