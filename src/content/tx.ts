@@ -34,6 +34,11 @@ export interface WriteStep {
   recordId: string;
   statements: Statement[];
   event: PendingEvent;
+  /**
+   * Which of `statements` answers with the record as this write left it (the working content of
+   * the write's locale; sql/026_write_rows.sql), so a mutation needs no read-back statement.
+   */
+  row?: number;
   /** A create's checked row, so consecutive creates can go as one statement (import.ts createMany). */
   created?: { model: ModelDef; naturalKey: string | null; locale: string; data: Record<string, unknown>; id: string };
 }
@@ -81,6 +86,13 @@ export class WriteTx {
     this.statements.push(...step.statements);
     this.events.push({ type: 'record.changed', projectId: this.ctx.projectId, action: step.event.action, recordId: step.event.recordId, modelKey: step.event.modelKey, userId: this.ctx.userId });
     return this;
+  }
+
+  /** Adds one record write whose own statement answers with the record (`WriteStep.row`). */
+  written<T>(step: WriteStep & { row: number }): Handle<T> {
+    const index = this.statements.length + step.row;
+    this.write(step);
+    return { index };
   }
 
   /** Adds a statement whose rows are wanted back (the written record, read inside the transaction). */

@@ -16,8 +16,9 @@ export type { PendingEvent, WriteStep };
  * the transaction and its NOTIFY, pipelined between BEGIN and COMMIT. Checks that depend on
  * stored rows (the record exists, required fields of merged content) run in SQL
  * (sql/009_records_write.sql) and fail the statement, so the transaction never waits on JS.
- * Each write is one call of a PL/pgSQL function (sql/016_write_functions.sql) whose statements
- * PostgreSQL plans once per connection, not once per message.
+ * Each write is one call of a PL/pgSQL function (sql/016_write_functions.sql, 026_write_rows.sql)
+ * whose statements PostgreSQL plans once per connection, not once per message; creates, updates,
+ * publishes and unpublishes answer with the record as they left it (`WriteStep.row`).
  *
  * Columns a write sets are listed once per statement; adding one (an owner, a variant) means a
  * parameter and a column in the statement of each write that sets it.
@@ -114,11 +115,12 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   const id = newRecordId();
   const versioned = isVersioned(model);
   const json = JSON.stringify(data);
-  // One statement (svc_create_record, sql/016_write_functions.sql): the record, its content (draft,
-  // and published for unversioned models) and the history entry. A duplicate natural key fails
-  // it (unique violation) and with it the transaction.
+  // One statement (svc_write_create, sql/026_write_rows.sql): the record, its content (draft,
+  // and published for unversioned models) and the history entry; it answers with the record, so
+  // the mutation reads nothing back. A duplicate natural key fails it (unique violation) and with
+  // it the transaction.
   const statement: Statement = {
-    text: `select svc_create_record($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
+    text: `select * from svc_write_create($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
     params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data)],
     mapError: (err) => {
       const e = err as { code?: string; constraint?: string };
@@ -126,7 +128,8 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
       return tooLongToIndex(err, ctx.projectId, model, data);
     },
   };
-  return { recordId: id, statements: [...fileChecks(ctx, model, data), statement], event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
+  const checks = fileChecks(ctx, model, data);
+  return { recordId: id, statements: [...checks, statement], row: checks.length, event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
 }
 
 export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown, notFoundMessage = notFound(model, id)): WriteStep {
@@ -139,11 +142,11 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
   // translates. Unversioned models check required fields of the result (svc_update_record locks
   // the record or fails with NOT_FOUND, then merges, checks and writes).
   const statement: Statement = {
-    text: `select svc_update_record($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
+    text: `select * from svc_write_update($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
     params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned, ctx.userId, notFoundMessage],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
-  return { recordId: id, statements: [statement, ...fileChecks(ctx, model, patch)], event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement, ...fileChecks(ctx, model, patch)], row: 0, event: { action: 'updated', recordId: id, modelKey: model.key } };
 }
 
 /**
@@ -152,18 +155,18 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
  */
 export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
-    text: `select svc_publish_record($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text)`,
-    params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), notFoundMessage],
+    text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
+    params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
   };
-  return { recordId: id, statements: [statement], event: { action: 'published', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement], row: 0, event: { action: 'published', recordId: id, modelKey: model.key } };
 }
 
 export function unpublishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
-    text: `select svc_unpublish_record($1::text, $2::text, $3::text, $4::text, $5::text)`,
-    params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage],
+    text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
+    params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
   };
-  return { recordId: id, statements: [statement], event: { action: 'unpublished', recordId: id, modelKey: model.key } };
+  return { recordId: id, statements: [statement], row: 0, event: { action: 'unpublished', recordId: id, modelKey: model.key } };
 }
 
 export function deleteRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {

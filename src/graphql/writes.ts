@@ -52,10 +52,14 @@ export function readBack(tx: WriteTx, scope: ReadScope, ids: readonly string[], 
 
 /** One write and the record as it stands after it (the per-model mutations). */
 export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string | null | undefined, follow: Statement[] = [], variantId?: string): Promise<RecordNode> {
-  const tx = newTx(ctx).write(step);
-  for (const st of follow) tx.follow(st);
+  const tx = newTx(ctx);
   const scope = draftScope(ctx, locale, variantId);
-  const h = readBack(tx, scope, [step.recordId], null);
+  // The write's own statement answers with the record when nothing follows it that could change
+  // the row (an owner, a variant): one statement less per mutation (sql/026_write_rows.sql).
+  const own = step.row !== undefined && follow.length === 0 ? tx.written<ContentRow>({ ...step, row: step.row }) : undefined;
+  if (!own) tx.write(step);
+  for (const st of follow) tx.follow(st);
+  const h = own ?? readBack(tx, scope, [step.recordId], null);
   const done = await commit(ctx, tx);
   const row = done.rows(h)[0];
   const n = row ? node(ctx, row, scope) : null;
