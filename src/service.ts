@@ -94,7 +94,7 @@ export async function openService(settings: Settings): Promise<Service> {
   const bus = new EventBus();
   // A gateway-only process hears just the projects its clients watch (docs/bus.md).
   if (settings.busUrl) await bus.attachTransport(new NatsTransport(settings.busUrl, sql, { narrow: settings.role === 'gateway' }));
-  else await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]));
+  else await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]), { query: (text, params) => contentSql.unsafe(text, params) });
   const writes = new WriteCommitter(contentSql, bus);
   const projects = new ActorRegistry<ProjectActor>(watching(bus, (id) => id, (id) => ProjectActor.spawn(id, sql)), { idleMs: 10 * 60_000 });
   const indexes = new IndexReconciler(sql);

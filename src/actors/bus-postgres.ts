@@ -5,6 +5,16 @@ import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery
  * The default transport: PostgreSQL LISTEN/NOTIFY on the deployment's own database. A NOTIFY
  * sent inside a transaction is delivered only if it commits, after the commit, and every
  * listener hears the notifications of all transactions in commit order.
+ *
+ * Record writes do not NOTIFY in their own transaction: a notifying transaction holds a
+ * database-wide lock through its commit's WAL flush, so such writes committed one fsync at a
+ * time (docs/decisions.md, "Writes, session 4"). Their events are rows of `bus_notify_outbox`
+ * written in the write's transaction (`statements`), and a relay (`svc_bus_relay`, one process
+ * at a time) sends committed rows as NOTIFYs in id order and deletes them. A write touching a
+ * record takes the record's lock before its outbox row gets an id, so the events of one record
+ * go out in commit order; events of unrelated writes may go out in id order rather than commit
+ * order. A process relays after each of its commits; rows a dead process left are sent by the
+ * next relay of any process (at the latest at the watchdog's round).
  */
 
 /** The LISTEN/NOTIFY channel of the bus. */
@@ -12,6 +22,8 @@ export const BUS_CHANNEL = 'svc_bus';
 const CHANNEL = BUS_CHANNEL;
 /** NOTIFY payloads must stay under 8,000 bytes; leave room for the envelope. */
 const PAYLOAD_BUDGET = 7_500;
+/** Outbox rows sent per relay transaction. */
+const RELAY_BATCH = 1_000;
 /** Stored payloads (events too large for a NOTIFY) are kept this long for late readers. */
 const PAYLOAD_KEEP_MS = 10 * 60_000;
 
@@ -38,6 +50,11 @@ export class PostgresTransport implements BusTransport {
   #lagMs = 0;
   /** Inbound messages waiting for a stored payload keep later ones behind them (order). */
   #inbound: Promise<void> | undefined;
+  readonly #relayQuery: (text: string, params: unknown[]) => Promise<unknown>;
+  #draining: Promise<void> | undefined;
+  #again = false;
+  #soon: ReturnType<typeof setTimeout> | undefined;
+  #stopped = false;
 
   /**
    * LISTEN runs on postgres.js; NOTIFY may go through another pool (`notify`): every record
@@ -48,9 +65,10 @@ export class PostgresTransport implements BusTransport {
    * connection drops and gives up silently if the server is still away, so a listener that has
    * heard nothing (not even its own pings) for a few rounds is re-created, and caches start over.
    */
-  constructor(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number } = {}) {
+  constructor(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {}) {
     this.#sql = sql;
     this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
+    this.#relayQuery = opts.query ?? ((text, params) => sql.unsafe(text, params as never[]));
     this.#every = opts.watchdogMs ?? 5_000;
   }
 
@@ -130,6 +148,8 @@ export class PostgresTransport implements BusTransport {
       }
     }
     await this.#notify(CHANNEL, JSON.stringify({ origin: this.#origin, ping: true, at: Date.now() })).catch(() => {});
+    // Outbox rows a process left behind (it died between its commit and its relay).
+    void this.#drain();
     if (Date.now() - this.#lastSweep > PAYLOAD_KEEP_MS / 2) {
       this.#lastSweep = Date.now();
       await this.#sql`delete from bus_payloads where created_at < now() - ${PAYLOAD_KEEP_MS / 1000} * interval '1 second'`.catch(() => {});
@@ -153,13 +173,16 @@ export class PostgresTransport implements BusTransport {
     });
   }
 
-  /** NOTIFYs (one statement for all that fit) and stored payloads, as SQL text. */
+  /**
+   * Outbox rows of the notifications (one statement for all that fit), and stored payloads, as
+   * SQL text; the relay sends them once the transaction committed (`committed`).
+   */
   statements(events: readonly BusEvent[], literal: Literal): string[] {
     const origin = this.#origin;
     const out: string[] = [];
     let payloads: string[] = [];
     const flush = () => {
-      if (payloads.length) out.push(`select pg_notify(${literal(CHANNEL)}, p) from unnest(${literal(payloads)}::text[]) as p`);
+      if (payloads.length) out.push(`insert into bus_notify_outbox (payload) select p from unnest(${literal(payloads)}::text[]) with ordinality as u(p, i) order by i`);
       payloads = [];
     };
     for (const f of frames(origin, events)) {
@@ -170,13 +193,54 @@ export class PostgresTransport implements BusTransport {
       // Too large for a NOTIFY: stored, and the notification carries the row id (`#heard`).
       flush();
       out.push(`with s as (insert into bus_payloads (payload) values (${literal(f.stored)}) returning id)
-      select pg_notify(${literal(CHANNEL)}, ${literal(f.head)} || '"refs":["' || s.id || '"]}') from s`);
+      insert into bus_notify_outbox (payload) select ${literal(f.head)} || '"refs":["' || s.id || '"]}' from s`);
     }
     flush();
     return out;
   }
 
-  committed(): void {}
+  committed(): void {
+    void this.#drain();
+  }
+
+  /** Relays committed outbox rows until none are left (or another process holds the relay). */
+  #drain(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    if (this.#draining) {
+      this.#again = true;
+      return this.#draining;
+    }
+    this.#draining = this.#relay().finally(() => (this.#draining = undefined));
+    return this.#draining;
+  }
+
+  async #relay(): Promise<void> {
+    try {
+      do {
+        this.#again = false;
+        const rows = (await this.#relayQuery('select svc_bus_relay($1, $2) as n', [CHANNEL, RELAY_BATCH])) as { n: number }[];
+        const n = Number(rows[0]?.n ?? 0);
+        if (n < 0) {
+          // Another process is relaying; its look may have come before our commit: look again soon.
+          this.#retrySoon();
+          return;
+        }
+        if (n === RELAY_BATCH) this.#again = true;
+      } while (this.#again && !this.#stopped);
+    } catch (err) {
+      // The server is away: the rows stay, and the next commit or watchdog round sends them.
+      if (!this.#stopped) console.error('bus: outbox relay failed:', err instanceof Error ? err.message : err);
+    }
+  }
+
+  #retrySoon(): void {
+    if (this.#soon || this.#stopped) return;
+    this.#soon = setTimeout(() => {
+      this.#soon = undefined;
+      void this.#drain();
+    }, 5);
+    this.#soon.unref?.();
+  }
 
   async #sendFrames(origin: string, events: readonly BusEvent[], notify: (payload: string) => Promise<unknown>, store: (text: string) => Promise<string>): Promise<void> {
     // Sequential: order holds, and what was gathered before a stored event goes first.
@@ -187,6 +251,10 @@ export class PostgresTransport implements BusTransport {
   }
 
   async stop(): Promise<void> {
+    // What this process committed goes out before it stops listening.
+    await this.#drain();
+    this.#stopped = true;
+    if (this.#soon) clearTimeout(this.#soon);
     if (this.#watchdog) clearInterval(this.#watchdog);
     this.#watchdog = undefined;
     await this.#unlisten?.();

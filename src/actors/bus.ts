@@ -30,7 +30,7 @@ export class EventBus {
    * Bridges to PostgreSQL LISTEN/NOTIFY (see bus-postgres.ts for `notify` and `watchdogMs`);
    * without a transport the bus is process-local.
    */
-  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number } = {}): Promise<void> {
+  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {}): Promise<void> {
     await this.attachTransport(new PostgresTransport(sql, notify, opts));
   }
 

@@ -4,6 +4,8 @@ import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase, serverUrl } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
+import { literal } from '../../src/content/tx.ts';
+import { PostgresTransport } from '../../src/actors/bus-postgres.ts';
 
 let url: string;
 let sqlA: Sql;
@@ -152,6 +154,61 @@ describe('event bus', () => {
     await eventually(() => atB.length === 5, 3000);
     expect(atB).toEqual([event('before'), big, event('after'), big, event('tx-after')]);
     await a.detach();
+    await b.detach();
+  });
+
+  /** A record write's way: outbox rows in the transaction (`statements`), the relay after the commit (`deliverLocal`). */
+  async function writeTx(bus: EventBus, sql: Sql, events: BusEvent[], opts: { fail?: boolean } = {}): Promise<void> {
+    const text = ['begin', ...bus.statements(events, literal), opts.fail ? 'select 1/0' : 'select 1', 'commit'].join(';\n');
+    const ok = await sql.unsafe(text).then(() => true, async () => {
+      await sql.unsafe('rollback').catch(() => {});
+      return false;
+    });
+    if (ok) bus.deliverLocal(events);
+  }
+
+  test('write events go through the outbox: after the commit, in order, to committed listeners of every process; a failed write sends none', async () => {
+    const a = new EventBus();
+    const b = new EventBus();
+    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const atA: BusEvent[] = [];
+    const atB: BusEvent[] = [];
+    a.subscribeCommitted((e) => atA.push(e));
+    b.subscribeCommitted((e) => atB.push(e));
+    const big: BusEvent = { type: 'custom', topic: 't', projectId: 'p', data: { blob: 'y'.repeat(20_000) } };
+    const sent = [event('w1'), big, ...Array.from({ length: 200 }, (_, i) => event(`w-${i}`))];
+    // One connection: the transaction's statements and its COMMIT go as one message.
+    const one = connect(url, { max: 1 });
+    await writeTx(a, one, [event('never')], { fail: true });
+    await writeTx(a, one, sent);
+    await writeTx(a, one, [event('w2')]);
+    await eventually(() => atA.length === sent.length + 1 && atB.length === sent.length + 1, 5000);
+    expect(atB).toEqual([...sent, event('w2')]);
+    expect(atA).toEqual([...sent, event('w2')]);
+    const [left] = await one<{ n: number }[]>`select count(*)::int as n from bus_notify_outbox`;
+    expect(left!.n).toBe(0);
+    await one.end();
+    await a.detach();
+    await b.detach();
+  });
+
+  test('outbox rows a process committed but never relayed (it died) are sent by another process', async () => {
+    const b = new EventBus();
+    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const atB: BusEvent[] = [];
+    b.subscribeCommitted((e) => atB.push(e));
+    const one = connect(url, { max: 1 });
+    // A process that wrote its outbox rows and committed, then died before relaying: a
+    // transport that never started (no listener, no relay) writes them.
+    const dead = new PostgresTransport(sqlA);
+    const orphans = [event('orphan-1'), event('orphan-2')];
+    await one.unsafe(['begin', ...dead.statements(orphans, literal), 'commit'].join(';\n'));
+    // The next write of the other process relays everything committed, oldest first.
+    await writeTx(b, one, [event('b-1')]);
+    await eventually(() => atB.length === 3, 5000);
+    expect(atB).toEqual([event('orphan-1'), event('orphan-2'), event('b-1')]);
+    await one.end();
     await b.detach();
   });
 });
