@@ -63,23 +63,34 @@ export function checkImport(ctx: WriteContext, models: (key: string) => ModelDef
   });
 }
 
-/** One statement creating every record given (those whose natural key did not exist). */
-export function createMany(ctx: WriteContext, rows: readonly Checked[]): { statement: Statement; steps: WriteStep[] } {
+/**
+ * One statement creating every record given (those whose natural key did not exist). With
+ * `returning`, it answers with the records as created (the columns of a read-back, in input
+ * order), so a batch of creates reads nothing back; an import asks for nothing.
+ */
+export function createMany(ctx: WriteContext, rows: readonly Checked[], opts: { returning?: boolean } = {}): { statement: Statement; steps: WriteStep[] } {
   const ids = rows.map((r) => r.id ?? newRecordId());
   const statement: Statement = {
     text: `with x as (
-        select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::boolean[])
-          as x(id, model_key, natural_key, locale, data, search, versioned)
+        select u.id, u.model_key, u.natural_key, u.locale, u.data::jsonb as data, u.search, u.versioned, u.i
+        from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::boolean[])
+          with ordinality as u(id, model_key, natural_key, locale, data, search, versioned, i)
       ), r as (
         insert into records (id, project_id, model_key, natural_key, has_draft, published_at, created_by, updated_by)
         select id, $8::text, model_key, natural_key, versioned, case when versioned then null else now() end, $9::text, $9::text from x
       ), c as (
         insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at)
-        select x.id, $8::text, x.model_key, s.stage, x.locale, x.data::jsonb, to_tsvector('simple', x.search), now()
+        select x.id, $8::text, x.model_key, s.stage, x.locale, x.data, to_tsvector('simple', x.search), now()
         from x cross join lateral unnest(case when x.versioned then array['draft'] else array['draft', 'published'] end) as s(stage)
+      )${opts.returning ? `, v as (
+        insert into record_versions (record_id, project_id, action, locale, data, user_id)
+        select x.id, $8::text, 'created', x.locale, x.data, $9::text from x
       )
+      select x.id, x.model_key, x.natural_key, x.versioned as has_draft, now() as created_at, now() as updated_at,
+        case when x.versioned then null else now() end as published_at, null::text as owner_customer_id, x.data as data, null::jsonb as variants
+      from x order by x.i` : `
       insert into record_versions (record_id, project_id, action, locale, data, user_id)
-      select x.id, $8::text, 'created', x.locale, x.data::jsonb, $9::text from x`,
+      select x.id, $8::text, 'created', x.locale, x.data, $9::text from x`}`,
     params: [
       ids,
       rows.map((r) => r.model.key),

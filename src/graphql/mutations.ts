@@ -202,6 +202,7 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
         const tx = newTx(ctx);
         const out: { action: string; _id: string; locale: string }[] = [];
         const reads: { locale: string; handle: Handle<ContentRow> }[] = [];
+        let created: Handle<ContentRow> | undefined;
         const restrictTo = ctx.principal.allowedModels ? [...ctx.models.keys()] : null;
         const build = (stored: ReadonlyMap<string, string>) => {
           const steps: WriteStep[] = [];
@@ -225,6 +226,13 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
             else step = deleteRecord(w, model, op._id!, message);
             steps.push(step);
             out.push({ action: op.action, _id: step.recordId, locale: op.locale || ctx.snapshot.defaultLocale });
+          }
+          // A batch of creates only: one statement that answers with the records, nothing read back.
+          if (steps.length > 1 && steps.every((s) => s.created)) {
+            const { statement, steps: many } = createMany(w, steps.map((s) => s.created!), { returning: true });
+            for (const s of many) tx.write(s);
+            created = tx.read<ContentRow>(statement);
+            return;
           }
           // Consecutive creates go as one statement (the import's), the rest one by one, in order.
           for (let i = 0; i < steps.length; ) {
@@ -250,6 +258,10 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
         else tx.prelude = { statement: modelKeysOf(ctx.snapshot.id, unknown), then: (rows) => build(new Map(rows.map((r) => [String(r.id), String(r.model_key)]))) };
         const done = await commit(ctx, tx);
         const nodes = new Map<string, ReturnType<typeof node>>();
+        if (created) {
+          const rows = done.rows(created);
+          out.forEach((d, i) => nodes.set(`${d.locale}\0${d._id}`, rows[i] ? node(ctx, rows[i]!, draftScope(ctx, d.locale)) : null));
+        }
         for (const r of reads) {
           const scope = draftScope(ctx, r.locale);
           for (const row of done.rows(r.handle)) nodes.set(`${r.locale}\0${row.id}`, node(ctx, row, scope));
