@@ -182,7 +182,9 @@ export function literal(v: unknown): string {
   // plain `$q$` serves almost every value; otherwise the tag is random, so a value cannot be
   // built to defeat it, and one check (linear in the value) suffices — a search through
   // predictable tags would be quadratic in a value stuffed with them.
-  if (closesAtEnd(s, 'q')) return `$q$${s}$q$`;
+  // `$q$` can only end the body early if it occurs in the value or the value ends with `$q`
+  // (which the appended tag completes); checked without copying the value.
+  if (!s.includes('$q$') && !s.endsWith('$q')) return `$q$${s}$q$`;
   let tag: string;
   do tag = `q${randomBytes(12).toString('hex')}`;
   while (!closesAtEnd(s, tag));
