@@ -96,7 +96,7 @@ export interface BusTransport {
   /** The same as statements, for a caller that sends its whole transaction as one message. */
   statements(events: readonly BusEvent[], literal: Literal): string[];
   /** A transaction with staged events committed (the outbox relay may go now). */
-  committed(): void;
+  committed(): void | Promise<void>;
   /**
    * Interest in one project's events (ref-counted by the bus). A transport that narrows (NATS
    * in a gateway) hears only watched projects' events and deployment-wide ones once the

@@ -171,11 +171,15 @@ export class EventBus {
     return this.#transport !== undefined;
   }
 
-  /** After a commit whose events were staged: this process's plain listeners hear them now. */
-  deliverLocal(events: readonly BusEvent[]): void {
+  /**
+   * After a commit whose events were staged: this process's plain listeners hear them now. With
+   * an outbox transport the promise settles once the events are sent (a write is acknowledged
+   * only then, so whatever its client does next is heard after them); it never rejects.
+   */
+  deliverLocal(events: readonly BusEvent[]): void | Promise<void> {
     this.#deliver(this.#listeners, events);
     if (!this.#transport) this.#deliver(this.#committed, events);
-    else if (events.length) this.#transport.committed();
+    else if (events.length) return this.#transport.committed();
   }
 
   async detach(): Promise<void> {

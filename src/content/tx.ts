@@ -313,14 +313,20 @@ export class WriteCommitter {
   #settle(units: Unit[], results: unknown[][]): void {
     this.stats.groups++;
     this.stats.transactions += units.length;
-    // This process's caches hear of the changes once they are durable; others through the NOTIFY.
-    this.bus.deliverLocal(units.flatMap((u) => u.events));
-    let at = 0;
-    for (const u of units) {
-      const mine = results.slice(at, at + u.all.length);
-      at += u.all.length;
-      u.resolve({ rows: <T>(h: Handle<T>) => (mine[h.index] ?? []) as T[] });
-    }
+    // This process's caches hear of the changes once they are durable; others through the
+    // NOTIFY, which the bus' relay sends from the outbox after the commit. A write is answered
+    // once its events are sent, so whatever its client does next is heard after them.
+    const sent = this.bus.deliverLocal(units.flatMap((u) => u.events));
+    const answer = () => {
+      let at = 0;
+      for (const u of units) {
+        const mine = results.slice(at, at + u.all.length);
+        at += u.all.length;
+        u.resolve({ rows: <T>(h: Handle<T>) => (mine[h.index] ?? []) as T[] });
+      }
+    };
+    if (sent) void sent.then(answer, answer);
+    else answer();
   }
 
   async #attempt(conn: Conn, units: Unit[]): Promise<Outcome> {
