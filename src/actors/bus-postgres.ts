@@ -175,13 +175,21 @@ export class PostgresTransport implements BusTransport {
     }
   }
 
-  /** Sent in as few NOTIFYs as fit the 8,000-byte limit (a larger event goes through bus_payloads). */
+  /**
+   * Sent in as few NOTIFYs as fit the 8,000-byte limit (a larger event goes through bus_payloads),
+   * through the outbox like record writes' events: an event published after a write was answered
+   * gets a later outbox id, so every process hears it after the write's (writes are answered
+   * without waiting for their relay). Settles once the relay sent it.
+   */
   async send(events: readonly BusEvent[]): Promise<void> {
-    const origin = this.#origin;
-    await this.#sendFrames(origin, events, (payload) => this.#notify(CHANNEL, payload), async (text) => {
-      const [row] = await this.#sql<{ id: string }[]>`insert into bus_payloads (payload) values (${text}) returning id::text as id`;
-      return row!.id;
-    });
+    for (const f of frames(this.#origin, events)) {
+      if ('payload' in f) await this.#relayQuery('insert into bus_notify_outbox (payload) values ($1)', [f.payload]);
+      else {
+        await this.#relayQuery(`with s as (insert into bus_payloads (payload) values ($1) returning id)
+          insert into bus_notify_outbox (payload) select $2 || '"refs":["' || s.id || '"]}' from s`, [f.stored, f.head]);
+      }
+    }
+    await this.committed();
   }
 
   async stage(query: TxQuery, events: readonly BusEvent[]): Promise<void> {

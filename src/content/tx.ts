@@ -314,19 +314,16 @@ export class WriteCommitter {
     this.stats.groups++;
     this.stats.transactions += units.length;
     // This process's caches hear of the changes once they are durable; others through the
-    // NOTIFY, which the bus' relay sends from the outbox after the commit. A write is answered
-    // once its events are sent, so whatever its client does next is heard after them.
-    const sent = this.bus.deliverLocal(units.flatMap((u) => u.events));
-    const answer = () => {
-      let at = 0;
-      for (const u of units) {
-        const mine = results.slice(at, at + u.all.length);
-        at += u.all.length;
-        u.resolve({ rows: <T>(h: Handle<T>) => (mine[h.index] ?? []) as T[] });
-      }
-    };
-    if (sent) void sent.then(answer, answer);
-    else answer();
+    // NOTIFY, which the bus' relay sends from the outbox after the commit. The write is answered
+    // without waiting for that: whatever its client does next gets a later outbox id (and events
+    // published on the bus go through the outbox too), so it is heard after the write's events.
+    void this.bus.deliverLocal(units.flatMap((u) => u.events));
+    let at = 0;
+    for (const u of units) {
+      const mine = results.slice(at, at + u.all.length);
+      at += u.all.length;
+      u.resolve({ rows: <T>(h: Handle<T>) => (mine[h.index] ?? []) as T[] });
+    }
   }
 
   async #attempt(conn: Conn, units: Unit[]): Promise<Outcome> {
