@@ -36,7 +36,7 @@ export interface WriteStep {
   event: PendingEvent;
   /**
    * Which of `statements` answers with the record as this write left it (the working content of
-   * the write's locale; sql/026_write_rows.sql), so a mutation needs no read-back statement.
+   * the write's locale; sql/027_write_rows.sql), so a mutation needs no read-back statement.
    */
   row?: number;
   /** A create's checked row, so consecutive creates can go as one statement (import.ts createMany). */

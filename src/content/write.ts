@@ -16,7 +16,7 @@ export type { PendingEvent, WriteStep };
  * the transaction and its NOTIFY, pipelined between BEGIN and COMMIT. Checks that depend on
  * stored rows (the record exists, required fields of merged content) run in SQL
  * (sql/009_records_write.sql) and fail the statement, so the transaction never waits on JS.
- * Each write is one call of a PL/pgSQL function (sql/016_write_functions.sql, 026_write_rows.sql)
+ * Each write is one call of a PL/pgSQL function (sql/016_write_functions.sql, 027_write_rows.sql)
  * whose statements PostgreSQL plans once per connection, not once per message; creates, updates,
  * publishes and unpublishes answer with the record as they left it (`WriteStep.row`).
  *
@@ -115,7 +115,7 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   const id = newRecordId();
   const versioned = isVersioned(model);
   const json = JSON.stringify(data);
-  // One statement (svc_write_create, sql/026_write_rows.sql): the record, its content (draft,
+  // One statement (svc_write_create, sql/027_write_rows.sql): the record, its content (draft,
   // and published for unversioned models) and the history entry; it answers with the record, so
   // the mutation reads nothing back. A duplicate natural key fails it (unique violation) and with
   // it the transaction.

@@ -55,7 +55,7 @@ export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string 
   const tx = newTx(ctx);
   const scope = draftScope(ctx, locale, variantId);
   // The write's own statement answers with the record when nothing follows it that could change
-  // the row (an owner, a variant): one statement less per mutation (sql/026_write_rows.sql).
+  // the row (an owner, a variant): one statement less per mutation (sql/027_write_rows.sql).
   const own = step.row !== undefined && follow.length === 0 ? tx.written<ContentRow>({ ...step, row: step.row }) : undefined;
   if (!own) tx.write(step);
   for (const st of follow) tx.follow(st);
