@@ -27,8 +27,8 @@ import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
  * (20 writes: 20 ± 2 against 40). Nothing here depends on timing: notifications are awaited
  * for as long as a loaded machine needs.
  */
-function about(actual: number, expected: number, what: string): void {
-  if (actual < expected - 2 || actual > expected + 2) throw new Error(`${what}: ${actual} commits, expected ${expected} ± 2`);
+function about(actual: number, expected: number, what: string, slack = 2): void {
+  if (actual < expected - slack || actual > expected + slack) throw new Error(`${what}: ${actual} commits, expected ${expected} ± ${slack}`);
 }
 let server: TestServer;
 let dbName: string;
@@ -185,11 +185,13 @@ describe('commits per write (pg_stat_database.xact_commit)', () => {
         await heard(2 * i + 3);
       }
     });
-    const pairs = Math.min(await writes(), await writes());
+    // The least of three runs: a loaded CI run once counted 23 where 20 was due (three strays).
+    const pairs = Math.min(await writes(), await writes(), await writes());
     // 10 write commits (each with its outbox row), 10 relay transactions (a relay sends what
     // committed since the last one; here every write waits for its notification, so each has
     // a relay of its own — under load one relay carries many writes) and 10 reads of the
     // notification queue by the listening backend.
-    about(pairs - base, 30, `5 create + publish pairs with LISTEN (base ${base})`);
+    // ± 4: one more commit per write would add 10.
+    about(pairs - base, 30, `5 create + publish pairs with LISTEN (base ${base})`, 4);
   }, 300_000);
 });
