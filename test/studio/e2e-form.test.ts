@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootstrapProject, type TestServer, startTestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD } from './support.ts';
+import { addMember, coverPng, PASSWORD, StudioBrowser } from './support.ts';
 
 /**
  * The generated form with every field type of the spec, the record list's search, filters,
@@ -13,7 +13,6 @@ import { addMember, coverPng, PASSWORD } from './support.ts';
  * Everything is checked through what the server stored (GraphQL with a secret key).
  */
 const SHOTS = join(import.meta.dir, '../../docs/screenshots');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
 const MODELS = [
   { key: 'category', name: 'Category', fields: [{ key: 'name', type: 'text', required: true, queryable: true }] },
@@ -44,7 +43,7 @@ const MODELS = [
 ];
 
 let server: TestServer;
-let browser: Browser;
+let chrome: StudioBrowser;
 let projectId: string;
 let tenantId: string;
 let ownerKey: string;
@@ -54,9 +53,6 @@ let categoryId: string;
 let makerId: string;
 let clip: Buffer;
 let productId = '';
-const consoleErrors: string[] = [];
-const open = new Set<BrowserContext>();
-
 async function control(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
   const out = await res.json();
@@ -74,12 +70,7 @@ async function read(query: string, variables: Record<string, unknown> = {}): Pro
 
 const draftOf = async (id: string, locale?: string) => (await read('query($id: ID!, $l: String) { product(_id: $id, preview: true, locale: $l) { content } }', { id, l: locale ?? null })).product?.content;
 
-async function context(width = 1280, height = 900): Promise<BrowserContext> {
-  const ctx = await browser.newContext({ viewport: { width, height } });
-  open.add(ctx);
-  ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300)); }));
-  return ctx;
-}
+const context = (width = 1280, height = 900): Promise<BrowserContext> => chrome.context(width, height);
 
 let signedIn = false;
 /** The editor's first sign-in redeems the link; later contexts sign in with the password. */
@@ -132,16 +123,13 @@ beforeAll(async () => {
   const ff = Bun.spawn(['ffmpeg', '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=1:size=160x90:rate=10', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', out], { stdout: 'ignore', stderr: 'inherit' });
   if ((await ff.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
   clip = readFileSync(out);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
+  chrome = await StudioBrowser.launch();
 }, 60_000);
 
-afterEach(async () => {
-  await Promise.all([...open].map((c) => c.close().catch(() => {})));
-  open.clear();
-});
+afterEach(() => chrome?.closeContexts());
 
 afterAll(async () => {
-  await browser?.close();
+  await chrome?.close();
   await server?.stop();
 });
 
@@ -372,6 +360,6 @@ describe('the record list', () => {
   }, 120_000);
 
   test('no console errors on the way', () => {
-    expect(consoleErrors).toEqual([]);
+    expect(chrome.consoleErrors).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD } from './support.ts';
+import { addMember, coverPng, PASSWORD, StudioBrowser } from './support.ts';
 
 /**
  * The rest of a project at a glance, in headless Chromium, as a project admin: API keys (the
@@ -9,16 +9,14 @@ import { addMember, coverPng, PASSWORD } from './support.ts';
  * with live progress from `jobs:*`, the files library, and a placement as a tab of the record
  * editor with the record's context.
  */
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
 let server: TestServer;
-let browser: Browser;
+let chrome: StudioBrowser;
 let ctx: BrowserContext;
 let page: Page;
 let projectId: string;
 let ownerKey: string;
 let endpoint: ReturnType<typeof Bun.serve>;
-const consoleErrors: string[] = [];
 
 async function control(method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -54,9 +52,8 @@ beforeAll(async () => {
   });
   if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
   const link = await addMember(server, ownerKey, 'admin@acme.test', 'admin', projectId);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
-  ctx = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300)); }));
+  chrome = await StudioBrowser.launch();
+  ctx = await chrome.context(1280, 860);
   page = await ctx.newPage();
   await page.goto(link);
   await page.getByLabel('New password').fill(PASSWORD);
@@ -65,8 +62,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await ctx?.close().catch(() => {});
-  await browser?.close();
+  await chrome?.close();
   endpoint?.stop(true);
   await server?.stop();
 });
@@ -176,6 +172,6 @@ describe('project panels', () => {
   }, 60_000);
 
   test('no console errors on the way', () => {
-    expect(consoleErrors).toEqual([]);
+    expect(chrome.consoleErrors).toEqual([]);
   });
 });

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD, studioProject, type StudioProject } from './support.ts';
+import { addMember, coverPng, PASSWORD, studioProject, type StudioProject, StudioBrowser } from './support.ts';
 
 /**
  * The Studio end to end in headless Chromium (the Debian package): a member's first sign-in,
@@ -12,28 +12,18 @@ import { addMember, coverPng, PASSWORD, studioProject, type StudioProject } from
  * Screenshots of the main screens go to docs/screenshots/ (linked from the README).
  */
 const SHOTS = join(import.meta.dir, '../../docs/screenshots');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
 
 let server: TestServer;
 let project: StudioProject;
-let browser: Browser;
+let chrome: StudioBrowser;
 let editorLink: string;
 let secondLink: string;
 let viewerLink: string;
 let recordId = '';
 /** GraphiQL's bundle is built on first use; start it early, beside the other tests. */
 let explorerBuilt: Promise<unknown>;
-const consoleErrors: string[] = [];
 
-/** Contexts a test opened; closed after it even when it fails, so no editor lingers in a room. */
-const open = new Set<BrowserContext>();
-
-async function context(width = 1280, height = 860): Promise<BrowserContext> {
-  const ctx = await browser.newContext({ viewport: { width, height } });
-  open.add(ctx);
-  ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text().slice(0, 300)); }));
-  return ctx;
-}
+const context = (width = 1280, height = 860): Promise<BrowserContext> => chrome.context(width, height);
 
 /** Signs in through the first-login page (the link `svc members add` printed). */
 async function firstSignIn(ctx: BrowserContext, link: string): Promise<Page> {
@@ -65,16 +55,13 @@ beforeAll(async () => {
   secondLink = await addMember(server, project.ownerKey, 'al@acme.test', 'admin', project.projectId);
   viewerLink = await addMember(server, project.ownerKey, 'vi@acme.test', 'viewer', project.projectId);
   explorerBuilt = fetch(`${server.apiUrl}/studio/explorer/manifest.json`).then((r) => r.json());
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ARGS });
+  chrome = await StudioBrowser.launch();
 }, 60_000);
 
-afterEach(async () => {
-  await Promise.all([...open].map((c) => c.close().catch(() => {})));
-  open.clear();
-});
+afterEach(() => chrome?.closeContexts());
 
 afterAll(async () => {
-  await browser?.close();
+  await chrome?.close();
   await server?.stop();
 });
 
@@ -254,6 +241,6 @@ describe('the Studio in a browser', () => {
   }, 120_000);
 
   test('no console errors on the way', () => {
-    expect(consoleErrors).toEqual([]);
+    expect(chrome.consoleErrors).toEqual([]);
   });
 });

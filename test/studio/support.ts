@@ -1,4 +1,5 @@
 import sharp from 'sharp';
+import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 import { bootstrapProject, cli, type TestServer } from '../support/server.ts';
 
 /** The Studio tests' project: a versioned article (every common field kind) and a category list. */
@@ -70,4 +71,40 @@ export async function welcome(server: { apiUrl: string }, loginUrl: string, pass
 export async function coverPng(): Promise<Buffer> {
   const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="480" height="270"><defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1"><stop offset="0" stop-color="#1f5fbf"/><stop offset="1" stop-color="#15aabf"/></linearGradient></defs><rect width="480" height="270" fill="url(#g)"/><circle cx="360" cy="90" r="46" fill="#ffd43b"/></svg>`;
   return sharp(Buffer.from(svg)).png().toBuffer();
+}
+
+/** Flags for Debian's headless Chromium (no sandbox as root, nothing fetched from outside). */
+export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+
+/**
+ * Headless Chromium for the Studio's browser tests: collects console errors of every page, and
+ * closes the contexts a test opened after it, failed or not — a context left open keeps its
+ * editor in a room, and the next test sees an extra avatar.
+ */
+export class StudioBrowser {
+  readonly consoleErrors: string[] = [];
+  private readonly open = new Set<BrowserContext>();
+
+  private constructor(readonly browser: Browser) {}
+
+  static async launch(): Promise<StudioBrowser> {
+    return new StudioBrowser(await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }));
+  }
+
+  async context(width: number, height: number): Promise<BrowserContext> {
+    const ctx = await this.browser.newContext({ viewport: { width, height } });
+    this.open.add(ctx);
+    ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') this.consoleErrors.push(m.text().slice(0, 300)); }));
+    return ctx;
+  }
+
+  async closeContexts(): Promise<void> {
+    await Promise.all([...this.open].map((c) => c.close().catch(() => {})));
+    this.open.clear();
+  }
+
+  async close(): Promise<void> {
+    await this.closeContexts();
+    await this.browser.close();
+  }
 }
