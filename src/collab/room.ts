@@ -1,11 +1,11 @@
-import * as Y from 'yjs';
-import * as awarenessProtocol from 'y-protocols/awareness';
+import type * as Y from 'yjs';
+import type * as awarenessProtocol from 'y-protocols/awareness';
 import { Mailbox } from '../actors/mailbox.ts';
 import type { Actor } from '../actors/registry.ts';
-import { CloseCode, FrameError, awarenessFrame, parseFrame, permissionDeniedFrame, syncStep1Frame, syncStep2Frame, updateFrame } from './protocol.ts';
-import { refusedPlaces, skipUpdate } from './guard.ts';
-import { changed, isConn, logFailure, type Conn, type RoomInfo } from './room-host.ts';
+import { CloseCode, FrameError } from './protocol.ts';
+import { logFailure, type Conn, type RoomInfo } from './room-host.ts';
 import { RoomSaver, loadDoc, type SaverHost } from './room-persist.ts';
+import { RoomSync } from './room-sync.ts';
 
 export type { Conn, RoomInfo, RoomSocket } from './room-host.ts';
 
@@ -37,25 +37,13 @@ type Msg =
 /** Messages whose awaits are persistence only (their document work is synchronous). */
 const PERSISTING = new Set<Msg['t']>(['save', 'leave', 'merge', 'relock', 'draft']);
 
-/** Update bytes being applied; `changed`: the sender, once the transaction changed the document. */
-interface Incoming {
-  update: Uint8Array;
-  frame: Uint8Array | undefined;
-  origin: unknown;
-  changed: Conn | null | undefined;
-}
-
-/** The origin of a refused update's clock fill (guard.ts skipUpdate): sent like the editor's own. */
-class Skipped {
-  constructor(readonly conn: Conn) {}
-}
-
 /**
  * One collaboration room: a Yjs document and its awareness, seeded from the record, with the
  * sockets of this process. Hocuspocus' lifecycle: `load` (before the registry hands the room
  * out), live, then unloaded by the registry once no socket is left and the save is done (never
  * during one). Everything that touches the document goes through the mailbox, in order. How the
- * room is saved is its RoomSaver's business (room-persist.ts).
+ * room is saved is its RoomSaver's business (room-persist.ts); how frames and relayed updates
+ * reach the document and go out again, its RoomSync's (room-sync.ts).
  */
 export class Room implements Actor {
   readonly info: RoomInfo;
@@ -67,27 +55,17 @@ export class Room implements Actor {
   readonly #host: RoomHost;
   readonly #mailbox: Mailbox<Msg, unknown>;
   readonly #saver: RoomSaver;
-  /** The editor of the relayed update being applied. */
-  #remoteEditor: string | null = null;
-  /**
-   * The bytes being applied (#apply), sent on as they are once Yjs has applied them in full;
-   * `changed` holds the sender while the transaction changed the document.
-   */
-  #incoming: Incoming | null = null;
+  /** The document side: frames, relayed updates, awareness and their fan-out (room-sync.ts). */
+  readonly #sync: RoomSync;
   #stopped = false;
   /** The message in flight only persists (see #direct). */
   #persisting = false;
-  /** An update failed half-way: nothing more is applied, sent or saved from this document. */
-  #broken = false;
   #lastUse = Date.now();
 
   private constructor(info: RoomInfo, host: RoomHost, doc: Y.Doc, loaded: ConstructorParameters<typeof RoomSaver>[3]) {
     this.info = info;
     this.#host = host;
     this.doc = doc;
-    this.awareness = new awarenessProtocol.Awareness(doc);
-    // The server is no participant: it announces no presence of its own.
-    this.awareness.setLocalState(null);
     this.#mailbox = new Mailbox((m) => this.#handle(m));
     this.#saver = new RoomSaver(
       info,
@@ -97,8 +75,17 @@ export class Room implements Actor {
       () => this.#mailbox.tell({ t: 'save', final: false }, (e) => logFailure(this.key, e)),
       () => this.#gone(),
     );
-    doc.on('afterTransaction', (tr: Y.Transaction) => this.#afterTransaction(tr));
-    this.awareness.on('update', (changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.#onAwareness(changes, origin));
+    this.#sync = new RoomSync(doc, {
+      key: info.key,
+      peers: this.peers,
+      publish: (data) => host.publish(info.key, data),
+      relay: (kind, data, userId) => host.relay(this, kind, data, userId),
+      changed: (editor) => this.#saver.changed(editor),
+      lastEditor: () => this.#saver.lastEditor,
+      refused: () => void host.stats.refused++,
+      broken: () => this.#discard(),
+    });
+    this.awareness = this.#sync.awareness;
   }
 
   /** Loads the room (see loadDoc); the saver is the holder of the room's advisory lock. */
@@ -132,7 +119,7 @@ export class Room implements Actor {
 
   /** Adds a socket; false when the room was unloaded meanwhile (get a fresh one). */
   join(conn: Conn): boolean {
-    if (this.#stopped || this.#broken) return false;
+    if (this.#stopped || this.#sync.broken) return false;
     this.conns.add(conn);
     this.#lastUse = Date.now();
     if (!this.#direct()) this.#mailbox.tell({ t: 'join', conn }, (e) => this.#fail(conn, e));
@@ -180,7 +167,7 @@ export class Room implements Actor {
   remote(kind: 0 | 1, data: Uint8Array, userId: string | null): void {
     if (!this.#direct()) return this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
     try {
-      this.#remote(kind, data, userId);
+      this.#sync.remote(kind, data, userId);
     } catch (err) {
       logFailure(this.key, err);
     }
@@ -279,10 +266,10 @@ export class Room implements Actor {
       case 'leave':
         return this.#leave(m.conn);
       case 'remote':
-        return this.#remote(m.kind, m.data, m.userId);
+        return this.#sync.remote(m.kind, m.data, m.userId);
       case 'peer':
         this.peers.add(m.processId);
-        if (m.full) this.#sendFullState();
+        if (m.full) this.#sync.sendFullState();
         return;
       case 'merge':
         return this.#saver.merge();
@@ -295,148 +282,37 @@ export class Room implements Actor {
     }
   }
 
-  #remote(kind: 0 | 1, data: Uint8Array, userId: string | null): void {
-    if (this.#broken) return;
-    if (kind === 0) {
-      this.#remoteEditor = userId;
-      this.#apply(data, 'remote');
-    } else awarenessProtocol.applyAwarenessUpdate(this.awareness, data, 'remote');
-  }
-
   #join(conn: Conn): void {
     if (!this.conns.has(conn)) return;
     conn.ws.subscribe(this.key);
-    conn.ws.send(syncStep1Frame(this.doc));
-    const states = [...this.awareness.getStates().keys()];
-    if (states.length > 0) conn.ws.send(awarenessFrame(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
+    this.#sync.greet(conn);
   }
 
   async #leave(conn: Conn): Promise<void> {
     conn.ws.unsubscribe(this.key);
-    if (conn.awarenessIds.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...conn.awarenessIds], null);
+    this.#sync.forget(conn);
     if (this.conns.size > 0) return;
     // The last editor left: save now, then let the registry unload the room.
     await this.#saver.save(true);
   }
 
   #frame(conn: Conn, data: Uint8Array): void {
-    if (!this.conns.has(conn) || this.#broken) return;
-    const f = parseFrame(data);
-    switch (f.type) {
-      case 'sync-step1':
-        conn.ws.send(syncStep2Frame(this.doc, f.stateVector));
-        return;
-      case 'sync-step2':
-      case 'update': {
-        const refused = refusedPlaces(conn.rule, this.doc, f.update, f.decoded);
-        if (refused.length === 0) return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
-        // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
-        skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);
-        this.#host.stats.refused++;
-        conn.ws.send(permissionDeniedFrame(conn.rule?.all ? 'This connection is read-only: document updates are not accepted' : `No write access to field(s): ${refused.join(', ')}`));
-        return;
-      }
-      case 'awareness':
-        try {
-          awarenessProtocol.applyAwarenessUpdate(this.awareness, f.update, conn);
-        } catch {
-          throw new FrameError('malformed awareness update');
-        }
-        return;
-      case 'query-awareness': {
-        const ids = [...this.awareness.getStates().keys()];
-        conn.ws.send(awarenessFrame(awarenessProtocol.encodeAwarenessUpdate(this.awareness, ids)));
-        return;
-      }
-      case 'auth':
-        return;
-    }
+    if (!this.conns.has(conn)) return;
+    this.#sync.frame(conn, data);
   }
 
   /**
-   * After each document transaction: note the change for the saver, send it to this process's
-   * other sockets (the topic) and to the room's other processes. An update that came in as bytes
-   * (an editor's frame, a relayed update) goes out as those bytes: Yjs would only re-encode the
-   * same update. Only the server's own changes (merges, clock fills) are encoded here.
-   */
-  #afterTransaction(tr: Y.Transaction): void {
-    const origin = tr.origin;
-    if (origin === 'load' || this.#broken || !changed(tr)) return;
-    const sender = origin instanceof Skipped ? origin.conn : isConn(origin) ? origin : null;
-    const incoming = this.#incoming;
-    // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
-    if (incoming && incoming.origin === origin) {
-      incoming.changed = sender;
-      return;
-    }
-    this.#changed(origin, sender, Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)), undefined);
-  }
-
-  #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
-    this.#saver.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
-    const out = frame ?? updateFrame(update);
-    if (sender) sender.ws.publish(this.key, out);
-    else this.#host.publish(this.key, out);
-    if (origin !== 'remote' && this.peers.size > 0) this.#host.relay(this, 0, update, this.#saver.lastEditor);
-  }
-
-  /**
-   * Applies update bytes that will be sent on as they are (see #afterTransaction). Yjs
-   * integrates an update's structs before it reads its delete set, so bytes that decode but fail
-   * half-way (a crafted delete set) leave part of themselves in the document: then nothing of
-   * them is sent or saved, and the room is discarded (#discard).
-   */
-  #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    const incoming: Incoming = { update, frame, origin, changed: undefined };
-    this.#incoming = incoming;
-    try {
-      Y.applyUpdate(this.doc, update, origin);
-    } catch (err) {
-      if (incoming.changed !== undefined) {
-        // The sender hears why (4400) before everyone is told to reconnect (1012).
-        if (isConn(origin)) origin.ws.close(CloseCode.BadFrame, 'update failed to apply');
-        this.#discard();
-      }
-      throw err instanceof FrameError ? err : new FrameError('update failed to apply');
-    } finally {
-      this.#incoming = null;
-    }
-    if (incoming.changed !== undefined) this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
-  }
-
-  /**
-   * The document holds part of an update that failed: it is no longer what any editor has, so it
-   * is neither sent nor saved. Every socket is told to reconnect (1012): the editors' own
-   * documents hold every edit they made, and their sync with the reloaded room (stored state
-   * and record) sends those edits again; only edits of editors who already left and were not
-   * saved yet (at most the debounce window) are lost with it.
+   * The document holds part of an update that failed (room-sync.ts): it is no longer what any
+   * editor has, so it is neither sent nor saved. Every socket is told to reconnect (1012): the
+   * editors' own documents hold every edit they made, and their sync with the reloaded room
+   * (stored state and record) sends those edits again; only edits of editors who already left
+   * and were not saved yet (at most the debounce window) are lost with it.
    */
   #discard(): void {
-    if (this.#broken) return;
-    this.#broken = true;
     this.#saver.halt();
     console.error(`collab room ${this.key}: an update failed half-way; the room reloads`);
     this.closeAll(CloseCode.Restart, 'room reloading');
     this.#host.discard(this);
-  }
-
-  #onAwareness(changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void {
-    if (isConn(origin)) {
-      for (const id of changes.added) origin.awarenessIds.add(id);
-      for (const id of changes.removed) origin.awarenessIds.delete(id);
-    }
-    const changed = [...changes.added, ...changes.updated, ...changes.removed];
-    const update = awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed);
-    const frame = awarenessFrame(update);
-    if (isConn(origin)) origin.ws.publish(this.key, frame);
-    else this.#host.publish(this.key, frame);
-    if (origin !== 'remote' && this.peers.size > 0) this.#host.relay(this, 1, update, null);
-  }
-
-  #sendFullState(): void {
-    this.#host.relay(this, 0, Y.encodeStateAsUpdate(this.doc), this.#saver.lastEditor);
-    const ids = [...this.awareness.getStates().keys()];
-    if (ids.length > 0) this.#host.relay(this, 1, awarenessProtocol.encodeAwarenessUpdate(this.awareness, ids), null);
   }
 
   #gone(): void {

@@ -10,12 +10,12 @@ import { NotFound } from '../errors.ts';
 import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
 import { SaverLocks } from './saver-lock.ts';
-import { NatsRoomRelay, type RoomNotice } from './relay-nats.ts';
-import { forgetProcess, heartbeat, relayBatch, relayRows, remoteClients, remoteHeldRooms, remoteHolders, setPresence, type RelayItem } from './store.ts';
+import { RoomRelay } from './room-relay.ts';
+import { forgetProcess, heartbeat, remoteClients, remoteHeldRooms, setPresence } from './store.ts';
 
 /**
  * The collaboration rooms of one process: the room registry, the relay that makes a room open
- * in several processes one room (update rows + NOTIFY of their ids, sql/012_collab.sql), the
+ * in several processes one room (room-relay.ts: update rows + NOTIFY of their ids), the
  * per-room advisory locks that elect one saver, presence for the room limit and room status,
  * and the bus hook that merges record writes into open rooms.
  */
@@ -39,23 +39,7 @@ export interface CollabDeps {
   writes: WriteCommitter;
 }
 
-const CHANNEL = 'svc_collab';
-/**
- * How long `saveCollabDraft` on a process that just opened the room waits for the processes with
- * editors in it to send their state (one NOTIFY round trip and a row read each, normally
- * milliseconds); past it, it saves what it has rather than hang the request.
- */
-const CATCH_UP_MS = 5_000;
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
-
-/** Relay rows per statement at most (a statement's parameters stay well under a few MB). */
-const RELAY_BATCH = 500;
-
-type Notice =
-  | { t: 'b'; p: string; lo: number; hi: number }
-  | { t: 'u'; p: string; r: string; id: number }
-  | { t: 'join' | 'leave'; p: string; r: string }
-  | { t: 'here'; p: string; r: string; to: string };
 
 export class CollabRooms {
   readonly processId = randomUUID();
@@ -72,27 +56,16 @@ export class CollabRooms {
   readonly #holds = new Map<string, Map<string, number>>();
   /** record id → loaded room keys, for merges and deletes. */
   readonly #byRecord = new Map<string, Set<string>>();
-  #unlisten: (() => Promise<void>) | undefined;
   #unsubscribe: (() => void) | undefined;
   #beat: ReturnType<typeof setInterval> | undefined;
-  #relayChain: Promise<unknown> = Promise.resolve();
   #presenceChain: Promise<unknown> = Promise.resolve();
-  #fetchChain: Promise<unknown> = Promise.resolve();
-  #relayQueue: RelayItem[] = [];
-  /** Announced relay batches not fetched yet. */
-  #pendingBatches: { p: string; lo: number; hi: number }[] = [];
-  /** On the NATS bus: rooms talk on their own subjects instead of rows + NOTIFY (relay-nats.ts). */
-  readonly #wire: NatsRoomRelay | undefined;
-  #unlink: (() => void) | undefined;
-  /** room key → callbacks woken when a peer process answered our join ('here'). */
-  readonly #hereWaiters = new Map<string, Set<() => void>>();
+  /** Updates and notices to and from the room's other processes (room-relay.ts). */
+  readonly #relay: RoomRelay;
   #closed = false;
 
   constructor(deps: CollabDeps, opts: CollabOptions = {}) {
     this.#deps = deps;
     this.roomLimit = opts.roomLimit ?? 10;
-    const wire = deps.bus.roomWire;
-    this.#wire = wire ? new NatsRoomRelay(wire, (n) => this.#onWire(n)) : undefined;
     // A lost lock session voids every room's lease: each one re-acquires or stands by.
     this.locks = new SaverLocks(deps.lockSession, () => {
       for (const key of this.registry.keys()) this.registry.peek(key)?.relock();
@@ -102,13 +75,7 @@ export class CollabRooms {
       debounceMs: opts.debounceMs ?? 2_000,
       maxWaitMs: opts.maxWaitMs ?? 10_000,
       publish: (topic, data) => void this.#server?.publish(topic, data),
-      relay: (room, kind, data, userId) => {
-        if (this.#wire) return this.#wire.update(room.key, this.processId, kind, userId, data);
-        // Batched: whatever queued while the previous batch was in flight goes in one statement
-        // (rows + one NOTIFY), so the database work per keystroke falls as the load rises.
-        this.#relayQueue.push({ room: room.key, kind, userId, data });
-        if (this.#relayQueue.length === 1) this.#relayChain = this.#relayChain.then(() => this.#flushRelay());
-      },
+      relay: (room, kind, data, userId) => this.#relay.send(room, kind, data, userId),
       locks: this.locks,
       writes: deps.writes,
       stats: this.stats,
@@ -116,8 +83,7 @@ export class CollabRooms {
         const set = this.#byRecord.get(room.info.recordId);
         set?.delete(room.key);
         if (set?.size === 0) this.#byRecord.delete(room.info.recordId);
-        if (!this.#closed) this.#notify({ t: 'leave', p: this.processId, r: room.key });
-        this.#wire?.close(room.key);
+        this.#relay.unloaded(room.key, !this.#closed);
       },
       discard: (room) => {
         if (this.registry.peek(room.key) === room) void this.registry.evict(room.key);
@@ -130,6 +96,7 @@ export class CollabRooms {
       },
     };
     this.registry = new ActorRegistry<Room>((key) => this.#spawn(key), { idleMs: opts.idleMs ?? 30_000 });
+    this.#relay = new RoomRelay(deps.sql, deps.bus, this.processId, this.registry);
     this.#heartbeatMs = opts.heartbeatMs ?? 5_000;
   }
 
@@ -148,16 +115,7 @@ export class CollabRooms {
   }
 
   async start(): Promise<void> {
-    if (this.#wire) {
-      // NATS dropped what was sent while it was away: announce every open room again; the
-      // peers answer with their full state and ours goes to them (join / here below).
-      this.#unlink = this.#deps.bus.onLink((up) => {
-        if (up) for (const key of this.#wire!.rooms()) this.#notify({ t: 'join', p: this.processId, r: key });
-      });
-    } else {
-      const sub = await this.#deps.sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
-      this.#unlisten = () => sub.unlisten();
-    }
+    await this.#relay.start();
     await heartbeat(this.#deps.sql, this.processId);
     this.#beat = setInterval(() => {
       void heartbeat(this.#deps.sql, this.processId).catch(() => {});
@@ -214,8 +172,7 @@ export class CollabRooms {
     let set = this.#byRecord.get(info.recordId);
     if (!set) this.#byRecord.set(info.recordId, (set = new Set()));
     set.add(key);
-    this.#wire?.open(key);
-    this.#notify({ t: 'join', p: this.processId, r: key });
+    this.#relay.opened(key);
     return room;
   }
 
@@ -290,37 +247,13 @@ export class CollabRooms {
     const unpin = room.pin();
     let saved: boolean;
     try {
-      if (fresh) await this.#catchUp(room);
+      if (fresh) await this.#relay.catchUp(room);
       saved = await room.saveDraft(userId);
     } finally {
       unpin();
     }
     if (room.conns.size === 0) this.#host.idle(room);
     return saved;
-  }
-
-  /**
-   * Waits (at most CATCH_UP_MS) until every other process with editors in `room` answered its
-   * join: each relays its full state and then says 'here', in that order, and the answer is
-   * handled after the state rows it follows (#onNotice), so the document then holds their edits.
-   */
-  async #catchUp(room: Room): Promise<void> {
-    const holders = await remoteHolders(this.#deps.sql, room.key, this.processId);
-    const end = Date.now() + CATCH_UP_MS;
-    while (!holders.every((p) => room.peers.has(p)) && Date.now() < end) {
-      await new Promise<void>((resolve) => {
-        let waiters = this.#hereWaiters.get(room.key);
-        if (!waiters) this.#hereWaiters.set(room.key, (waiters = new Set()));
-        const done = () => {
-          clearTimeout(timer);
-          waiters!.delete(done);
-          if (waiters!.size === 0 && this.#hereWaiters.get(room.key) === waiters) this.#hereWaiters.delete(room.key);
-          resolve();
-        };
-        const timer = setTimeout(done, Math.max(0, end - Date.now()));
-        waiters.add(done);
-      });
-    }
   }
 
   /** SIGTERM: every room saves, then its sockets are told to reconnect elsewhere. */
@@ -341,87 +274,10 @@ export class CollabRooms {
     clearInterval(this.#beat);
     this.#unsubscribe?.();
     await this.registry.stopAll();
-    await this.#relayChain;
+    await this.#relay.flushed();
     await this.#presenceChain;
-    await this.#unlisten?.().catch(() => {});
-    this.#unlink?.();
-    this.#wire?.closeAll();
+    await this.#relay.close();
     await forgetProcess(this.#deps.sql, this.processId).catch(() => {});
     await this.locks.close();
-  }
-
-  // ---- relay between processes ----
-
-  #notify(n: Exclude<Notice, { t: 'u' | 'b' }>): void {
-    if (this.#wire) return this.#wire.send(n);
-    this.#relayChain = this.#relayChain
-      .then(() => this.#deps.sql`select pg_notify(${CHANNEL}, ${JSON.stringify(n)})`)
-      .catch(() => {});
-  }
-
-  /** A room's subject on NATS: updates go straight to the room, in arrival order. */
-  #onWire(n: RoomNotice): void {
-    if (n.p === this.processId) return;
-    if (n.t !== 'u') return this.#handle(n);
-    this.registry.peek(n.r)?.remote(n.k, new Uint8Array(Buffer.from(n.d, 'base64')), n.u);
-  }
-
-  async #flushRelay(): Promise<void> {
-    while (this.#relayQueue.length > 0) {
-      const items = this.#relayQueue.splice(0, RELAY_BATCH);
-      try {
-        await relayBatch(this.#deps.sql, CHANNEL, this.processId, items);
-      } catch (e) {
-        console.error('collab relay failed:', e instanceof Error ? e.message : e);
-      }
-    }
-  }
-
-  #onNotice(payload: string): void {
-    let n: Notice;
-    try {
-      n = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    this.#handle(n);
-  }
-
-  #handle(n: Notice): void {
-    if (n.p === this.processId) return;
-    if (n.t === 'b' || n.t === 'u') {
-      // The rows say which rooms they belong to; only rooms open here are read.
-      if (this.registry.size === 0) return;
-      this.#pendingBatches.push(n.t === 'b' ? { p: n.p, lo: n.lo, hi: n.hi } : { p: n.p, lo: n.id, hi: n.id });
-      if (this.#pendingBatches.length === 1) this.#fetchChain = this.#fetchChain.then(() => this.#fetchRows());
-      return;
-    }
-    const room = this.registry.peek(n.r);
-    if (!room) return;
-    if (n.t === 'join') {
-      // Our state is relayed before 'here' is sent (both go out through #relayChain, in order:
-      // the batch holding the state is flushed before the NOTIFY queued after it), so the joiner
-      // has it once it hears 'here'.
-      void room.peer(n.p, true).then(() => this.#notify({ t: 'here', p: this.processId, r: n.r, to: n.p }));
-    } else if (n.t === 'here') {
-      if (n.to !== this.processId) return;
-      // After the state rows that came before it are read and handed to the room.
-      this.#fetchChain = this.#fetchChain
-        .then(() => room.peer(n.p, true))
-        .then(() => {
-          for (const wake of [...(this.#hereWaiters.get(n.r) ?? [])]) wake();
-        });
-    } else room.peers.delete(n.p);
-  }
-
-  async #fetchRows(): Promise<void> {
-    const batches = this.#pendingBatches;
-    this.#pendingBatches = [];
-    if (batches.length === 0) return;
-    try {
-      for (const row of await relayRows(this.#deps.sql, batches)) this.registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
-    } catch (e) {
-      console.error('collab relay read failed:', e instanceof Error ? e.message : e);
-    }
   }
 }
