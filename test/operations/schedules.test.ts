@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
-import { Scheduler } from '../../src/operations/scheduler.ts';
+import { Scheduler, triggerSchedule } from '../../src/operations/scheduler.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
 
 let server: TestServer;
@@ -85,6 +85,16 @@ describe('schedules', () => {
       { scheduleKey: 'often', fireAt: '2026-11-01T00:05:00.000Z', manual: false },
       { scheduleKey: 'often', fireAt: '2026-11-01T01:05:00.000Z', manual: false },
     ]);
+  });
+
+  test('a manual trigger in the very millisecond of an occurrence does not take that occurrence\'s row', async () => {
+    await pushedAt('2026-11-02T00:00:00Z');
+    // Triggered at 00:05:00.000 exactly, an occurrence of */5: the scheduled run still fires.
+    const manual = await triggerSchedule(server.svc.sql, server.svc.bus, p.projectId, 'often', new Date('2026-11-02T00:05:00Z'));
+    expect(manual.manual).toBe(true);
+    await drive('2026-11-02T00:05:00Z', '2026-11-02T00:06:00Z', 1);
+    expect(await runs('often')).toEqual(['2026-11-02T00:05:00.000Z']);
+    expect(manual.fireAt).not.toBe('2026-11-02T00:05:00.000Z');
   });
 
   test('schedules, scheduleRuns and triggerSchedule over GraphQL; svc schedules list|trigger', async () => {
