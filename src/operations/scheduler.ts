@@ -8,9 +8,10 @@ import { announce, newExecutionId, type ExecutionRow } from './store.ts';
 /**
  * Schedules (spec "schedules[]"): each tick finds, per enabled schedule, the latest occurrence
  * at or before now. When it is newer than the schedule's last run (or than the push that
- * created it), a row (project, schedule, fire time) goes into schedule_runs with the execution
- * in the same transaction. The primary key makes each occurrence fire once across processes,
- * and taking only the latest occurrence makes a gap after downtime fire once, not N times.
+ * created or last changed it; a push repeating it unchanged does not count), a row (project,
+ * schedule, fire time) goes into schedule_runs with the execution in the same transaction. The
+ * primary key makes each occurrence fire once across processes, and taking only the latest
+ * occurrence makes a gap after downtime fire once, not N times.
  */
 interface ScheduleRow {
   project_id: string;
