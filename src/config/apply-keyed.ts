@@ -9,6 +9,12 @@ export interface KeyedTable {
   table: 'operations' | 'hooks' | 'schedules' | 'segments' | 'auth_providers' | 'placements' | 'apps';
   /** Typed columns derived from an entry. */
   columns(entry: Obj): Record<string, unknown>;
+  /**
+   * `updated_at` moves only when the entry changes, not on every push that repeats it. The
+   * scheduler fires a schedule that never ran only for occurrences after its `updated_at`: a push
+   * repeating an unchanged schedule between an occurrence and the next tick skipped it.
+   */
+  touchOnChange?: boolean;
 }
 
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
@@ -30,6 +36,7 @@ export function keyedTables(operationBaseUrl: string | undefined): Record<string
     schedules: {
       table: 'schedules',
       columns: (e) => ({ operation_key: e.operationKey, cron: e.cron, timezone: str(e.timezone) ?? 'UTC', enabled: bool(e.enabled, true) }),
+      touchOnChange: true,
     },
     segments: { table: 'segments', columns: (e) => ({ is_active: bool(e.isActive, true) }) },
     authProviders: {
@@ -74,8 +81,12 @@ export async function applyKeyed(tx: Sql, projectId: string, spec: KeyedTable, k
       ...spec.columns(entry),
     };
     const cols = Object.keys(row).filter((c) => c !== 'project_id' && c !== 'key');
+    // The typed columns derive from the entry alone, so an equal definition is an unchanged row.
+    const touched = spec.touchOnChange
+      ? tx`case when ${tx(spec.table)}.definition is distinct from excluded.definition then now() else ${tx(spec.table)}.updated_at end`
+      : tx`now()`;
     await tx`insert into ${tx(spec.table)} ${tx(row as Record<string, never>)}
-             on conflict (project_id, key) do update set ${tx(row as Record<string, never>, cols as never[])}, updated_at = now()`;
+             on conflict (project_id, key) do update set ${tx(row as Record<string, never>, cols as never[])}, updated_at = ${touched}`;
   }
   return entries.length;
 }

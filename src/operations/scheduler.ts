@@ -8,9 +8,10 @@ import { announce, newExecutionId, type ExecutionRow } from './store.ts';
 /**
  * Schedules (spec "schedules[]"): each tick finds, per enabled schedule, the latest occurrence
  * at or before now. When it is newer than the schedule's last run (or than the push that
- * created it), a row (project, schedule, fire time) goes into schedule_runs with the execution
- * in the same transaction. The primary key makes each occurrence fire once across processes,
- * and taking only the latest occurrence makes a gap after downtime fire once, not N times.
+ * created or last changed it; a push repeating it unchanged does not count), a row (project,
+ * schedule, fire time) goes into schedule_runs with the execution in the same transaction. The
+ * primary key makes each occurrence fire once across processes, and taking only the latest
+ * occurrence makes a gap after downtime fire once, not N times.
  */
 interface ScheduleRow {
   project_id: string;
@@ -131,11 +132,17 @@ export class Scheduler {
 
 /** `triggerSchedule(key)`: one run now, whatever the cron says (and even when disabled). */
 export async function triggerSchedule(sql: Sql, bus: EventBus, projectId: string, key: string, now = new Date()): Promise<ScheduleRunView> {
-  const [s] = await sql<ScheduleRow[]>`select project_id, key, operation_key from schedules where project_id = ${projectId} and key = ${key}`;
+  const [s] = await sql<ScheduleRow[]>`select project_id, key, operation_key, cron, timezone from schedules where project_id = ${projectId} and key = ${key}`;
   if (!s) throw new NotFound(`Unknown schedule "${key}"`);
+  const cron = cronFor(s.cron, s.timezone);
   for (let i = 0; ; i++) {
     // Two triggers in the same millisecond get distinct rows.
-    const made = await sql.begin((tx) => createRun(tx as unknown as Sql, s, new Date(now.getTime() + i), true));
+    const at = new Date(now.getTime() + i);
+    // Manual and scheduled runs share the key (schedule, fire time): a manual row at the instant
+    // of an occurrence would make the scheduler's insert of that occurrence conflict on every
+    // tick, so the occurrence would never fire. Such a trigger takes the next millisecond.
+    if (cron && latestOccurrence(cron, at)?.getTime() === at.getTime()) continue;
+    const made = await sql.begin((tx) => createRun(tx as unknown as Sql, s, at, true));
     if (made) {
       if (made.execution) await announce(bus, [made.execution]);
       return made.run;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
-import { Scheduler } from '../../src/operations/scheduler.ts';
+import { Scheduler, triggerSchedule } from '../../src/operations/scheduler.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
 
 let server: TestServer;
@@ -13,7 +13,11 @@ beforeAll(async () => {
   server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50', SVC_SCHEDULER_TICK_MS: '60000' });
   ep = endpoint({ '/report': (_r, body) => Response.json({ fired: body.input.fireAt }) });
   p = await opsProject(server, 'sched');
-  await p.push({
+  await p.push(config());
+}, 30_000);
+
+function config(): Record<string, unknown> {
+  return {
     operationBaseUrl: ep.url,
     operations: [{ key: 'report', endpoint: '/report' }],
     schedules: [
@@ -21,8 +25,8 @@ beforeAll(async () => {
       { key: 'often', operationKey: 'report', cron: '*/5 * * * *', timezone: 'UTC' },
       { key: 'off', operationKey: 'report', cron: '* * * * *', enabled: false },
     ],
-  });
-}, 30_000);
+  };
+}
 
 afterAll(async () => {
   ep.stop();
@@ -85,6 +89,33 @@ describe('schedules', () => {
       { scheduleKey: 'often', fireAt: '2026-11-01T00:05:00.000Z', manual: false },
       { scheduleKey: 'often', fireAt: '2026-11-01T01:05:00.000Z', manual: false },
     ]);
+  });
+
+  test('a manual trigger in the very millisecond of an occurrence does not take that occurrence\'s row', async () => {
+    await pushedAt('2026-11-02T00:00:00Z');
+    // Triggered at 00:05:00.000 exactly, an occurrence of */5: the scheduled run still fires.
+    const manual = await triggerSchedule(server.svc.sql, server.svc.bus, p.projectId, 'often', new Date('2026-11-02T00:05:00Z'));
+    expect(manual.manual).toBe(true);
+    await drive('2026-11-02T00:05:00Z', '2026-11-02T00:06:00Z', 1);
+    expect(await runs('often')).toEqual(['2026-11-02T00:05:00.000Z']);
+    expect(manual.fireAt).not.toBe('2026-11-02T00:05:00.000Z');
+  });
+
+  test('a push repeating an unchanged schedule before its first occurrence was ticked does not skip that occurrence', async () => {
+    // Pushed long before the real clock's now; repeated (unchanged) after its first occurrence at
+    // 00:05, before any scheduler ticked: 00:05 still fires.
+    await pushedAt('2020-01-01T00:00:00Z');
+    await p.push(config());
+    await drive('2020-01-01T00:06:00Z', '2020-01-01T00:06:00Z', 1);
+    expect(await runs('often')).toEqual(['2020-01-01T00:05:00.000Z']);
+    // A changed schedule counts from its push: what was due before it does not fire.
+    const changed = config();
+    (changed.schedules as { cron: string }[])[1]!.cron = '*/10 * * * *';
+    await pushedAt('2020-01-01T00:00:00Z');
+    await p.push(changed);
+    await drive('2020-01-01T00:11:00Z', '2020-01-01T00:11:00Z', 1);
+    expect(await runs('often')).toEqual([]);
+    await p.push(config());
   });
 
   test('schedules, scheduleRuns and triggerSchedule over GraphQL; svc schedules list|trigger', async () => {
