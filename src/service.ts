@@ -12,7 +12,7 @@ import { IndexReconciler } from './content/indexes.ts';
 import { KeyResolver } from './auth/resolve.ts';
 import { RateLimiter } from './auth/rate-limit.ts';
 import { Gate } from './auth/gate.ts';
-import { installResponseInvalidation } from './graphql/execute.ts';
+import { installResponseInvalidation } from './graphql/response-cache.ts';
 import { graphqlCacheStats } from './graphql/lru.ts';
 import { MetricsRegistry } from './metrics/registry.ts';
 import { RequestLog } from './metrics/requests.ts';

@@ -2,28 +2,26 @@ import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
-import type { EventBus } from '../actors/bus.ts';
-import type { ActorRegistry } from '../actors/registry.ts';
 import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
 import { BadUserInput, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
 import { buildSchema, type SchemaView } from './schema.ts';
-import { createHash } from 'node:crypto';
 import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from './field-access.ts';
+import { CACHE_MAX_AGE, digest, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
 
 /**
- * The GraphQL core, shared by every transport (HTTP today, graphql-ws next). Per project (in
+ * The GraphQL core, shared by every transport (HTTP, graphql-ws). Per project (in
  * ProjectActor.derived, emptied when the schema version moves): one generated schema per key
  * fingerprint, each with an LRU of prepared documents (parsed, validated, limit-checked,
  * compiled by graphql-jit), and one response cache of published key-only reads, emptied by
- * every record change of the project. A cached read costs one Map lookup for the key, one for
- * the response.
+ * every record change of the project (response-cache.ts). A cached read costs one Map lookup
+ * for the key, one for the response.
  *
  * The core answers with a plain `ExecutionResult` whose errors are not masked: each transport
  * masks them once at its boundary (graphql/errors.ts) and serialises in its own format.
@@ -32,18 +30,6 @@ export interface GraphqlRequest {
   query: string;
   variables?: Record<string, unknown> | null;
   operationName?: string | null;
-}
-
-/** The core's answer to one operation. */
-export interface Executed {
-  /** Errors unmasked: the transport masks them (maskErrors) before they leave. */
-  readonly result: ExecutionResult;
-  /** Refused before execution (parse, validation, limits, unknown operation): HTTP answers 400. */
-  readonly rejected: boolean;
-  /** `public, max-age=…` for a shareable read, else `private, no-store` or `no-store`. */
-  readonly cacheControl: string;
-  /** JSON text of a result without errors (graphql-jit's serializer, or a cache hit): send as is. */
-  readonly body: string | undefined;
 }
 
 /** A document ready to run for one schema view: what execute() and a subscribe() share. */
@@ -74,28 +60,8 @@ export interface Target {
   entry: SchemaEntry;
 }
 
-interface ResponseCache {
-  /** Bumped on every invalidation: an execution that started before must not store its result. */
-  gen: number;
-  entries: Lru<string, Executed>;
-}
-
-export const CACHE_MAX_AGE = 30;
 const DOCS_PER_SCHEMA = 500;
 const DOC_CACHE_BYTES = 32 * 1024 * 1024;
-const RESPONSES_PER_PROJECT = 2000;
-const RESPONSE_CACHE_BYTES = 32 * 1024 * 1024;
-const MAX_CACHED_BODY = 512 * 1024;
-
-/**
- * Cache keys are SHA-256 digests of what identifies an entry: a key never holds the document or
- * the variables (a 0.9 MB document used to be kept three times, twice as keys).
- */
-function digest(...parts: string[]): string {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p).update('\0');
-  return h.digest('base64url');
-}
 
 /**
  * Estimated heap a prepared document keeps alive (measured as heap growth over 200 compiled
@@ -109,7 +75,6 @@ function preparedBytes(p: Prepared): number {
 
 const docCache = (): Lru<string, Prepared> =>
   new Lru({ kind: 'documents', maxEntries: DOCS_PER_SCHEMA, maxBytes: DOC_CACHE_BYTES, sizeOf: preparedBytes, budget: processCacheBudget });
-const RESPONSES = 'gql:responses';
 
 /** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
 const writesMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; writes: Set<string> | null }>();
@@ -172,47 +137,6 @@ function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: 
 /** Shared fleet schemas held by this process (tests and the bench measure sharing with it). */
 export function sharedSchemaCount(): number {
   return sharedSchemas.size;
-}
-
-function responseCache(actor: ProjectActor): ResponseCache {
-  let rc = actor.derived.get(RESPONSES) as ResponseCache | undefined;
-  if (!rc) {
-    rc = {
-      gen: 0,
-      entries: new Lru({ kind: 'responses', maxEntries: RESPONSES_PER_PROJECT, maxBytes: RESPONSE_CACHE_BYTES, sizeOf: (e) => 2 * (e.body?.length ?? 0) + 512, budget: processCacheBudget }),
-    };
-    actor.derived.set(RESPONSES, rc);
-  }
-  return rc;
-}
-
-/**
- * Record, schema and project changes (from any process) empty that project's response cache.
- * Installed once by the Service, so every process that serves GraphQL gets it.
- */
-export function installResponseInvalidation(bus: EventBus, projects: ActorRegistry<ProjectActor>): () => void {
-  const drop = (projectId: string) => {
-    const rc = projects.peek(projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
-    if (rc) {
-      rc.gen++;
-      rc.entries.clear();
-    }
-  };
-  const off = bus.subscribe((e) => {
-    // A file deleted, restored or processed changes what records naming it resolve to.
-    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed' || (e.type === 'custom' && e.topic === 'files.changed')) drop(e.projectId);
-    else if (e.type === 'fleet.published') {
-      for (const projectId of projects.keys()) if (projects.peek(projectId)?.current?.fleetGroupId === e.groupId) drop(projectId);
-    }
-  });
-  // Changes made while the listener was away were never heard: every cached response may be stale.
-  const offReconnect = bus.onReconnect(() => {
-    for (const projectId of projects.keys()) drop(projectId);
-  });
-  return () => {
-    off();
-    offReconnect();
-  };
 }
 
 /** The project actor and schema view an operation of this principal runs against. */
@@ -321,19 +245,6 @@ function refused(errors: readonly GraphQLError[]): Executed {
 
 function failed(result: ExecutionResult): Executed {
   return { result, rejected: false, cacheControl: 'no-store', body: undefined };
-}
-
-/** A response-cache entry: the body as stored; the result object only if a transport asks. */
-function stored(body: string, cacheControl: string): Executed {
-  let parsed: ExecutionResult | undefined;
-  return {
-    rejected: false,
-    cacheControl,
-    body,
-    get result() {
-      return (parsed ??= JSON.parse(body) as ExecutionResult);
-    },
-  };
 }
 
 export interface ExecuteOptions {

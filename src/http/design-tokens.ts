@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { readDesignTokens, renderDesignTokensCss } from '../config/design-tokens.ts';
-import { CACHE_MAX_AGE } from '../graphql/execute.ts';
+import { CACHE_MAX_AGE } from '../graphql/response-cache.ts';
 
 /**
  * GET /v1/design-tokens.css (docs/design-tokens.md): the project's design tokens as CSS custom

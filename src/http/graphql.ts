@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Gate } from '../auth/gate.ts';
 import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
-import { execute, schemaSdl, type Executed, type GraphqlRequest } from '../graphql/execute.ts';
+import { execute, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
+import type { Executed } from '../graphql/response-cache.ts';
 import type { GraphqlDeps } from '../graphql/context.ts';
 import { LIMITS } from '../graphql/limits.ts';
 import { maskError, maskErrors } from '../graphql/errors.ts';

@@ -1,0 +1,101 @@
+import type { ExecutionResult } from 'graphql';
+import { createHash } from 'node:crypto';
+import type { EventBus } from '../actors/bus.ts';
+import type { ActorRegistry } from '../actors/registry.ts';
+import type { ProjectActor } from '../projects/actor.ts';
+import { Lru, processCacheBudget } from './lru.ts';
+
+/**
+ * The response cache of the GraphQL core (execute.ts): per project, published key-only reads,
+ * kept in ProjectActor.derived and emptied by every record, schema, project or file change of the
+ * project heard on the bus (from any process), and by a bus reconnect.
+ */
+/** The core's answer to one operation. */
+export interface Executed {
+  /** Errors unmasked: the transport masks them (maskErrors) before they leave. */
+  readonly result: ExecutionResult;
+  /** Refused before execution (parse, validation, limits, unknown operation): HTTP answers 400. */
+  readonly rejected: boolean;
+  /** `public, max-age=…` for a shareable read, else `private, no-store` or `no-store`. */
+  readonly cacheControl: string;
+  /** JSON text of a result without errors (graphql-jit's serializer, or a cache hit): send as is. */
+  readonly body: string | undefined;
+}
+
+/** max-age of a shareable published read (and of other published, cache-headed answers). */
+export const CACHE_MAX_AGE = 30;
+const RESPONSES_PER_PROJECT = 2000;
+const RESPONSE_CACHE_BYTES = 32 * 1024 * 1024;
+/** Larger bodies are answered but not kept. */
+export const MAX_CACHED_BODY = 512 * 1024;
+const RESPONSES = 'gql:responses';
+
+export interface ResponseCache {
+  /** Bumped on every invalidation: an execution that started before must not store its result. */
+  gen: number;
+  entries: Lru<string, Executed>;
+}
+
+/**
+ * Cache keys are SHA-256 digests of what identifies an entry: a key never holds the document or
+ * the variables (a 0.9 MB document used to be kept three times, twice as keys).
+ */
+export function digest(...parts: string[]): string {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p).update('\0');
+  return h.digest('base64url');
+}
+
+export function responseCache(actor: ProjectActor): ResponseCache {
+  let rc = actor.derived.get(RESPONSES) as ResponseCache | undefined;
+  if (!rc) {
+    rc = {
+      gen: 0,
+      entries: new Lru({ kind: 'responses', maxEntries: RESPONSES_PER_PROJECT, maxBytes: RESPONSE_CACHE_BYTES, sizeOf: (e) => 2 * (e.body?.length ?? 0) + 512, budget: processCacheBudget }),
+    };
+    actor.derived.set(RESPONSES, rc);
+  }
+  return rc;
+}
+
+/**
+ * Record, schema and project changes (from any process) empty that project's response cache.
+ * Installed once by the Service, so every process that serves GraphQL gets it.
+ */
+export function installResponseInvalidation(bus: EventBus, projects: ActorRegistry<ProjectActor>): () => void {
+  const drop = (projectId: string) => {
+    const rc = projects.peek(projectId)?.derived.get(RESPONSES) as ResponseCache | undefined;
+    if (rc) {
+      rc.gen++;
+      rc.entries.clear();
+    }
+  };
+  const off = bus.subscribe((e) => {
+    // A file deleted, restored or processed changes what records naming it resolve to.
+    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed' || (e.type === 'custom' && e.topic === 'files.changed')) drop(e.projectId);
+    else if (e.type === 'fleet.published') {
+      for (const projectId of projects.keys()) if (projects.peek(projectId)?.current?.fleetGroupId === e.groupId) drop(projectId);
+    }
+  });
+  // Changes made while the listener was away were never heard: every cached response may be stale.
+  const offReconnect = bus.onReconnect(() => {
+    for (const projectId of projects.keys()) drop(projectId);
+  });
+  return () => {
+    off();
+    offReconnect();
+  };
+}
+
+/** A response-cache entry: the body as stored; the result object only if a transport asks. */
+export function stored(body: string, cacheControl: string): Executed {
+  let parsed: ExecutionResult | undefined;
+  return {
+    rejected: false,
+    cacheControl,
+    body,
+    get result() {
+      return (parsed ??= JSON.parse(body) as ExecutionResult);
+    },
+  };
+}
