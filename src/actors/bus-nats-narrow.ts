@@ -1,5 +1,6 @@
-import { DeliverPolicy, type JetStreamClient, type Msg, type NatsConnection, type Subscription } from 'nats';
+import { type JetStreamClient, type Msg, type NatsConnection, type Subscription } from 'nats';
 import { decodeWire, outboxIdOf, projectToken, type Wire } from './bus-nats-wire.ts';
+import { readBack } from './bus-nats-readback.ts';
 
 /**
  * How a gateway hears the NATS bus: plain NATS subscriptions to the deployment-wide subjects
@@ -101,21 +102,8 @@ export class NarrowListener {
   }
 
   async #recover(since: number): Promise<void> {
-    const consumer = await this.#js.consumers.get(this.#stream, {
-      filterSubjects: `${this.#prefix}.>`,
-      deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: new Date(since - MARGIN_MS).toISOString(),
+    await readBack(this.#js, this.#stream, `${this.#prefix}.>`, since - MARGIN_MS, (m) => {
+      if (this.#wanted(m.subject)) this.#take(m);
     });
-    let pending = (await consumer.info(true)).num_pending;
-    while (pending > 0) {
-      const batch = await consumer.fetch({ max_messages: Math.min(1_000, pending), expires: 2_000 });
-      let got = 0;
-      for await (const m of batch) {
-        got++;
-        pending = m.info.pending;
-        if (this.#wanted(m.subject)) this.#take(m);
-      }
-      if (got === 0) break;
-    }
   }
 }

@@ -2,6 +2,7 @@ import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, 
 import type { Sql } from '../store/db.ts';
 import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
 import { NarrowListener } from './bus-nats-narrow.ts';
+import { readBack } from './bus-nats-readback.ts';
 import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
 
 export { parseBusUrl, subjectOf } from './bus-nats-wire.ts';
@@ -194,37 +195,19 @@ export class NatsTransport implements BusTransport {
   async replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
     const js = this.#js;
     if (!js || !this.#connected || Date.now() - since > this.#maxAgeMs) return null;
-    const consumer = await js.consumers.get(this.#stream, {
-      filterSubjects: `${this.#prefix}.${projectToken(projectId)}.>`,
-      deliver_policy: DeliverPolicy.StartTime,
-      opt_start_time: new Date(since - REPLAY_MARGIN_MS).toISOString(),
-    });
-    try {
-      let pending = (await consumer.info(true)).num_pending;
-      if (pending > REPLAY_SCAN) return null;
-      const out: { event: BusEvent; mark: EventMark }[] = [];
-      let found = false;
-      while (pending > 0) {
-        const batch = await consumer.fetch({ max_messages: Math.min(1_000, pending), expires: 2_000 });
-        let got = 0;
-        for await (const m of batch) {
-          got++;
-          pending = m.info.pending;
-          const wire = decodeWire(m.data);
-          const mark = wire && this.#markOf(m.headers?.get('Nats-Msg-Id'), wire.at);
-          if (!found) {
-            found = mark?.id === after;
-            continue;
-          }
-          if (wire && mark) out.push({ event: wire.e, mark });
-          if (out.length > max) return null;
-        }
-        if (got === 0) break;
+    const out: { event: BusEvent; mark: EventMark }[] = [];
+    let found = false;
+    const complete = await readBack(js, this.#stream, `${this.#prefix}.${projectToken(projectId)}.>`, since - REPLAY_MARGIN_MS, (m) => {
+      const wire = decodeWire(m.data);
+      const mark = wire && this.#markOf(m.headers?.get('Nats-Msg-Id'), wire.at);
+      if (!found) {
+        found = mark?.id === after;
+        return;
       }
-      return found ? out : null;
-    } finally {
-      await consumer.delete().catch(() => {});
-    }
+      if (wire && mark) out.push({ event: wire.e, mark });
+      return out.length <= max;
+    }, REPLAY_SCAN);
+    return complete && found ? out : null;
   }
 
   readonly roomWire: RoomWire = {
