@@ -1,9 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import type { BusEvent, EventBus } from '../actors/bus.ts';
 import { BadUserInput, NotFound, type SvcError } from '../errors.ts';
 import type { ContentSql } from '../store/db.ts';
 import type { RecordAction } from './types.ts';
 import type { ModelDef } from '../projects/types.ts';
+import { inline, literal } from './sql-literal.ts';
+
+/** Parameters travel inlined as literals (sql-literal.ts); re-exported for the statements' builders. */
+export { inline, literal };
 
 /**
  * Write transactions (issue 11). A `WriteTx` is built in JS without I/O — the statements of its
@@ -122,10 +125,10 @@ export interface Committed {
 
 interface Unit {
   tx: WriteTx;
-  /** Statements after the followers ran: the tx's own, then theirs. */
-  all: Statement[];
-  /** Its events and the followers'. */
-  events: BusEvent[];
+  /** Statements after the followers ran: the tx's own, then theirs (the tx's own list when none added any). */
+  all: readonly Statement[];
+  /** Its events and the followers' (likewise). */
+  events: readonly BusEvent[];
   resolve: (c: Committed) => void;
   reject: (err: unknown) => void;
 }
@@ -158,52 +161,6 @@ function dbError(err: unknown): DbError | undefined {
 }
 
 type Conn = Awaited<ReturnType<ContentSql['reserve']>>;
-
-/**
- * A transaction travels as ONE simple-protocol message (`begin; …; commit`): PostgreSQL then
- * runs it without ever waiting for the client. Bun's client, given the statements as separate
- * pipelined extended-protocol queries, left the backend idle in transaction (ClientRead) between
- * BEGIN, the statements and COMMIT (docs/decisions.md). So parameters are inlined as literals:
- * strings dollar-quoted with a tag that cannot occur in them (no escaping rules involved,
- * whatever standard_conforming_strings says), numbers and booleans as such, arrays as ARRAY[…].
- */
-export function literal(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'number') {
-    if (!Number.isFinite(v)) throw new BadUserInput('numbers must be finite');
-    return `(${String(v)})`;
-  }
-  if (Array.isArray(v)) return `array[${v.map(literal).join(',')}]`;
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  // PostgreSQL text cannot hold NUL, and a NUL would end the query message.
-  if (s.includes('\0')) throw new BadUserInput('text must not contain NUL characters');
-  // The body ends at the first occurrence of the closing tag: it must be the one appended. A
-  // plain `$q$` serves almost every value; otherwise the tag is random, so a value cannot be
-  // built to defeat it, and one check (linear in the value) suffices — a search through
-  // predictable tags would be quadratic in a value stuffed with them.
-  // `$q$` can only end the body early if it occurs in the value or the value ends with `$q`
-  // (which the appended tag completes); checked without copying the value.
-  if (!s.includes('$q$') && !s.endsWith('$q')) return `$q$${s}$q$`;
-  let tag: string;
-  do tag = `q${randomBytes(12).toString('hex')}`;
-  while (!closesAtEnd(s, tag));
-  return `$${tag}$${s}$${tag}$`;
-}
-
-/** True when `$tag$` first occurs in `s + $tag$` at the appended one (overlaps included). */
-function closesAtEnd(s: string, tag: string): boolean {
-  return (s + `$${tag}$`).indexOf(`$${tag}$`) === s.length;
-}
-
-/** A statement's text with its `$n` placeholders replaced by literals. */
-export function inline(st: Statement): string {
-  return st.text.replace(/\$(\d+)/g, (_, n: string) => {
-    const i = Number(n) - 1;
-    if (i < 0 || i >= st.params.length) throw new Error(`statement has no parameter $${n}`);
-    return literal(st.params[i]);
-  });
-}
 
 export interface CommitterOptions {
   /** Transactions in flight at once (connections held). */
@@ -343,16 +300,24 @@ export class WriteCommitter {
     const events: BusEvent[] = [];
     const statements: Statement[] = [];
     for (const u of units) {
-      u.all = [...u.tx.statements];
-      u.events = [...u.tx.events];
-      for (const f of [...u.tx.finishers, ...this.#followers]) {
-        const more = f(u.tx.events);
-        if (!more) continue;
-        u.all.push(...more.statements);
-        u.events.push(...(more.events ?? []));
+      // The transaction's own lists unless a follower adds to them (copied then, so a retry alone
+      // starts from the transaction's own again): two copies per mutation less.
+      let all = u.tx.statements;
+      let added = u.tx.events;
+      for (const list of [u.tx.finishers, this.#followers]) {
+        for (const f of list) {
+          const more = f(u.tx.events);
+          if (!more) continue;
+          if (all === u.tx.statements) all = [...all];
+          if (added === u.tx.events) added = [...added];
+          all.push(...more.statements);
+          added.push(...(more.events ?? []));
+        }
       }
-      statements.push(...u.all);
-      events.push(...u.events);
+      u.all = all;
+      u.events = added;
+      statements.push(...all);
+      events.push(...added);
     }
     const parts = text ? [text] : [];
     for (const st of statements) parts.push(inline(st));

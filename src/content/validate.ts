@@ -148,10 +148,25 @@ export interface ValidateOptions {
   depth?: number;
 }
 
+/**
+ * A model's fields by key, built once per field list rather than once per write (a Map of the
+ * fields per validated record was ~2 % of the service's samples in the write bench; 
+ * docs/decisions.md, "Writes, session 5"). Model definitions are not changed in place (a schema
+ * change makes new ones); the length check is a guard all the same.
+ */
+const fieldMaps = new WeakMap<readonly FieldDef[], { n: number; byKey: Map<string, FieldDef> }>();
+function fieldsByKey(model: ModelDef): Map<string, FieldDef> {
+  const hit = fieldMaps.get(model.fields);
+  if (hit && hit.n === model.fields.length) return hit.byKey;
+  const byKey = new Map(model.fields.map((f) => [f.key, f]));
+  fieldMaps.set(model.fields, { n: model.fields.length, byKey });
+  return byKey;
+}
+
 export function validateData(model: ModelDef, data: unknown, models: ModelLookup, opts: ValidateOptions): Record<string, unknown> {
   const prefix = opts.path ? `${opts.path}.` : '';
   if (!isObject(data)) throw new BadUserInput(`Invalid value for "${opts.path ?? 'data'}": expected an object`);
-  const byKey = new Map(model.fields.map((f) => [f.key, f]));
+  const byKey = fieldsByKey(model);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(data)) {
     const f = byKey.get(k);

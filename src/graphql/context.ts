@@ -50,8 +50,12 @@ export interface GqlContext {
   noStore: boolean;
   /** The customer of a verified access token sent with the key (src/identity/tokens.ts), else null. */
   customer: CustomerPrincipal | null;
-  /** The client's address, for per-IP login throttling (absent on non-HTTP transports). */
-  clientIp?: string | null;
+  /**
+   * The client's address, for per-IP login throttling (absent on non-HTTP transports). Asked
+   * only by the resolvers that need it: Bun's `server.requestIP` for every request was ~1.4 % of
+   * the service's samples in the write bench (docs/decisions.md, "Writes, session 5").
+   */
+  clientIp?: () => string | null;
   /** Model `access.read` restrictions of this reader (undefined: none apply). */
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */

@@ -94,7 +94,7 @@ export function customerMutations(principal: { kind: Parameters<typeof isPublicK
     loginCustomer: {
       type: payload,
       args: { email: { type: str }, password: { type: str } },
-      resolve: (_r, args, ctx) => loginCustomer(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp ?? null),
+      resolve: (_r, args, ctx) => loginCustomer(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp?.() ?? null),
     },
     requestCustomerOtp: {
       type: nn(GraphQLBoolean),
@@ -104,7 +104,7 @@ export function customerMutations(principal: { kind: Parameters<typeof isPublicK
     loginCustomerWithOtp: {
       type: payload,
       args: { email: { type: str }, code: { type: str } },
-      resolve: (_r, args, ctx) => loginCustomerWithOtp(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp ?? null),
+      resolve: (_r, args, ctx) => loginCustomerWithOtp(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp?.() ?? null),
     },
     refreshCustomerToken: {
       type: payload,

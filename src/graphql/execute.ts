@@ -13,7 +13,7 @@ import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArgumen
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from './field-access.ts';
-import { CACHE_MAX_AGE, digest, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
+import { CACHE_MAX_AGE, digest, documentKey, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
 
 /**
  * The GraphQL core, shared by every transport (HTTP, graphql-ws). Per project (in
@@ -153,7 +153,7 @@ export function schemaOf(target: Target): GraphQLSchema {
 
 /** Parses, validates, limit-checks and compiles once per distinct document per schema view. */
 export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
-  const docKey = digest(req.operationName ?? '', req.query);
+  const docKey = documentKey(req.operationName ?? '', req.query);
   let prepared = target.entry.docs.get(docKey);
   if (!prepared) {
     prepared = prepare(target.entry.view, req);
@@ -247,20 +247,45 @@ function failed(result: ExecutionResult): Executed {
   return { result, rejected: false, cacheControl: 'no-store', body: undefined };
 }
 
+/**
+ * Whether the document's first operation is a mutation, read past GraphQL's ignored tokens
+ * (whitespace, commas, a BOM, comments). Its answer is never cached, so looking it up only cost a
+ * digest of the document and the JSON of its variables: ~9 µs a mutation in the write bench's
+ * profile (docs/decisions.md, "Writes, session 5"). A mutation named by operationName behind a
+ * first query still looks up and misses, a read behind a first mutation runs uncached: slower at
+ * worst, never a wrong answer.
+ */
+export function startsAsMutation(query: string): boolean {
+  let i = 0;
+  for (;;) {
+    const c = query.charCodeAt(i);
+    if (c === 32 || c === 9 || c === 10 || c === 13 || c === 44 || c === 0xfeff) i++;
+    else if (c === 35) {
+      // A comment runs to the end of its line.
+      while (i < query.length && query.charCodeAt(i) !== 10 && query.charCodeAt(i) !== 13) i++;
+    } else break;
+  }
+  if (!query.startsWith('mutation', i)) return false;
+  const next = query.charCodeAt(i + 8);
+  // `mutationFoo` would be a name (and a syntax error): only a name's end counts.
+  return !(next === 95 || (next >= 48 && next <= 57) || (next >= 65 && next <= 90) || (next >= 97 && next <= 122));
+}
+
 export interface ExecuteOptions {
   /** Mutations are refused over GET (GraphQL over HTTP); other transports say POST. */
   method: 'GET' | 'POST';
   /** A verified customer token came with the key: the read is per customer and never shared-cached. */
   customer: CustomerPrincipal | null;
-  /** The client's address (login throttling). */
-  clientIp?: string | null;
+  /** The client's address (login throttling), asked when a resolver needs it. */
+  clientIp?: (() => string | null) | null;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
 export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<Executed> {
   if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string');
   const target = await targetOf(deps, principal, opts.customer);
-  const rc = opts.customer !== null || !deps.settings.responseCache ? undefined : responseCache(target.actor);
+  // Mutations are never cached: no response key (a SHA-256 of the document and its variables' JSON).
+  const rc = opts.customer !== null || !deps.settings.responseCache || startsAsMutation(req.query) ? undefined : responseCache(target.actor);
   const responseKey = rc ? digest(principal.fingerprint, req.operationName ?? '', req.query, req.variables ? JSON.stringify(req.variables) : '') : '';
   if (rc) {
     const hit = rc.entries.get(responseKey);
@@ -277,7 +302,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   }
 
   const ctx = contextFor(deps, principal, target, opts.customer);
-  ctx.clientIp = opts.clientIp ?? null;
+  ctx.clientIp = opts.clientIp ?? undefined;
   const gen = rc?.gen;
   const variables = variablesFor(target, prepared, req.variables);
   if ('errors' in variables) return failed({ errors: variables.errors });

@@ -197,26 +197,51 @@ export interface InputProblem {
  * exhaust the stack here.
  */
 export function checkInputValue(value: unknown, maxDepth: number = LIMITS.maxInputDepth): InputProblem | null {
-  const stack: { v: unknown; path: string; depth: number }[] = [{ v: value, path: '', depth: 0 }];
+  // Paths are built only for the problem found: a dotted path per value visited was most of this
+  // check's cost on every request with variables (docs/decisions.md, "Writes, session 5").
+  const stack: Visit[] = [{ v: value, key: '', up: null, depth: 0 }];
   while (stack.length) {
-    const { v, path, depth } = stack.pop()!;
+    const at = stack.pop()!;
+    const v = at.v;
     if (typeof v === 'string') {
       const bad = badString(v);
-      if (bad) return { path, reason: bad };
+      if (bad) return { path: pathOf(at), reason: bad };
     } else if (typeof v === 'object' && v !== null) {
-      if (depth >= maxDepth) return { path, reason: `values may nest at most ${maxDepth} levels deep` };
+      if (at.depth >= maxDepth) return { path: pathOf(at), reason: `values may nest at most ${maxDepth} levels deep` };
+      const depth = at.depth + 1;
       if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) stack.push({ v: v[i], path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
+        for (let i = 0; i < v.length; i++) if (needsVisit(v[i])) stack.push({ v: v[i], key: i, up: at, depth });
       } else {
-        for (const [k, x] of Object.entries(v)) {
+        const o = v as Record<string, unknown>;
+        for (const k of Object.keys(o)) {
           const badKey = badString(k);
-          if (badKey) return { path, reason: `object keys: ${badKey}` };
-          stack.push({ v: x, path: path ? `${path}.${k}` : k, depth: depth + 1 });
+          if (badKey) return { path: pathOf(at), reason: `object keys: ${badKey}` };
+          if (needsVisit(o[k])) stack.push({ v: o[k], key: k, up: at, depth });
         }
       }
     }
   }
   return null;
+}
+
+/** A value on checkInputValue's stack: where it sits is kept as a link to its parent. */
+interface Visit {
+  v: unknown;
+  key: string | number;
+  up: Visit | null;
+  depth: number;
+}
+
+/** Numbers, booleans and nulls cannot fail a check: never stacked. */
+const needsVisit = (v: unknown): boolean => typeof v === 'string' || (typeof v === 'object' && v !== null);
+
+/** The dotted path of a visited value (`a.0.b`; '' for the value itself). */
+function pathOf(at: Visit): string {
+  const keys: (string | number)[] = [];
+  for (let x: Visit | null = at; x !== null && x.up !== null; x = x.up) keys.push(x.key);
+  let path = '';
+  for (let i = keys.length - 1; i >= 0; i--) path = path ? `${path}.${keys[i]}` : String(keys[i]);
+  return path;
 }
 
 /** The same checks for a literal value written in the document. */

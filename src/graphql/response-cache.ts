@@ -41,9 +41,37 @@ export interface ResponseCache {
  * the variables (a 0.9 MB document used to be kept three times, twice as keys).
  */
 export function digest(...parts: string[]): string {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p).update('\0');
-  return h.digest('base64url');
+  // One update of the joined text hashes the same bytes (each part, then NUL) as an update per
+  // part, at half the cost: 0.39 against 0.81 µs for a document's key (Bun 1.4, this box).
+  return createHash('sha256').update(`${parts.join('\0')}\0`).digest('base64url');
+}
+
+/**
+ * The key of a document in a schema's prepared-document cache: the digest of operation name and
+ * text, remembered by text for documents up to 4 KB (a client sends the same few documents over
+ * and over). A Map lookup of the text is ~12 ns against ~0.4–0.8 µs for the SHA-256, and the
+ * digest was 5 % of a mutation's samples (docs/decisions.md, "Writes, session 5"). Bounded to
+ * ~2 MB of text; emptied when full.
+ */
+const documentKeys = new Map<string, string>();
+const DOCUMENT_KEY_CHARS = 4_096;
+const DOCUMENT_KEYS_BUDGET = 1_000_000;
+let documentKeyChars = 0;
+
+export function documentKey(operationName: string, query: string): string {
+  if (query.length > DOCUMENT_KEY_CHARS) return digest(operationName, query);
+  const text = `${operationName}\0${query}`;
+  let key = documentKeys.get(text);
+  if (key === undefined) {
+    key = digest(operationName, query);
+    if (documentKeyChars + text.length > DOCUMENT_KEYS_BUDGET) {
+      documentKeys.clear();
+      documentKeyChars = 0;
+    }
+    documentKeys.set(text, key);
+    documentKeyChars += text.length;
+  }
+  return key;
 }
 
 export function responseCache(actor: ProjectActor): ResponseCache {

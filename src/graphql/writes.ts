@@ -4,6 +4,7 @@ import type { ContentRow, ReadScope, RecordNode } from '../content/types.ts';
 import type { WriteContext, WriteStep } from '../content/write.ts';
 import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
 import type { GqlContext } from './context.ts';
+import type { ModelDef } from '../projects/types.ts';
 import { hookStatement } from '../operations/hooks.ts';
 import { node } from './resolvers.ts';
 import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
@@ -14,16 +15,34 @@ import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
  * from the rows read inside the transaction — no read after the commit (issue 11).
  */
 export function writeContext(ctx: GqlContext): WriteContext {
-  const all = new Map(ctx.snapshot.models.map((m) => [m.key, m]));
   // Customer writes are attributed to the customer, everything else to the key.
-  return { projectId: ctx.snapshot.id, defaultLocale: ctx.snapshot.defaultLocale, userId: writerId(ctx), models: (k) => all.get(k) };
+  return { projectId: ctx.snapshot.id, defaultLocale: ctx.snapshot.defaultLocale, userId: writerId(ctx), models: modelLookup(ctx.snapshot.models) };
+}
+
+/**
+ * The snapshot's models by key, made once per snapshot rather than per mutation (a Map of every
+ * model per write was ~1.5 % of the service's samples in the write bench; docs/decisions.md,
+ * "Writes, session 5"). A snapshot's model list is replaced, never changed, when models change.
+ */
+const lookups = new WeakMap<readonly ModelDef[], (key: string) => ModelDef | undefined>();
+function modelLookup(models: readonly ModelDef[]): (key: string) => ModelDef | undefined {
+  let lookup = lookups.get(models);
+  if (!lookup) {
+    const all = new Map(models.map((m) => [m.key, m]));
+    lookup = (k) => all.get(k);
+    lookups.set(models, lookup);
+  }
+  return lookup;
 }
 
 const writerId = (ctx: GqlContext): string | null => ctx.customer?.customerId ?? ctx.principal.keyId;
 
+/** The default content's context, made once: a context per write (a Set, a sort, a JSON key) was ~2 % of a mutation's samples. */
+const DEFAULT_CONTENT = Object.freeze(targeting('', [], DEFAULT_VARIANT));
+
 /** A write answers with what it wrote: the working version of that locale and variant (default: the default content). */
 export function draftScope(ctx: GqlContext, locale: string | null | undefined, variantId: string = DEFAULT_VARIANT): ReadScope {
-  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale, targeting: targeting('', [], variantId) };
+  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale, targeting: variantId === DEFAULT_VARIANT ? DEFAULT_CONTENT : targeting('', [], variantId) };
 }
 
 export function newTx(ctx: GqlContext): WriteTx {

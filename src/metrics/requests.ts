@@ -23,6 +23,15 @@ export interface Served {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/**
+ * A request's start time and caller ride on the request object under these symbols: two
+ * WeakMap entries per request (set, then read) cost ~0.5 µs a request more (Bun 1.4, this box;
+ * docs/decisions.md, "Writes, session 5"). Private to this module, gone with the request.
+ */
+const STARTED = Symbol('svc.request.started');
+const CALLER = Symbol('svc.request.caller');
+type Tracked = Request & { [STARTED]?: number; [CALLER]?: { keyId: string; projectId: string } };
 const FLUSH_BYTES = 64 * 1024;
 const FLUSH_MS = 50;
 
@@ -33,8 +42,6 @@ export class RequestLog {
   readonly #latency: Histogram;
   readonly #counters = new Map<string, { inc(n?: number): void }>();
   readonly #timers = new Map<string, { observe(v: number): void }>();
-  readonly #started = new WeakMap<Request, number>();
-  readonly #callers = new WeakMap<Request, { keyId: string; projectId: string }>();
   #buffer = '';
   #timer: ReturnType<typeof setTimeout> | undefined;
 
@@ -46,24 +53,24 @@ export class RequestLog {
   }
 
   start(request: Request): void {
-    this.#started.set(request, performance.now());
+    (request as Tracked)[STARTED] = performance.now();
   }
 
   /** The same request under another object (src/http/body.ts wraps requests that have a body). */
   carry(from: Request, to: Request): void {
-    const t = this.#started.get(from);
-    if (t !== undefined) this.#started.set(to, t);
+    const t = (from as Tracked)[STARTED];
+    if (t !== undefined) (to as Tracked)[STARTED] = t;
   }
 
   /** ms since `start(request)` (0 when it was not started). */
   elapsed(request: Request): number {
-    const t = this.#started.get(request);
+    const t = (request as Tracked)[STARTED];
     return t === undefined ? 0 : performance.now() - t;
   }
 
   /** Who made the request, as the gate resolved it (adapters call this after the gate). */
   noteCaller(request: Request, key: { keyId: string; projectId: string }): void {
-    this.#callers.set(request, { keyId: key.keyId, projectId: key.projectId });
+    (request as Tracked)[CALLER] = { keyId: key.keyId, projectId: key.projectId };
   }
 
   done(request: Request, served: Served): void {
@@ -79,7 +86,7 @@ export class RequestLog {
     if (this.#mode === 'off') return;
     const given = request.headers.get('x-request-id');
     const id = given !== null && REQUEST_ID.test(given) ? given : randomUUID();
-    const who = this.#callers.get(request);
+    const who = (request as Tracked)[CALLER];
     const time = new Date().toISOString();
     const line =
       this.#mode === 'json'

@@ -1,6 +1,6 @@
 import { afterAll, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { literal } from '../../src/content/tx.ts';
+import { inline, literal } from '../../src/content/tx.ts';
 import { serverUrl } from '../support/db.ts';
 
 // Writes travel as one simple-protocol message with their values inlined (src/content/tx.ts):
@@ -42,4 +42,16 @@ test('arrays, numbers, booleans and JSON values round-trip', async () => {
 test('NUL and non-finite numbers are refused before they reach PostgreSQL', () => {
   expect(() => literal('a\0b')).toThrow('NUL');
   expect(() => literal(Number.NaN)).toThrow('finite');
+});
+
+test('inline puts each parameter in its $n placeholder, two-digit ones included, and refuses a missing one', () => {
+  const text = 'select $1::text, $10::text, $2, $q$keep $3$q$, $1';
+  const params = ['a', 2, 'c', 4, 5, 6, 7, 8, 9, 'ten'];
+  const once = inline({ text, params });
+  expect(once).toBe("select $q$a$q$::text, $q$ten$q$::text, (2), $q$keep $q$c$q$$q$, $q$a$q$");
+  // The text is cut once and reused: the second call must answer the same.
+  expect(inline({ text, params })).toBe(once);
+  expect(inline({ text: 'select 1', params: [] })).toBe('select 1');
+  expect(() => inline({ text: 'select $2', params: ['only one'] })).toThrow('statement has no parameter $2');
+  expect(() => inline({ text: 'select $0', params: ['x'] })).toThrow('statement has no parameter $0');
 });
