@@ -79,6 +79,18 @@ export const REFERENCE_SDL = `
 `;
 
 /** SQL for the plain tables the peers (PostGraphile, yoga-node) read: schema bench_ref. */
+/**
+ * The PostGraphile write peer's table (issue 11): what a PostGraphile user would declare for
+ * notes that are created, then published — typed columns, a unique slug, a publish timestamp.
+ */
+export const WRITE_PEER_DDL = `
+  create schema if not exists bench_ref;
+  drop table if exists bench_ref.note;
+  create table bench_ref.note (id uuid primary key default gen_random_uuid(), slug text not null unique, title text not null,
+    summary text not null, rating integer not null, featured boolean not null, published_at timestamptz,
+    created_at timestamptz not null default now(), updated_at timestamptz not null default now());
+`;
+
 export const REFERENCE_DDL = `
   create schema if not exists bench_ref;
   drop table if exists bench_ref.article, bench_ref.listing;

@@ -9,12 +9,15 @@
  * - `write`: one operation = `createNote` then `publishNoteVersion` of the created record.
  * - `create`: one operation = one `createNote`.
  * - `batch100`: one operation = one `batchRecordOperations` of 100 `createNote`s.
+ * - `peer-write`, `peer-create`: the same as `write` and `create` against the PostGraphile peer
+ *   (bench/references/postgraphile.mjs over `bench_ref.note`): `createNote`, then the "publish" a
+ *   PostGraphile user writes — `updateNoteByRowId` setting `publishedAt`. Each its own commit.
  */
 import { readFileSync } from 'node:fs';
 
 export interface LoadPlan {
   url: string;
-  mode: 'request' | 'write' | 'create' | 'batch100';
+  mode: 'request' | 'write' | 'create' | 'batch100' | 'peer-write' | 'peer-create';
   body?: string;
   headerSets: Record<string, string>[];
   connections: number;
@@ -35,6 +38,8 @@ export interface LoadResult {
 const CREATE = 'mutation($nk: String, $d: NoteInput!) { createNote(naturalKey: $nk, data: $d) { _id } }';
 const BATCH = 'mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }';
 const PUBLISH = 'mutation($id: ID!) { publishNoteVersion(_id: $id) { _id } }';
+const PEER_CREATE = 'mutation($n: NoteInput!) { createNote(input: { note: $n }) { note { rowId } } }';
+const PEER_PUBLISH = 'mutation($id: UUID!, $at: Datetime!) { updateNoteByRowId(input: { rowId: $id, notePatch: { publishedAt: $at } }) { note { rowId } } }';
 
 async function post(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; text: string }> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, keepalive: true });
@@ -68,6 +73,15 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
       const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { ...data, slug: `${nk}-${i}` } }));
       const b = await post(plan.url, headers, JSON.stringify({ query: BATCH, variables: { ops } }));
       if (!b.ok) fail(b.text);
+      return;
+    }
+    if (plan.mode === 'peer-write' || plan.mode === 'peer-create') {
+      const c = await post(plan.url, headers, JSON.stringify({ query: PEER_CREATE, variables: { n: data } }));
+      const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { note?: { rowId?: string } } } }).data?.createNote?.note?.rowId : undefined;
+      if (!id) return fail(c.text);
+      if (plan.mode === 'peer-create') return;
+      const p = await post(plan.url, headers, JSON.stringify({ query: PEER_PUBLISH, variables: { id, at: new Date().toISOString() } }));
+      if (!p.ok) fail(p.text);
       return;
     }
     const c = await post(plan.url, headers, JSON.stringify({ query: CREATE, variables: { nk, d: data } }));

@@ -16,7 +16,9 @@ export const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', 
 
 const PEERS = ['ceiling-jit', 'postgraphile', 'yoga-node'] as const;
 
-function peerName(peer: string, shape: Row['shape']): string {
+function peerName(peer: string, shape: Row['shape'], row: string): string {
+  // Writes: each row has its own peer row (`write` → `postgraphile/write`, `write/create` → `postgraphile/create`).
+  if (shape === 'write') return `${peer}/${row === 'write' ? 'write' : row.replace(/^write\//, '')}`;
   return shape === 'read' ? peer : `${peer}/${shape}`;
 }
 
@@ -31,8 +33,8 @@ export function tableLines(rows: Row[]): string[] {
       continue;
     }
     const ratios = PEERS.map((p) => {
-      const peer = byName.get(peerName(p, r.shape))?.result;
-      if (!peer || peer.rps <= 0 || peerName(p, r.shape) === r.name) return '';
+      const peer = byName.get(peerName(p, r.shape, r.name))?.result;
+      if (!peer || peer.rps <= 0 || r.reference) return '';
       return `${(r.result!.rps / peer.rps).toFixed(2)}`;
     });
     // Writes against bare INSERT commits (issue 11): pairs/s and creates/s of the service.

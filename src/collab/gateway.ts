@@ -128,10 +128,11 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
         const d = ws.data;
         if (typeof message === 'string') return ws.close(CloseCode.BadFrame, 'expected binary y-websocket frames');
         if (message.byteLength > MAX_FRAME_BYTES) return ws.close(CloseCode.TooLarge, 'frame too large');
-        // A copy: the room handles the frame later, from its mailbox.
-        const frame = new Uint8Array(message);
-        if (d.room) d.room.frame(d.conn!, frame);
-        else if (d.queue && d.queue.length < MAX_QUEUED) d.queue.push(frame);
+        // No copy: Bun hands each message its own buffer, never reused for a later one
+        // (test/collab/frame-buffer.test.ts), so the room may keep it (mailbox, relay batch).
+        // The copy was one allocation and one ArrayBuffer materialisation per keystroke.
+        if (d.room) d.room.frame(d.conn!, message);
+        else if (d.queue && d.queue.length < MAX_QUEUED) d.queue.push(message);
         else ws.close(CloseCode.BadFrame, 'too many frames before the room opened');
       },
       close(ws: Socket) {

@@ -7,6 +7,7 @@ import { WriteTx, type WriteCommitter } from '../content/tx.ts';
 import { changedFields, readContent, seedDoc, writeContent, type Content } from './content.ts';
 import { draftOf, draftStatement, insertState, loadState, lockState, readDraft, writeState, writeStateStatement } from './store.ts';
 import type { RoomInfo } from './room-host.ts';
+import { RoomDoc } from './room-doc.ts';
 import type { Lease, SaverLocks } from './saver-lock.ts';
 
 /**
@@ -35,7 +36,7 @@ export async function loadDoc(info: RoomInfo, sql: Sql, saver: boolean): Promise
     }
   }
   if (stored) {
-    doc = new Y.Doc();
+    doc = new RoomDoc();
     Y.applyUpdate(doc, stored.state, 'load');
     base = stored.base;
     // Writes made while no room was open. Only the saver merges: the same merge made in two

@@ -44,7 +44,7 @@ function closesAtEnd(s: string, tag: string): boolean {
  * …, then the last part. Statement texts are a small set of templates (write.ts, read.ts, …), so
  * each is cut once: `inline` was a regex replace with a callback per placeholder, 1.26 µs for a
  * create's statement against 0.27 µs cut once (Bun 1.4, this box), and 4 % of the service's
- * samples in the write bench (docs/decisions.md, "Writes, session 5").
+ * samples in the write bench (docs/decisions.md, "Writes, session 5: service CPU per mutation").
  */
 interface Template {
   parts: string[];

@@ -51,6 +51,12 @@ export interface Statement {
   params: unknown[];
   /** This statement's own reading of a database error (a duplicate natural key is a CONFLICT). */
   mapError?: (err: DbError) => SvcError | undefined;
+  /**
+   * Sent as `EXECUTE` of a statement each connection prepares once (`WriteCommitter`), not as
+   * its text: PostgreSQL then neither parses, analyses nor plans the call again. For statements
+   * sent often whose parameters' types all show in the text (`$1::text`).
+   */
+  prepared?: boolean;
 }
 
 /** A database error with its SQLSTATE in `code` (Bun's client keeps it in `errno`). */
@@ -283,7 +289,13 @@ export class WriteCommitter {
     }
   }
 
-  async #attempt(conn: Conn, units: Unit[]): Promise<Outcome> {
+  /**
+   * `prepare`: the statements sent as EXECUTE are prepared first, inside the transaction
+   * (svc_prepare, sql/029_write_pg_cost.sql: a statement this connection already has is kept).
+   * A connection learns that it lacks one from the EXECUTE's error, once per statement, and the
+   * transaction is sent again; that failed attempt rolled back and committed nothing.
+   */
+  async #attempt(conn: Conn, units: Unit[], prepare = false): Promise<Outcome> {
     let text = 'begin';
     const only = units.length === 1 ? units[0]! : undefined;
     if (only?.tx.prelude) {
@@ -320,7 +332,15 @@ export class WriteCommitter {
       events.push(...added);
     }
     const parts = text ? [text] : [];
-    for (const st of statements) parts.push(inline(st));
+    // A prelude's transaction is open before this message is built: it is never sent twice, so
+    // its statements go as text.
+    const executes = !only?.tx.prelude;
+    if (prepare) {
+      const texts = new Set(statements.filter((st) => st.prepared).map((st) => st.text));
+      for (const t of texts) parts.push(`select svc_prepare(${literal(preparedName({ text: t, params: [] }))}, ${literal(t)})`);
+    }
+    const prepares = parts.length - (text ? 1 : 0);
+    for (const st of statements) parts.push(executes && st.prepared ? execute(st) : inline(st));
     parts.push(...this.bus.statements(events, literal));
     parts.push('commit');
     let results: unknown[][];
@@ -330,10 +350,11 @@ export class WriteCommitter {
       // A failed statement aborted the transaction and skipped the rest, COMMIT included.
       const db = dbError(err);
       if (db) await conn.unsafe('rollback').catch(() => {});
+      if (db?.code === UNDEFINED_PSTATEMENT && executes && !prepare) return this.#attempt(conn, units, true);
       // Without the server's answer the outcome is unknown (the connection failed): never retried.
       return { ok: false, error: this.#clientError(err, statements), rolledBack: db !== undefined };
     }
-    const start = text ? 1 : 0;
+    const start = (text ? 1 : 0) + prepares;
     return { ok: true, results: results.slice(start, start + statements.length) };
   }
 
@@ -341,3 +362,29 @@ export class WriteCommitter {
     return clientError(err, statements);
   }
 }
+
+/**
+ * The name a `prepared` statement has on this process's connections: one per text, numbered in
+ * the order the texts are first sent (a connection never outlives its process).
+ */
+const preparedNames = new Map<string, string>();
+function preparedName(st: Statement): string {
+  let name = preparedNames.get(st.text);
+  if (!name) {
+    name = `svc_write_stmt_${preparedNames.size + 1}`;
+    preparedNames.set(st.text, name);
+  }
+  return name;
+}
+
+/**
+ * A `prepared` statement's call: its name and its parameters as literals, which PostgreSQL
+ * coerces to the types the statement gave them. An empty array is `'{}'`: `array[]` has no type
+ * of its own to coerce from.
+ */
+function execute(st: Statement): string {
+  return `execute ${preparedName(st)}(${st.params.map((v) => (Array.isArray(v) && v.length === 0 ? `'{}'` : literal(v))).join(',')})`;
+}
+
+/** SQLSTATE of `EXECUTE` of a statement this connection has not prepared. */
+const UNDEFINED_PSTATEMENT = '26000';

@@ -151,7 +151,7 @@ export interface ValidateOptions {
 /**
  * A model's fields by key, built once per field list rather than once per write (a Map of the
  * fields per validated record was ~2 % of the service's samples in the write bench; 
- * docs/decisions.md, "Writes, session 5"). Model definitions are not changed in place (a schema
+ * docs/decisions.md, "Writes, session 5: service CPU per mutation"). Model definitions are not changed in place (a schema
  * change makes new ones); the length check is a guard all the same.
  */
 const fieldMaps = new WeakMap<readonly FieldDef[], { n: number; byKey: Map<string, FieldDef> }>();

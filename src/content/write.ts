@@ -143,6 +143,7 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   // it the transaction.
   const statement: Statement = {
     text: `select * from svc_write_create($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
+    prepared: true,
     params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data)],
     mapError: (err) => {
       const e = err as { code?: string; constraint?: string };
@@ -165,6 +166,7 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
   // the record or fails with NOT_FOUND, then merges, checks and writes).
   const statement: Statement = {
     text: `select * from svc_write_update($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
+    prepared: true,
     params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned, ctx.userId, notFoundMessage],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
@@ -178,6 +180,7 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
 export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
+    prepared: true,
     params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
   };
   return { recordId: id, statements: [statement], row: 0, event: { action: 'published', recordId: id, modelKey: model.key } };
@@ -186,6 +189,7 @@ export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, no
 export function unpublishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
+    prepared: true,
     params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
   };
   return { recordId: id, statements: [statement], row: 0, event: { action: 'unpublished', recordId: id, modelKey: model.key } };

@@ -53,7 +53,7 @@ export interface GqlContext {
   /**
    * The client's address, for per-IP login throttling (absent on non-HTTP transports). Asked
    * only by the resolvers that need it: Bun's `server.requestIP` for every request was ~1.4 % of
-   * the service's samples in the write bench (docs/decisions.md, "Writes, session 5").
+   * the service's samples in the write bench (docs/decisions.md, "Writes, session 5: service CPU per mutation").
    */
   clientIp?: () => string | null;
   /** Model `access.read` restrictions of this reader (undefined: none apply). */

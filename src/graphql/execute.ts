@@ -251,7 +251,7 @@ function failed(result: ExecutionResult): Executed {
  * Whether the document's first operation is a mutation, read past GraphQL's ignored tokens
  * (whitespace, commas, a BOM, comments). Its answer is never cached, so looking it up only cost a
  * digest of the document and the JSON of its variables: ~9 µs a mutation in the write bench's
- * profile (docs/decisions.md, "Writes, session 5"). A mutation named by operationName behind a
+ * profile (docs/decisions.md, "Writes, session 5: service CPU per mutation"). A mutation named by operationName behind a
  * first query still looks up and misses, a read behind a first mutation runs uncached: slower at
  * worst, never a wrong answer.
  */

@@ -198,7 +198,7 @@ export interface InputProblem {
  */
 export function checkInputValue(value: unknown, maxDepth: number = LIMITS.maxInputDepth): InputProblem | null {
   // Paths are built only for the problem found: a dotted path per value visited was most of this
-  // check's cost on every request with variables (docs/decisions.md, "Writes, session 5").
+  // check's cost on every request with variables (docs/decisions.md, "Writes, session 5: service CPU per mutation").
   const stack: Visit[] = [{ v: value, key: '', up: null, depth: 0 }];
   while (stack.length) {
     const at = stack.pop()!;

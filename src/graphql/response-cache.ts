@@ -50,7 +50,7 @@ export function digest(...parts: string[]): string {
  * The key of a document in a schema's prepared-document cache: the digest of operation name and
  * text, remembered by text for documents up to 4 KB (a client sends the same few documents over
  * and over). A Map lookup of the text is ~12 ns against ~0.4–0.8 µs for the SHA-256, and the
- * digest was 5 % of a mutation's samples (docs/decisions.md, "Writes, session 5"). Bounded to
+ * digest was 5 % of a mutation's samples (docs/decisions.md, "Writes, session 5: service CPU per mutation"). Bounded to
  * ~2 MB of text; emptied when full.
  */
 const documentKeys = new Map<string, string>();

@@ -22,7 +22,7 @@ export function writeContext(ctx: GqlContext): WriteContext {
 /**
  * The snapshot's models by key, made once per snapshot rather than per mutation (a Map of every
  * model per write was ~1.5 % of the service's samples in the write bench; docs/decisions.md,
- * "Writes, session 5"). A snapshot's model list is replaced, never changed, when models change.
+ * "Writes, session 5: service CPU per mutation"). A snapshot's model list is replaced, never changed, when models change.
  */
 const lookups = new WeakMap<readonly ModelDef[], (key: string) => ModelDef | undefined>();
 function modelLookup(models: readonly ModelDef[]): (key: string) => ModelDef | undefined {

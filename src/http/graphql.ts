@@ -67,7 +67,7 @@ const CONTENT_TYPE = { 'graphql-response': `${GRAPHQL_RESPONSE}; charset=utf-8`,
  * An answer: its content type, `headers`, then (for executed operations) `cache-control` and, for
  * a shareable answer, `vary`. Set one by one on the new Response: the two merged objects this
  * built for the constructor cost ~0.3 µs a request more (0.89 against 0.57 µs, Bun 1.4, this box;
- * docs/decisions.md, "Writes, session 5").
+ * docs/decisions.md, "Writes, session 5: service CPU per mutation").
  */
 function json(status: number, body: string, headers: Record<string, string>, media: Media = 'legacy', cacheControl?: string): Response {
   const res = new Response(body, { status });

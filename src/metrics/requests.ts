@@ -27,7 +27,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/;
 /**
  * A request's start time and caller ride on the request object under these symbols: two
  * WeakMap entries per request (set, then read) cost ~0.5 µs a request more (Bun 1.4, this box;
- * docs/decisions.md, "Writes, session 5"). Private to this module, gone with the request.
+ * docs/decisions.md, "Writes, session 5: service CPU per mutation"). Private to this module, gone with the request.
  */
 const STARTED = Symbol('svc.request.started');
 const CALLER = Symbol('svc.request.caller');

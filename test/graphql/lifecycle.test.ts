@@ -119,4 +119,44 @@ describe('draft, publish, preview', () => {
     expect(v.body.data.recordVersions.map((x: any) => x.action)).toEqual(['created', 'published']);
     expect(v.body.data.recordVersions[0].userId).toMatch(/^key_/);
   });
+
+  // Content and history go with their record by a trigger (sql/029_write_pg_cost.sql), no
+  // longer by foreign keys: a record's delete, and its project's, still take them along.
+  test("deleting a record, or its project, removes the record's content and history", async () => {
+    const q = await gqlProject(server, [
+      { key: 'blogPost', name: 'Blog post', fields: [{ key: 'title', type: 'text' }] },
+      { key: 'setting', name: 'Setting', versioned: false, fields: [{ key: 'value', type: 'text' }] },
+    ], 'doomed');
+    const qsk = await q.key('sk', ALL_SECRET);
+    const ids: string[] = [];
+    for (const t of ['one', 'two']) {
+      const c = await q.gql(qsk, `mutation($t: String) { createBlogPost(data: { title: $t }) { _id } }`, { t });
+      const id = c.body.data.createBlogPost._id;
+      await q.gql(qsk, `mutation($id: ID!) { updateBlogPost(_id: $id, locale: "de", data: { title: "zwei" }) { _id } }`, { id });
+      await q.gql(qsk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, { id });
+      ids.push(id);
+    }
+    const s = await q.gql(qsk, `mutation { createSetting(data: { value: "x" }) { _id } }`);
+    ids.push(s.body.data.createSetting._id);
+    const rows = async (id: string) => {
+      const [r] = await server.svc.sql<{ records: number; content: number; versions: number }[]>`
+        select (select count(*)::int from records where id = ${id}) as records,
+          (select count(*)::int from record_content where record_id = ${id}) as content,
+          (select count(*)::int from record_versions where record_id = ${id}) as versions`;
+      return r;
+    };
+    expect(await rows(ids[0]!)).toEqual({ records: 1, content: 4, versions: 3 });
+    expect(await rows(ids[2]!)).toEqual({ records: 1, content: 2, versions: 1 });
+
+    const del = await q.gql(qsk, `mutation($id: ID!) { deleteBlogPost(_id: $id) }`, { id: ids[0] });
+    expect(del.body.data.deleteBlogPost).toBe(true);
+    expect(await rows(ids[0]!)).toEqual({ records: 0, content: 0, versions: 0 });
+    expect(await rows(ids[1]!)).toEqual({ records: 1, content: 4, versions: 3 });
+
+    await server.svc.sql`delete from projects where id = ${q.projectId}`;
+    for (const id of ids) expect(await rows(id)).toEqual({ records: 0, content: 0, versions: 0 });
+    // Other projects keep theirs.
+    const [other] = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from record_content where project_id = ${p.projectId}`;
+    expect(other!.n).toBeGreaterThan(0);
+  });
 });
