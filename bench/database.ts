@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startEmbedded, type EmbeddedServer } from '../src/store/embedded.ts';
-import { articleRow, listingRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_DDL } from './data.ts';
+import { articleRow, listingRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_DDL, WRITE_PEER_DDL } from './data.ts';
 
 /**
  * The PostgreSQL every target of a run shares. With DATABASE_URL: a fresh database
@@ -66,6 +66,16 @@ export async function openDatabase(): Promise<BenchDatabase> {
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The write peer's empty table (bench/data.ts WRITE_PEER_DDL). */
+export async function createWritePeerTable(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await sql.unsafe(WRITE_PEER_DDL);
+  } finally {
+    await sql.end({ timeout: 1 });
+  }
 }
 
 /** The plain tables the peers read, filled with the same rows the service gets. */

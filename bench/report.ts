@@ -33,8 +33,9 @@ export function tableLines(rows: Row[]): string[] {
       continue;
     }
     const ratios = PEERS.map((p) => {
-      const peer = byName.get(peerName(p, r.shape, r.name))?.result;
-      if (!peer || peer.rps <= 0 || r.reference) return '';
+      const name = peerName(p, r.shape, r.name);
+      const peer = byName.get(name)?.result;
+      if (!peer || peer.rps <= 0 || name === r.name) return '';
       return `${(r.result!.rps / peer.rps).toFixed(2)}`;
     });
     // Writes against bare INSERT commits (issue 11): pairs/s and creates/s of the service.

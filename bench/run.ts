@@ -7,9 +7,8 @@
 import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
-import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC, WRITE_PEER_DDL } from './data.ts';
-import postgres from 'postgres';
+import { createWritePeerTable, openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
+import { FILTERED_DOC, PG_FILTERED_DOC, PG_READ_DOC, READ_DOC } from './data.ts';
 import { runLoad, loadgenName, wrkPath, removeScratch } from './drive.ts';
 import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
@@ -422,12 +421,7 @@ async function runWriteCeiling(plan: LoadPlan): Promise<void> {
 async function runWritePeer(o: Options): Promise<void> {
   let peer: Target | undefined;
   try {
-    const sql = postgres(db!.url, { max: 1, onnotice: () => {} });
-    try {
-      await sql.unsafe(WRITE_PEER_DDL);
-    } finally {
-      await sql.end({ timeout: 1 });
-    }
+    await createWritePeerTable(db!.url);
     peer = await startReference('postgraphile', { databaseUrl: db!.url });
     await measure('postgraphile/write', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-write'));
     await measure('postgraphile/create', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-create'));

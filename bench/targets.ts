@@ -110,12 +110,6 @@ function peerNode(): string | undefined {
   return peerNodeChecked ?? undefined;
 }
 
-/** The Node version a Node peer runs on, for the results' machine description. */
-export function peerNodeVersion(): string | undefined {
-  const n = peerNode();
-  return n ? execFileSync(n, ['--version']).toString().trim().replace(/^v/, '') : undefined;
-}
-
 function nodeVersion(): [number, number] {
   try {
     const v = execFileSync('node', ['--version']).toString().trim().replace(/^v/, '').split('.').map(Number);

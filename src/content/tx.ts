@@ -337,7 +337,7 @@ export class WriteCommitter {
     const executes = !only?.tx.prelude;
     if (prepare) {
       const texts = new Set(statements.filter((st) => st.prepared).map((st) => st.text));
-      for (const t of texts) parts.push(`select svc_prepare(${literal(preparedName({ text: t, params: [] }))}, ${literal(t)})`);
+      for (const t of texts) parts.push(`select svc_prepare(${literal(preparedName(t))}, ${literal(t)})`);
     }
     const prepares = parts.length - (text ? 1 : 0);
     for (const st of statements) parts.push(executes && st.prepared ? execute(st) : inline(st));
@@ -368,11 +368,11 @@ export class WriteCommitter {
  * the order the texts are first sent (a connection never outlives its process).
  */
 const preparedNames = new Map<string, string>();
-function preparedName(st: Statement): string {
-  let name = preparedNames.get(st.text);
+function preparedName(text: string): string {
+  let name = preparedNames.get(text);
   if (!name) {
     name = `svc_write_stmt_${preparedNames.size + 1}`;
-    preparedNames.set(st.text, name);
+    preparedNames.set(text, name);
   }
   return name;
 }
@@ -383,7 +383,7 @@ function preparedName(st: Statement): string {
  * of its own to coerce from.
  */
 function execute(st: Statement): string {
-  return `execute ${preparedName(st)}(${st.params.map((v) => (Array.isArray(v) && v.length === 0 ? `'{}'` : literal(v))).join(',')})`;
+  return `execute ${preparedName(st.text)}(${st.params.map((v) => (Array.isArray(v) && v.length === 0 ? `'{}'` : literal(v))).join(',')})`;
 }
 
 /** SQLSTATE of `EXECUTE` of a statement this connection has not prepared. */

@@ -49,14 +49,13 @@ export function digest(...parts: string[]): string {
 /**
  * The key of a document in a schema's prepared-document cache: the digest of operation name and
  * text, remembered by text for documents up to 4 KB (a client sends the same few documents over
- * and over). A Map lookup of the text is ~12 ns against ~0.4–0.8 µs for the SHA-256, and the
- * digest was 5 % of a mutation's samples (docs/decisions.md, "Writes, session 5: service CPU per mutation"). Bounded to
- * ~2 MB of text; emptied when full.
+ * and over). A lookup of the text is ~0.1 µs against ~0.4–0.8 µs for the SHA-256, and the digest
+ * was 5 % of a mutation's samples (docs/decisions.md, "Writes, session 5: service CPU per
+ * mutation"). An Lru charged to the process's cache budget like the other GraphQL caches (shown
+ * in /metrics as `document-keys`).
  */
-const documentKeys = new Map<string, string>();
 const DOCUMENT_KEY_CHARS = 4_096;
-const DOCUMENT_KEYS_BUDGET = 1_000_000;
-let documentKeyChars = 0;
+const documentKeys = new Lru<string, string>({ kind: 'document-keys', maxEntries: 4_096, maxBytes: 2 * 1024 * 1024, sizeOf: (hash, text) => 2 * text.length + 2 * hash.length + 64, budget: processCacheBudget });
 
 export function documentKey(operationName: string, query: string): string {
   if (query.length > DOCUMENT_KEY_CHARS) return digest(operationName, query);
@@ -64,12 +63,7 @@ export function documentKey(operationName: string, query: string): string {
   let key = documentKeys.get(text);
   if (key === undefined) {
     key = digest(operationName, query);
-    if (documentKeyChars + text.length > DOCUMENT_KEYS_BUDGET) {
-      documentKeys.clear();
-      documentKeyChars = 0;
-    }
     documentKeys.set(text, key);
-    documentKeyChars += text.length;
   }
   return key;
 }
