@@ -121,9 +121,10 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
     },
   };
   const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
-  // Public keys get mutations only for what they were granted (spec: no write fields otherwise).
+  // A key that may execute nothing sees no execute field, generic or typed (spec "Per-operation
+  // scopes" rule 2); the generic one appears with the first operation it may run.
   const mayExecuteSome = hasScope(principal, 'operations:execute') || [...principal.scopes].some((s) => s.startsWith('operations:execute:'));
-  if (!isPublicKey(principal.kind) || mayExecuteSome) {
+  if (mayExecuteSome) {
     mutation.executeOperation = {
       type: nn(OperationExecutionType),
       args: { key: { type: nn(GraphQLString) }, input: { type: JSONScalar } },
