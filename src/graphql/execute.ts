@@ -76,21 +76,57 @@ function preparedBytes(p: Prepared): number {
 const docCache = (): Lru<string, Prepared> =>
   new Lru({ kind: 'documents', maxEntries: DOCS_PER_SCHEMA, maxBytes: DOC_CACHE_BYTES, sizeOf: preparedBytes, budget: processCacheBudget });
 
-/** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
-const writesMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; writes: Set<string> | null }>();
-
-/** Models a customer's stamped scopes let them write (null: none, the key's schema serves). */
-function customerWrites(snapshot: ProjectSnapshot, principal: KeyPrincipal, customer: CustomerPrincipal | null | undefined): Set<string> | null {
-  if (!customer || !isPublicKey(principal.kind)) return null;
-  const hit = writesMemo.get(customer.scopes);
-  if (hit && hit.snapshot === snapshot) return hit.writes;
-  let out: Set<string> | null = null;
-  if (customer.scopes.size > 0) {
-    for (const m of snapshot.models) if (hasScope(customer.scopes, `records:write:${m.key}`)) (out ??= new Set()).add(m.key);
-  }
-  writesMemo.set(customer.scopes, { snapshot, writes: out });
-  return out;
+/**
+ * What a customer's stamped scopes add to the schema of a public key (spec, customer roles rule
+ * 2: the key never grants write or execute scopes to customers, only the role does): the models
+ * they may write, the operations they may execute. Null: nothing, the key's own schema serves.
+ */
+export interface CustomerGrants {
+  writes: ReadonlySet<string>;
+  executes: ReadonlySet<string>;
+  /** Whether any `operations:execute…` scope is stamped (the generic `executeOperation`). */
+  executeSome: boolean;
+  /** Part of the schema cache key: equal grants share one schema. */
+  key: string;
 }
+
+/** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
+const grantsMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; grants: CustomerGrants | null }>();
+
+export function customerGrants(snapshot: ProjectSnapshot, principal: KeyPrincipal, customer: CustomerPrincipal | null | undefined): CustomerGrants | null {
+  if (!customer || !isPublicKey(principal.kind)) return null;
+  const hit = grantsMemo.get(customer.scopes);
+  if (hit && hit.snapshot === snapshot) return hit.grants;
+  let grants: CustomerGrants | null = null;
+  if (customer.scopes.size > 0) {
+    const writes = new Set<string>();
+    const executes = new Set<string>();
+    for (const m of snapshot.models) if (hasScope(customer.scopes, `records:write:${m.key}`)) writes.add(m.key);
+    // `self:*` is expanded at mint time to record scopes only: it never covers operations:execute.
+    for (const op of snapshot.operations) if (hasScope(customer.scopes, `operations:execute:${op.key}`)) executes.add(op.key);
+    const executeSome = executes.size > 0 || hasScope(customer.scopes, 'operations:execute') || [...customer.scopes].some((s) => s.startsWith('operations:execute:'));
+    if (writes.size || executeSome) {
+      grants = { writes, executes, executeSome, key: `w:${[...writes].sort().join(',')}:x:${executeSome ? [...executes].sort().join(',') : '-'}` };
+    }
+  }
+  grantsMemo.set(customer.scopes, { snapshot, grants });
+  return grants;
+}
+
+/**
+ * Schemas of key plus customer grants, per project: one per distinct grant set, so bounded here
+ * (entries and bytes) rather than left to grow with the roles customers happen to hold.
+ */
+const CUSTOMER_SCHEMAS = 64;
+const CUSTOMER_SCHEMA_BYTES = 32 * 1024 * 1024;
+const customerSchemas = (actor: ProjectActor): Lru<string, SchemaEntry> => {
+  let lru = actor.derived.get('gql:customer-schemas') as Lru<string, SchemaEntry> | undefined;
+  if (!lru) {
+    lru = new Lru({ kind: 'customer-schemas', maxEntries: CUSTOMER_SCHEMAS, maxBytes: CUSTOMER_SCHEMA_BYTES, sizeOf: (e) => schemaBytes(e.view), budget: processCacheBudget });
+    actor.derived.set('gql:customer-schemas', lru);
+  }
+  return lru;
+};
 
 /**
  * Fleet members with one shape key (group version + own operations, ProjectSnapshot.shapeKey)
@@ -114,22 +150,24 @@ function schemaBytes(view: SchemaView): number {
 }
 
 function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal, customer?: CustomerPrincipal | null): SchemaEntry {
-  const writes = customerWrites(snapshot, principal, customer);
-  // Customers who may write get their own schema per set of writable models; others share the key's.
-  const key = writes ? `gql:schema:${principal.fingerprint}:w:${[...writes].sort().join(',')}` : `gql:schema:${principal.fingerprint}`;
+  const grants = customerGrants(snapshot, principal, customer);
+  // The view is that of the key's scopes plus the token's stamped grants: its cache key names both.
+  const key = grants ? `gql:schema:${principal.fingerprint}:${grants.key}` : `gql:schema:${principal.fingerprint}`;
   if (snapshot.shapeKey !== null) {
     const shared = `${snapshot.shapeKey}:${key}`;
     let entry = sharedSchemas.get(shared);
     if (!entry) {
-      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, writes), docs: docCache() };
+      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache() };
       sharedSchemas.set(shared, entry);
     }
     return entry;
   }
-  let entry = actor.derived.get(key) as SchemaEntry | undefined;
+  const cache = grants ? customerSchemas(actor) : null;
+  let entry = (cache ? cache.get(key) : actor.derived.get(key)) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
-    entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache() };
-    actor.derived.set(key, entry);
+    entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache() };
+    if (cache) cache.set(key, entry);
+    else actor.derived.set(key, entry);
   }
   return entry;
 }

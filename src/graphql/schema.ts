@@ -3,6 +3,7 @@ import {
   GraphQLSchema, GraphQLString, type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../auth/principal.ts';
+import type { CustomerGrants } from './execute.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
@@ -46,10 +47,12 @@ export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal
 }
 
 /**
- * `customerWrites`: models a customer token's stamped scopes may write (create and update of
- * their own records); through a public key these are the only record mutations.
+ * `grants`: what a customer token's stamped scopes add through a public key (execute.ts
+ * `customerGrants`): the models they may write (create and update of their own records, the
+ * only record mutations through a public key) and the operations they may execute.
  */
-export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, customerWrites: ReadonlySet<string> | null = null): SchemaView {
+export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: CustomerGrants | null = null): SchemaView {
+  const customerWrites = grants?.writes ?? null;
   const models = visibleModels(snapshot, principal);
   const all = new Map(snapshot.models.map((m) => [m.key, m]));
   const canWrite = !isPublicKey(principal.kind);
@@ -141,7 +144,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   Object.assign(mutation, semanticMutations(principal));
   Object.assign(query, projectUiQueries());
   Object.assign(mutation, secretMutations(principal));
-  const ops = operationFields(snapshot, principal);
+  const ops = operationFields(snapshot, principal, grants);
   Object.assign(query, ops.query);
   Object.assign(mutation, ops.mutation);
 

@@ -82,9 +82,9 @@ export function identityOf(who: RealtimeIdentity): string {
 }
 
 /** Whether an execution id names one of this project's executions (another project's reads as unknown). */
-export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<boolean> {
-  const rows = await svc.sql`select 1 from operation_executions where id = ${executionId} and project_id = ${projectId}`;
-  return rows.length > 0;
+export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<{ createdBy: string | null } | null> {
+  const [row] = await svc.sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${executionId} and project_id = ${projectId}`;
+  return row ? { createdBy: row.created_by } : null;
 }
 
 const denied = (scope: string) => new PermissionDenied(`missing required scope: ${scope}`);
@@ -127,10 +127,13 @@ export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity,
     return;
   }
   if (channel.kind === 'jobs') {
-    if (!hasScope(holder, 'operations:read')) throw denied('operations:read');
-    if (channel.executionId !== '*' && !(await executionInProject(svc, who.projectId, channel.executionId))) {
-      throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
-    }
+    const mayReadAll = hasScope(holder, 'operations:read');
+    // Without operations:read, a customer follows the executions they ran (jobs:* stays closed).
+    if (!mayReadAll && (!who.customer || channel.executionId === '*')) throw denied('operations:read');
+    if (channel.executionId === '*') return;
+    const execution = await executionInProject(svc, who.projectId, channel.executionId);
+    if (!mayReadAll && execution?.createdBy !== who.customer!.customerId) throw denied('operations:read');
+    if (!execution) throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
     return;
   }
   if (!who.customer || who.customer.customerId !== channel.customerId) throw new PermissionDenied('A customer may subscribe only to their own notifications');

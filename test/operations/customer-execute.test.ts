@@ -62,3 +62,82 @@ describe('keys that may execute nothing', () => {
     expect((await mutationNames(pk)).filter((n) => n.startsWith('execute'))).toEqual([]);
   });
 });
+
+describe("a customer's role reaches operations through a public key", () => {
+  const password = 'customer execute pw';
+  async function customerWith(permissions: string[] | null): Promise<{ pk: string; id: string; auth: Record<string, string>; token: string }> {
+    const { upsertRole, assignRole } = await import('../../src/identity/customer-roles.ts');
+    const pk = await p.key(['records:read'], 'pk');
+    const email = `ce${Math.random().toString(16).slice(2, 10)}@example.com`;
+    const reg = await p.gql(pk, `mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { customer { id } } }`, { e: email, p: password });
+    const id = reg.data.registerCustomer.customer.id;
+    if (permissions) {
+      const role = `r${Math.random().toString(16).slice(2, 10)}`;
+      await upsertRole(server.svc.sql, p.projectId, { key: role, name: role, permissions });
+      await assignRole(server.svc.sql, p.projectId, role, id);
+    }
+    const login = await p.gql(pk, `mutation($e: String!, $p: String!) { loginCustomer(email: $e, password: $p) { accessToken } }`, { e: email, p: password });
+    const token = login.data.loginCustomer.accessToken;
+    return { pk, id, token, auth: { authorization: `Bearer ${token}` } };
+  }
+  const as = async (c: { pk: string; auth: Record<string, string> }, query: string) => (await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': c.pk, ...c.auth }, body: JSON.stringify({ query }),
+  })).json() as Promise<any>;
+
+  test('operations:execute:ping in the role: executePing is in the schema of key plus token and runs; other operations stay absent', async () => {
+    const c = await customerWith(['operations:execute:ping']);
+    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executePing']);
+    const ran = await as(c, 'mutation { executePing(input: { hi: 1 }) { id status } }');
+    expect(ran.errors).toBeUndefined();
+    expect(ran.data.executePing.status).toBe('pending');
+    expect((await waitStatus(p, sk, ran.data.executePing.id)).resultJson).toEqual({ pong: { hi: 1 } });
+    const other = await as(c, 'mutation { executeOther { id } }');
+    expect(other.errors[0].message).toStartWith('Cannot query field "executeOther"');
+    const generic = await as(c, 'mutation { executeOperation(key: "other") { id } }');
+    expect(generic.errors[0].message).toBe('missing required scope: operations:execute:other');
+    // The same key without the token: nothing to execute.
+    expect((await mutationNames(c.pk)).filter((n) => n.startsWith('execute'))).toEqual([]);
+  });
+
+  test('unscoped operations:execute in the role: every execute<Op>', async () => {
+    const c = await customerWith(['operations:execute']);
+    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executeOther', 'executePing']);
+    const ran = await as(c, 'mutation { executeOther { id status } }');
+    expect(ran.data.executeOther.status).toBe('pending');
+  });
+
+  test('self:* never implies operations:execute; a customer without a role executes nothing', async () => {
+    for (const c of [await customerWith(['self:*']), await customerWith(null)]) {
+      expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute'))).toEqual([]);
+      const r = await as(c, 'mutation { executePing { id } }');
+      expect(r.errors[0].message).toStartWith('Cannot query field "executePing"');
+    }
+    // self:* still brings the customer's own writes.
+    const self = await customerWith(['self:*']);
+    expect(await mutationNames(self.pk, self.auth)).toContain('createNote');
+  });
+
+  test('the customer who executed follows jobs:{executionId} and reads operationExecution; another customer may not', async () => {
+    const c = await customerWith(['operations:execute:ping']);
+    const stranger = await customerWith(['operations:execute:ping']);
+    const ran = await as(c, 'mutation { executePing { id } }');
+    const id = ran.data.executePing.id;
+    await waitStatus(p, sk, id);
+    const read = await as(c, `{ operationExecution(id: "${id}") { id status } }`);
+    expect(read.errors).toBeUndefined();
+    expect(read.data.operationExecution).toEqual({ id, status: 'completed' });
+    const theirs = await as(stranger, `{ operationExecution(id: "${id}") { id } }`);
+    expect(theirs.errors[0].message).toBe('missing required scope: operations:read');
+    for (const q of [`token=${c.token}`, `apiKey=${c.pk}&token=${c.token}`]) {
+      const res = await fetch(`${server.gatewayUrl}/sse/jobs:${id}?${q}`, { signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(200);
+      await res.body?.cancel();
+    }
+    for (const q of [`token=${stranger.token}`, `apiKey=${stranger.pk}&token=${stranger.token}`, `apiKey=${c.pk}`, `token=${c.token}&x=jobs-star`]) {
+      const channel = q.endsWith('jobs-star') ? 'jobs:*' : `jobs:${id}`;
+      const res = await fetch(`${server.gatewayUrl}/sse/${channel}?${q}`, { signal: AbortSignal.timeout(10_000) });
+      expect({ q: q.replace(/=[^&]+/g, ''), status: res.status }).toEqual({ q: q.replace(/=[^&]+/g, ''), status: 403 });
+      expect(((await res.json()) as { message: string }).message).toBe('missing required scope: operations:read');
+    }
+  });
+});
