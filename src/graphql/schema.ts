@@ -137,7 +137,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     if (canWrite) Object.assign(mutation, batchMutation(types), importMutation());
   }
 
-  Object.assign(query, fileQueries(principal));
+  Object.assign(query, fileQueries());
   Object.assign(mutation, fileMutations(principal), fileUploadMutations(principal));
   Object.assign(query, secretQueries(principal));
   Object.assign(query, semanticQueries(models.size > 0 ? types.recordInterface : null));
