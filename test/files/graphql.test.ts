@@ -98,6 +98,17 @@ describe('file and files', () => {
     }
   });
 
+  test('the cost of a files listing follows its page size: a full page of every File field is served', async () => {
+    const k = await p.key(['files:list']);
+    const every = 'id url filename contentType size width height alt folder sha256 createdAt deletedAt duration poster hls';
+    for (const args of ['', '(first: 100)', '(first: $n)']) {
+      const q = `query${args.includes('$n') ? '($n: Int)' : ''} { files${args} { edges { cursor node { ${every} } } pageInfo { hasNextPage endCursor } } }`;
+      const r = await p.gql(k, q, { n: 100 });
+      expect({ args, errors: r.errors }).toEqual({ args, errors: undefined });
+      expect(r.data.files.edges).toHaveLength(3);
+    }
+  });
+
   test('a bad cursor is BAD_USER_INPUT', async () => {
     const r = await p.gql(await p.key(['files:list']), LIST, { after: 'nope' });
     expect(r.errors[0].extensions.code).toBe('BAD_USER_INPUT');
