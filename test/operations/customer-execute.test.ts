@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { join } from 'node:path';
+import { spawnService } from '../support/process.ts';
+import { eventually } from '../support/eventually.ts';
+import { sse } from '../realtime/support.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
 
 // argon2id logins are slow on a loaded box: never a reason to fail.
@@ -17,11 +21,16 @@ let sk: string;
 
 beforeAll(async () => {
   server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50' });
-  ep = endpoint({ '/ping': (_r, body) => Response.json({ pong: body.input ?? null }), '/other': () => Response.json({ ok: true }) });
+  ep = endpoint({
+    '/ping': (_r, body) => Response.json({ pong: body.input ?? null }),
+    '/other': () => Response.json({ ok: true }),
+    // Answers later, through the callback: the execution runs while a subscriber listens.
+    '/slow': () => new Response(null, { status: 202 }),
+  });
   p = await opsProject(server, 'cust-exec');
   await p.push({
     operationBaseUrl: ep.url,
-    operations: [{ key: 'ping', endpoint: '/ping' }, { key: 'other', endpoint: '/other' }],
+    operations: [{ key: 'ping', endpoint: '/ping' }, { key: 'other', endpoint: '/other' }, { key: 'slow', endpoint: '/slow', timeoutSeconds: 60 }],
     models: [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] }],
   });
   sk = await p.key(['operations:execute', 'operations:read']);
@@ -101,7 +110,7 @@ describe("a customer's role reaches operations through a public key", () => {
 
   test('unscoped operations:execute in the role: every execute<Op>', async () => {
     const c = await customerWith(['operations:execute']);
-    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executeOther', 'executePing']);
+    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executeOther', 'executePing', 'executeSlow']);
     const ran = await as(c, 'mutation { executeOther { id status } }');
     expect(ran.data.executeOther.status).toBe('pending');
   });
@@ -140,4 +149,32 @@ describe("a customer's role reaches operations through a public key", () => {
       expect(((await res.json()) as { message: string }).message).toBe('missing required scope: operations:read');
     }
   });
+
+  test('two processes: the customer executes through one API process and follows jobs:{executionId} on a gateway process', async () => {
+    const { proc, url: gateway } = await spawnService({ DATABASE_URL: server.databaseUrl, SVC_ROOT_TOKEN: server.rootToken, SVC_DATA_DIR: server.dataDir, SVC_READ_POOL: '1' }, { role: 'gateway', cwd: join(import.meta.dir, '..', '..') });
+    try {
+      const c = await customerWith(['operations:execute:slow']);
+      const ran = await as(c, 'mutation { executeSlow(input: { n: 1 }) { id } }');
+      expect(ran.errors).toBeUndefined();
+      const id = ran.data.executeSlow.id;
+      await waitStatus(p, sk, id, 'running');
+      const stream = sse(gateway, `jobs:${id}`, { token: c.token });
+      try {
+        await eventually(() => stream.isConnected(), 10_000);
+        const secretRes = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+        const { secret } = (await secretRes.json()) as { secret: string };
+        const { sign } = await import('../../src/operations/signing.ts');
+        const body = JSON.stringify({ status: 'completed', result: { done: true } });
+        const callback = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, body) }, body });
+        expect(callback.status).toBe(200);
+        await eventually(() => stream.events.some((e) => e.event === 'job.completed'), 15_000);
+        expect(stream.events.find((e) => e.event === 'job.completed')).toMatchObject({ channel: `jobs:${id}`, data: { id, status: 'completed', resultJson: { done: true } } });
+      } finally {
+        stream.es.close();
+      }
+    } finally {
+      proc.kill('SIGTERM');
+      await proc.exited;
+    }
+  }, 60_000);
 });
