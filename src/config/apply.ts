@@ -1,5 +1,5 @@
 import type { Settings } from '../env.ts';
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import { BadUserInput, Conflict, PermissionDenied, SvcError } from '../errors.ts';
 import type { ControlCaller } from '../control/credentials.ts';

@@ -1,4 +1,4 @@
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import type { KeyPrincipal } from '../auth/principal.ts';
 import { requireScope } from '../auth/scopes.ts';

@@ -1,7 +1,7 @@
 import { jwtVerify, SignJWT, type JWTHeaderParameters } from 'jose';
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { CustomerPrincipal } from '../auth/principal.ts';
 import { Unauthenticated } from '../errors.ts';
 import { secretsKey } from '../secrets/vault.ts';
