@@ -4,7 +4,7 @@ import { checkImport, createMany, existingKeys, type ImportInput } from '../cont
 import type { GqlContext } from './context.ts';
 import { JSONScalar } from './scalars.ts';
 import { checkLocale, requireModelScope } from './resolvers.ts';
-import { checkFieldWrites } from './field-access.ts';
+import { checkFieldWrites } from '../content/field-access.ts';
 import { commit, newTx, writeContext } from './writes.ts';
 
 /**

@@ -7,7 +7,7 @@ import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
-import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from './field-access.ts';
+import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from '../content/field-access.ts';
 import { ASSETS } from './file-fields.ts';
 
 /**

@@ -13,7 +13,7 @@ import { TypeFactory } from './model-types.ts';
 import { JSONScalar, DateTimeScalar } from './scalars.ts';
 import { genericRecord, listConnection, searchConnection, singleRead, versions } from './resolvers.ts';
 import { modelMutations, batchMutation, customerModelMutations } from './mutations.ts';
-import { readerPrincipals } from './field-access.ts';
+import { readerPrincipals } from '../content/field-access.ts';
 import { operationFields } from './operations.ts';
 import { subscriptionFields } from './subscriptions.ts';
 import { customerMutations, customerQueries } from './customers.ts';

@@ -3,7 +3,7 @@ import type { Sql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
 import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './sessions.ts';

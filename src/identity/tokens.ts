@@ -4,7 +4,7 @@ import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../bus/bus.ts';
 import type { CustomerPrincipal } from '../auth/principal.ts';
 import { Unauthenticated } from '../errors.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 import { ALG, MAX_TOKEN_SECONDS, SigningKeys } from './signing-keys.ts';
 
 /**
