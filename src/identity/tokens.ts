@@ -5,7 +5,7 @@ import type { EventBus } from '../bus/bus.ts';
 import type { CustomerPrincipal } from '../auth/principal.ts';
 import { Unauthenticated } from '../errors.ts';
 import { secretsKey } from '../secrets-key.ts';
-import { ALG, MAX_TOKEN_SECONDS, SigningKeys } from './signing-keys.ts';
+import { ALG, MAX_TOKEN_SECONDS, SigningKeys } from './token-signing-keys.ts';
 
 /**
  * Customer access tokens (CONTRACT §8) and the API other capabilities use:

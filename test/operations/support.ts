@@ -1,5 +1,5 @@
 import type { Server } from 'bun';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
 import { bootstrapProject, type TestServer } from '../support/server.ts';
 

@@ -4,7 +4,7 @@ import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
 import type { KeyKind } from '../auth/principal.ts';
 import {
   createApiKey, deleteApiKey, getApiKey, listApiKeys, updateApiKey, type KeySummary, type KeyUpdate,
-} from '../auth/keys.ts';
+} from '../auth/api-keys.ts';
 import type { ControlCaller } from './credentials.ts';
 import { memberMay, projectOfCaller, requireMember } from './tenancy.ts';
 
