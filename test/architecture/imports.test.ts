@@ -85,6 +85,17 @@ describe('import graph of src/', () => {
   test('no cycles between folders', () => {
     expect(cyclesOf(folderGraph(graph))).toEqual([]);
   });
+
+  test('graphql/: only the schema assembly imports the faces in fields/, and a face no other capability\'s', () => {
+    const isFace = (f: string) => f.startsWith('graphql/fields/');
+    const capabilityOf = (f: string) => f.slice('graphql/fields/'.length).replace(/(-.*)?\.ts$/, '');
+    const bad = [...graph].flatMap(([from, tos]) =>
+      tos.filter(isFace).filter((to) =>
+        isFace(from) ? capabilityOf(from) !== capabilityOf(to) : from.startsWith('graphql/') && !['graphql/schema.ts', 'graphql/model-types.ts'].includes(from),
+      ).map((to) => `${from} → ${to}`));
+    expect(bad).toEqual([]);
+    expect([...graph.keys()].filter(isFace).length).toBeGreaterThan(0);
+  });
 });
 
 describe('import graph of studio/', () => {
