@@ -1,13 +1,13 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { requireScope } from '../auth/scopes.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { InternalError } from '../errors.ts';
-import { confirmUpload, createUpload } from '../files/signed.ts';
-import type { FilesRuntime } from '../files/runtime.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { requireScope } from '../../auth/scopes.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { InternalError } from '../../errors.ts';
+import { confirmUpload, createUpload } from '../../files/signed.ts';
+import type { FilesRuntime } from '../../files/runtime.ts';
 import { FileType } from './files.ts';
-import { JSONScalar } from './scalars.ts';
-import type { GqlContext } from './context.ts';
+import { JSONScalar } from '../scalars.ts';
+import type { GqlContext } from '../context.ts';
 
 /**
  * The two-step upload of the Files family (files:write): `createFileUpload` answers where to PUT
