@@ -29,7 +29,8 @@ export const colorOf = (s: string): string => COLORS[[...s].reduce((n, c) => (n 
 export async function joinRoom(projectId: string, modelKey: string, recordId: string, locale: string | null, user: { name: string; canWrite: boolean }): Promise<Room> {
   const q = new URLSearchParams({ recordId, modelKey });
   const info = await request<CollabInfo>('GET', `/collab/info?${q}`, undefined, projectId);
-  if (!info.enabled) throw new Error('You may not open this record’s room');
+  // Viewers may join read-only only (`readOnly`); editors get `enabled`.
+  if (!info.enabled && !(info.readOnly && !user.canWrite)) throw new Error('You may not open this record’s room');
   // The variant of a room is its locale; `default` is the project's default locale.
   const roomName = locale ? info.roomName.replace(/:[^:]+$/, `:${locale}`) : info.roomName;
   const doc = new Y.Doc();

@@ -126,7 +126,7 @@ describe('joining a room', () => {
     expect(((await ro.json()) as { enabled: boolean }).enabled).toBe(false);
     // A read-only key may join only with readOnly=1: info says so.
     const look = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, { headers: { 'x-api-key': pk } });
-    expect(await look.json()).toMatchObject({ enabled: true, readOnly: true });
+    expect(await look.json()).toMatchObject({ enabled: false, readOnly: true });
     expect((await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`)).status).toBe(401);
     expect((await fetch(`${server.apiUrl}/collab/info?modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(400);
     expect((await fetch(`${server.apiUrl}/collab/info?recordId=rec_nope&modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(404);
