@@ -3,7 +3,7 @@ import type { HookDef } from '../projects/actor.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 import { WriteTx, type WriteCommitter, type WriteStep } from '../content/tx.ts';
 import { publishRecord, requiredKeys, searchKeys, type WriteContext } from '../content/write.ts';
-import { hookStatement } from '../operations/hooks.ts';
+import { hookStatement } from '../content/hooks.ts';
 
 /**
  * Publishing a release: ONE write transaction (src/content/tx.ts) that locks the release row,

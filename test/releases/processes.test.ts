@@ -4,7 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 
 /**
  * Releases with two processes on one PostgreSQL: readers polling both while the release goes

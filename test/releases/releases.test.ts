@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { sse } from '../realtime/support.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
 
 /**
