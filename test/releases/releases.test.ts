@@ -5,6 +5,8 @@ import { eventually } from '../support/eventually.ts';
 import { sse } from '../realtime/support.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
+import { ReleaseClock } from '../../src/releases/schedule.ts';
+import { publishTarget } from '../../src/releases/publish.ts';
 
 /**
  * Releases (docs/releases.md): a named set of record versions across models that goes live in
@@ -158,6 +160,35 @@ describe('a release goes live in one transaction', () => {
     expect(rm.body.data.removeFromRelease.items).toEqual([{ recordId: good }]);
     await ok(sk, `mutation($id: ID!) { publishRelease(id: $id) { id } }`, { id: rel });
     expect(await title(pk, good)).toBe('good');
+  }, 30_000);
+});
+
+describe('the release clock', () => {
+  test('publishes only what is due; a scheduled release that cannot go live opens again with the reason', async () => {
+    const clock = new ReleaseClock({ sql: server.svc.sql, writes: server.svc.writes, target: async (id) => publishTarget((await server.svc.projects.get(id)).snapshot) });
+    const good = await create('Article', { title: 'on time' });
+    const bad = await create('Article', { title: 'will be emptied' });
+    const relGood = await newRelease('timed good');
+    const relBad = await newRelease('timed bad');
+    await add(relGood, 'article', good);
+    await add(relBad, 'article', bad);
+    const at = new Date(Date.now() + 60_000).toISOString();
+    for (const id of [relGood, relBad]) await ok(sk, `mutation($id: ID!, $at: DateTime!) { scheduleRelease(id: $id, at: $at) { id } }`, { id, at });
+    await ok(sk, `mutation($id: ID!) { updateArticle(_id: $id, data: { title: "" }) { _id } }`, { id: bad });
+    // Not yet due.
+    expect(await clock.tick(new Date(Date.now() + 30_000))).toEqual([]);
+    expect(await title(pk, good)).toBeNull();
+    // Due: the good one goes live, the bad one is open again with the reason, nothing of it live.
+    const fired = await clock.tick(new Date(Date.now() + 61_000));
+    expect(fired).toContain(relGood);
+    expect(fired).not.toContain(relBad);
+    expect(await title(pk, good)).toBe('on time');
+    const b = (await ok(sk, `query($id: ID!) { release(id: $id) { status at error } }`, { id: relBad })).release;
+    expect(b).toMatchObject({ status: 'open', at: null });
+    expect(b.error).toContain('required');
+    expect(await title(pk, bad)).toBeNull();
+    // A second tick fires nothing again.
+    expect(await clock.tick(new Date(Date.now() + 62_000))).toEqual([]);
   }, 30_000);
 });
 
