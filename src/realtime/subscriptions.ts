@@ -4,6 +4,7 @@ import type { ServerWebSocket } from 'bun';
 import { PermissionDenied, SvcError, Unauthenticated } from '../errors.ts';
 import { contextFor, prepareFor, schemaOf, targetOf } from '../graphql/execute.ts';
 import { maskErrors } from '../graphql/errors.ts';
+import { checkVariables } from '../graphql/limits.ts';
 import type { SubscriptionSource } from '../graphql/subscriptions.ts';
 import { authenticateRealtime, identityOf, stillValid, type KeyedIdentity, type RealtimeDeps } from './auth.ts';
 import { TooManyConnections, type RealtimeHub } from './hub.ts';
@@ -89,6 +90,9 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
       const req = { query: payload.query, variables: payload.variables ?? null, operationName: payload.operationName ?? null };
       const ready = prepareFor(target, req);
       if (!ready.ok) return maskErrors(ready.errors, production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
+      // Bounded (depth, strings) before graphql-js coerces them, recursively (issue 27 item 13).
+      const badVariables = checkVariables(payload.variables, ready.argumentOf);
+      if (badVariables) return maskErrors([badVariables], production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
       if (ready.operation !== 'subscription') {
         return [new GraphQLError('Only subscriptions are served over /graphql/ws; send queries and mutations to POST /graphql', { extensions: { code: 'BAD_USER_INPUT' } })];
       }
