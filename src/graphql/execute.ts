@@ -38,6 +38,8 @@ export interface Ready {
   compiled: CompiledQuery;
   operation: 'query' | 'mutation' | 'subscription';
   op: OperationDefinitionNode;
+  /** The parsed document (a subscribe() runs it; shared by every subscription of one text). */
+  document: DocumentNode;
   /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
   coerceWithGraphqlJs: boolean;
   /** Per variable, the argument it feeds: input errors name the argument. */
@@ -236,7 +238,7 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
   const forJit = jitDocument(view.schema, doc, op);
   const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
   if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
-  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
+  return { ok: true, compiled, operation: op.operation, op, document: doc, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
 }
 
 function refused(errors: readonly GraphQLError[]): Executed {
