@@ -86,7 +86,8 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
     async onSubscribe(ctx, _id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
       const data = ctx.extra.socket.data;
       const who = data.who!;
-      if (Object.keys(ctx.subscriptions).length >= hub.options.maxSubscriptionsPerConnection) {
+      // graphql-ws has already entered this subscription in ctx.subscriptions: it counts itself.
+      if (Object.keys(ctx.subscriptions).length > hub.options.maxSubscriptionsPerConnection) {
         return [new GraphQLError(`At most ${hub.options.maxSubscriptionsPerConnection} subscriptions per connection`, { extensions: { code: 'RATE_LIMITED' } })];
       }
       // graphql-ws keeps each live subscription's message: their documents together stay

@@ -153,6 +153,24 @@ describe('/graphql/ws frames and documents (item 8)', () => {
   }, 30_000);
 });
 
+describe('/graphql/ws subscriptions per socket (item 12)', () => {
+  test('a socket serves 100 subscriptions; the 101st is refused; one ended makes room', async () => {
+    const { c } = client(b.url);
+    const subs = Array.from({ length: 100 }, (_, i) => collect(c, `subscription S${i} { recordChanged(modelKey: "post") { action recordId } }`));
+    // The 100th hears a write made through the other process.
+    await hears(subs[99]!.got);
+    expect(subs.filter((s) => s.state.error !== undefined)).toEqual([]);
+    const extra = collect(c, RECORD);
+    await eventually(() => extra.state.error !== undefined, 10_000);
+    expect(extra.state.error[0].extensions.code).toBe('RATE_LIMITED');
+    expect(extra.state.error[0].message).toBe('At most 100 subscriptions per connection');
+    subs[0]!.stop();
+    const room = collect(c, RECORD);
+    await hears(room.got);
+    expect(room.state.error).toBeUndefined();
+  }, 60_000);
+});
+
 describe('/graphql/ws variables (item 13)', () => {
   test('a where nested 20,000 levels in subscribe variables is BAD_USER_INPUT before coercion', async () => {
     const s = await rawSocket(a.apiUrl);
