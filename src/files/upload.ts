@@ -31,7 +31,9 @@ const MAX_TEXT = 1000;
 export function safeFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
+  let clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
+  // The cut must not split a surrogate pair (a lone half is not UTF-8).
+  if (/[\ud800-\udbff]$/.test(clean)) clean = clean.slice(0, -1).trim();
   return clean === '' ? 'file' : clean;
 }
 
@@ -134,7 +136,9 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   let fileDone: Promise<void> = Promise.resolve();
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': ct }, highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
+    // defParamCharset: multipart parameters (the file name) are UTF-8 (RFC 7578 §4.2; busboy
+    // reads them as Latin-1 unless told); `filename*` carries its own charset (RFC 8187).
+    bb = busboy({ headers: { 'content-type': ct }, defParamCharset: 'utf8', highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
   } catch {
     throw new BadUserInput('The body must be multipart/form-data with a boundary');
   }
