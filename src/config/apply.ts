@@ -227,6 +227,10 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
     where c.project_id = ${projectId} and c.name = ${name}`;
   if (have && !have.deleted && !force && keyShape(have.definition) === keyShape(e)) {
     await tx`update config_api_keys set definition = ${tx.json(e as never)} where project_id = ${projectId} and name = ${name}`;
+    // The document policy is a setting, not a grant: it changes in place, announced with the commit.
+    const documents = (e.documents as string | undefined) ?? null;
+    const changed = await tx`update api_keys set documents = ${documents} where id = ${have.api_key_id} and documents is distinct from ${documents} returning id`;
+    if (changed.length) await announcer.publish({ type: 'key.changed', keyId: have.api_key_id, keyHash: null });
     return;
   }
   if (have && !have.deleted) await deleteApiKey(tx, announcer, tenantId, have.api_key_id);
@@ -234,7 +238,7 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
   let created: { id: string; key: string };
   try {
     created = await createApiKey(tx, announcer, {
-      tenantId, kind, projectId, name, scopes: (e.scopes as string[] | undefined) ?? ['records:read'], allowedModels: e.allowedModels ?? null,
+      tenantId, kind, projectId, name, scopes: (e.scopes as string[] | undefined) ?? ['records:read'], allowedModels: e.allowedModels ?? null, documents: e.documents ?? null,
     });
   } catch (err) {
     // Only our own validation errors are the client's; a driver error stays a masked fault.
