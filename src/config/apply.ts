@@ -21,6 +21,15 @@ export interface ConfigDeps {
   sql: Sql;
   bus: EventBus;
   settings: Pick<Settings, 'authUrl' | 'operations' | 'appsCa'>;
+  /**
+   * Trusted documents (src/graphql/trusted.ts, handed in by the HTTP layer: config does not
+   * depend on GraphQL): the config's `documents` manifest is stored after the commit, and every
+   * schema change re-validates the stored ones; their problems are listed with the push's errors.
+   */
+  documents?: {
+    push(projectId: string, manifest: unknown, replace: boolean): Promise<{ applied: { documents: number }; errors: ConfigError[] }>;
+    revalidate(projectId: string): Promise<ConfigError[]>;
+  };
 }
 
 /** What `svc push` prints (CONTRACT §3), plus what the CLI needs and never prints. */
@@ -37,7 +46,7 @@ export interface PushResult {
 /** Top-level fields with their own handling; everything else is passed through. */
 const KNOWN = new Set([
   'key', 'name', 'configType', 'force', 'operationBaseUrl', 'project', 'models', 'operations', 'segments', 'schedules', 'hooks',
-  'authProviders', 'relyingParties', 'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'domains',
+  'authProviders', 'relyingParties', 'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'domains', 'documents',
 ]);
 const KEYED = ['operations', 'hooks', 'schedules', 'segments', 'authProviders', 'placements'] as const;
 
@@ -171,6 +180,15 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
   svc.bus.deliverLocal(keyEvents);
   if (outcome.schemaVersion !== null) await announceSchema(svc.bus, project.id, outcome.schemaVersion);
   if (outcome.projectChanged) await svc.bus.publish({ type: 'project.changed', projectId: project.id });
+  if (svc.documents) {
+    // Validated against the schema this push left, so they come after it.
+    if (outcome.schemaVersion !== null) entryErrors.push(...(await svc.documents.revalidate(project.id)));
+    if (cfg.documents !== undefined) {
+      const pushed = await svc.documents.push(project.id, cfg.documents, force);
+      applied.documents = pushed.applied.documents;
+      entryErrors.push(...pushed.errors);
+    }
+  }
   return {
     projectId: project.id,
     applied,

@@ -261,6 +261,6 @@ export interface ConfigError {
 /** The collections `svc push` reports counts for, in output order. */
 export const COLLECTIONS = [
   'project', 'models', 'operations', 'hooks', 'schedules', 'segments', 'authProviders', 'relyingParties',
-  'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens',
+  'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'documents',
 ] as const;
 export type Collection = (typeof COLLECTIONS)[number];

@@ -1,0 +1,304 @@
+import type { KeyPrincipal, DocumentPolicy } from '../auth/principal.ts';
+import { fingerprintOf } from '../auth/resolve.ts';
+import { BASE_SCOPES } from '../auth/scopes.ts';
+import { BadUserInput, DocumentNotTrusted, NotFound, PersistedQueryNotFound } from '../errors.ts';
+import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
+import {
+  apqGet, apqPut, checkManifest, DOCUMENT_LIMITS, entryPath, HASH_RE, listTrusted, removeTrusted, saveTrusted, setValidity, sha256Hex,
+  type DocumentProblem, type ListedDocument, type TrustedDocument,
+} from '../documents/store.ts';
+import type { GraphqlDeps } from './context.ts';
+import { checkDocument, prepareTrusted, schemaEntryFor, type GraphqlRequest, type Target } from './execute.ts';
+import { buildSchema } from './schema.ts';
+import { Lru, processCacheBudget } from './lru.ts';
+
+/**
+ * Trusted documents and automatic persisted queries on the GraphQL side (docs/documents.md):
+ * which document a request names, whether its key may send it, validating documents against a
+ * project's schema, and compiling them ahead — at push and at start-up, per key schema view that
+ * may run them — so the first request naming one finds it compiled. Storage is src/documents.
+ */
+
+/** The key's policy, else the project's `documentPolicy` setting, else `any`. */
+export function documentPolicyOf(principal: KeyPrincipal, snapshot: ProjectSnapshot): DocumentPolicy {
+  if (principal.documents) return principal.documents;
+  const p = snapshot.settings.documentPolicy;
+  return p === 'apq' || p === 'trusted-only' ? p : 'any';
+}
+
+/** What a request runs: the document text, and the trusted document's hash when it is one. */
+export interface Resolved {
+  query: string;
+  trusted: string | null;
+}
+
+const NOT_TRUSTED = 'This key runs trusted documents only: send "documentId": "sha256:<hash>" of a pushed document instead of its text';
+
+/**
+ * The document a request runs under its key's policy. Sync for text and trusted documents (the
+ * hot path: one Map lookup); a promise only when the APQ store must be asked.
+ */
+export function resolveDocument(deps: Pick<GraphqlDeps, 'sql'>, target: Target, principal: KeyPrincipal, req: GraphqlRequest): Resolved | Promise<Resolved> {
+  const policy = documentPolicyOf(principal, target.snapshot);
+  const hash = req.documentId;
+  if (hash === undefined || hash === null) {
+    if (policy === 'trusted-only') throw new DocumentNotTrusted(NOT_TRUSTED);
+    if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string or a "documentId"');
+    return { query: req.query, trusted: null };
+  }
+  const text = typeof req.query === 'string' && req.query.length > 0 ? req.query : null;
+  // Apollo's wording: its clients look for it.
+  if (text !== null && sha256Hex(text) !== hash) throw new BadUserInput('provided sha does not match query');
+  const doc = target.snapshot.documents.get(hash);
+  if (doc) {
+    countHit(target.snapshot.id, hash);
+    return { query: doc.body, trusted: hash };
+  }
+  if (policy === 'trusted-only') {
+    if (text !== null) throw new DocumentNotTrusted(NOT_TRUSTED);
+    throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
+  }
+  if (text !== null) {
+    if (policy === 'apq' && req.persisted) return registerApq(deps, target, hash, text);
+    return { query: text, trusted: null };
+  }
+  if (policy !== 'apq') throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
+  return lookupApq(deps, target, hash);
+}
+
+/** Per project, APQ documents this process has seen: hash → text (bounded like every GraphQL cache). */
+function apqCache(actor: ProjectActor): Lru<string, string> {
+  let c = actor.derived.get('gql:apq') as Lru<string, string> | undefined;
+  if (!c) {
+    c = new Lru({ kind: 'apq', maxEntries: 1_000, maxBytes: 2 * 1024 * 1024, sizeOf: (text, hash) => 2 * text.length + 2 * hash.length + 64, budget: processCacheBudget });
+    actor.derived.set('gql:apq', c);
+  }
+  return c;
+}
+
+export function apqMaxBytes(snapshot: ProjectSnapshot): number {
+  const v = snapshot.settings.apqMaxBytes;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? Math.min(v, DOCUMENT_LIMITS.apqMaxBytes) : DOCUMENT_LIMITS.apqDefaultBytes;
+}
+
+async function registerApq(deps: Pick<GraphqlDeps, 'sql'>, target: Target, hash: string, text: string): Promise<Resolved> {
+  const cache = apqCache(target.actor);
+  if (cache.get(hash) === undefined) {
+    await apqPut(deps.sql, target.snapshot.id, hash, text, apqMaxBytes(target.snapshot));
+    cache.set(hash, text);
+  }
+  return { query: text, trusted: null };
+}
+
+async function lookupApq(deps: Pick<GraphqlDeps, 'sql'>, target: Target, hash: string): Promise<Resolved> {
+  const cache = apqCache(target.actor);
+  let text = cache.get(hash);
+  if (text === undefined) {
+    // Another process may have registered it: the store is shared, this cache is not.
+    text = (await apqGet(deps.sql, target.snapshot.id, hash)) ?? undefined;
+    if (text === undefined) throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
+    cache.set(hash, text);
+  }
+  return { query: text, trusted: null };
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Hits by document id for /metrics: at most MAX_LABELS distinct ids (the first seen), the rest
+ * counted under `other`, so the label set stays bounded whatever is pushed.
+ * -------------------------------------------------------------------------------------------- */
+const MAX_LABELS = 200;
+const hits = new Map<string, number>();
+
+function countHit(projectId: string, hash: string): void {
+  const id = `${projectId}:sha256:${hash}`;
+  const n = hits.get(id);
+  if (n !== undefined) hits.set(id, n + 1);
+  else if (hits.size < MAX_LABELS) hits.set(id, 1);
+  else hits.set('other', (hits.get('other') ?? 0) + 1);
+}
+
+/** [[project, document], count] for the `svc_trusted_document_hits_total` series. */
+export function documentHits(): (readonly [readonly [string, string], number])[] {
+  return [...hits].map(([id, n]) => {
+    const at = id.indexOf(':');
+    return [at < 0 ? ['other', 'other'] : [id.slice(0, at), id.slice(at + 1)], n] as const;
+  });
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Validation against the project's schema: the widest view (a secret key with every scope), so a
+ * document any key of the project could run is accepted; a key whose view lacks a field it
+ * selects gets the usual validation error for that key at run time.
+ * -------------------------------------------------------------------------------------------- */
+const widest = new WeakMap<ProjectSnapshot, ReturnType<typeof buildSchema>>();
+
+function widestView(snapshot: ProjectSnapshot) {
+  let view = widest.get(snapshot);
+  if (!view) {
+    const base = { kind: 'sk' as const, scopes: new Set<string>(BASE_SCOPES) as ReadonlySet<string>, allowedModels: null };
+    view = buildSchema(snapshot, { keyId: 'trusted-documents', tenantId: snapshot.tenantId, projectId: snapshot.id, allowedFileTypes: null, ...base, fingerprint: fingerprintOf(base) });
+    widest.set(snapshot, view);
+  }
+  return view;
+}
+
+/** null when the document validates against the project's schema, else the first problem. */
+export function validateAgainst(snapshot: ProjectSnapshot, text: string): string | null {
+  const errors = checkDocument(widestView(snapshot), text);
+  return errors.length ? errors.map((e) => e.message).slice(0, 3).join('; ') : null;
+}
+
+/** What `svc documents push` (and a config's `documents`) report. */
+export interface DocumentsPushed {
+  projectId: string;
+  applied: { documents: number };
+  errors: DocumentProblem[];
+}
+
+/**
+ * Checks, validates and stores a manifest's documents; invalid ones are listed and not stored.
+ * Every process hears `project.changed`, reloads the project's trusted set and compiles it.
+ */
+export async function pushDocuments(deps: GraphqlDeps, projectId: string, manifest: unknown, replace = false): Promise<DocumentsPushed> {
+  const actor = await deps.projects.get(projectId);
+  const snapshot = actor.snapshot;
+  const { entries, problems } = checkManifest(manifest);
+  const good: TrustedDocument[] = [];
+  for (const e of entries) {
+    const problem = validateAgainst(snapshot, e.body);
+    if (problem) problems.push({ path: entryPath(e.hash), message: `does not validate against the project's schema: ${problem}` });
+    else good.push({ hash: e.hash, body: e.body, valid: true, problem: null });
+    await yieldTurn();
+  }
+  const saved = await saveTrusted(deps.sql, projectId, good, replace && problems.length === 0);
+  await deps.bus.publish({ type: 'project.changed', projectId });
+  await actor.reload();
+  await warmProject(deps, projectId);
+  return { projectId, applied: { documents: saved.stored }, errors: [...problems, ...saved.problems] };
+}
+
+/**
+ * After a schema push: validates every stored trusted document against the new schema, records
+ * the outcome (`svc documents list` shows it) and returns a push error for each that no longer
+ * validates. Such a document stays stored and is refused at run time with
+ * GRAPHQL_VALIDATION_FAILED naming it, until it is removed or the schema takes it again.
+ */
+export async function revalidateDocuments(deps: GraphqlDeps, projectId: string): Promise<DocumentProblem[]> {
+  const actor = await deps.projects.get(projectId);
+  await actor.reload();
+  const snapshot = actor.snapshot;
+  const results: { hash: string; valid: boolean; problem: string | null }[] = [];
+  const errors: DocumentProblem[] = [];
+  for (const d of snapshot.documents.values()) {
+    const problem = validateAgainst(snapshot, d.body);
+    if (problem) errors.push({ path: entryPath(d.hash), message: `no longer validates against the project's schema: ${problem}` });
+    if ((problem === null) !== d.valid || problem !== d.problem) results.push({ hash: d.hash, valid: problem === null, problem });
+    await yieldTurn();
+  }
+  if (results.length) {
+    await setValidity(deps.sql, projectId, results);
+    await deps.bus.publish({ type: 'project.changed', projectId });
+    await actor.reload();
+  }
+  return errors;
+}
+
+export async function listDocuments(deps: Pick<GraphqlDeps, 'sql'>, projectId: string): Promise<{ documents: ListedDocument[] }> {
+  return { documents: await listTrusted(deps.sql, projectId) };
+}
+
+export async function removeDocument(deps: GraphqlDeps, projectId: string, id: string): Promise<{ hash: string; removed: true }> {
+  const hash = id.startsWith('sha256:') ? id.slice(7) : id;
+  if (!HASH_RE.test(hash) || !(await removeTrusted(deps.sql, projectId, hash))) throw new NotFound('No such trusted document');
+  await deps.bus.publish({ type: 'project.changed', projectId });
+  return { hash, removed: true };
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Compiling ahead. The views that may run a project's documents are those of its live keys
+ * (project keys and tenant keys listing it), at most MAX_VIEWS distinct ones; views of customers
+ * who may write (rare) compile on first use. Each document yields the event loop once.
+ * -------------------------------------------------------------------------------------------- */
+const MAX_VIEWS = 32;
+
+function yieldTurn(): Promise<void> {
+  return new Promise((r) => setImmediate(r));
+}
+
+async function keyViews(deps: Pick<GraphqlDeps, 'sql'>, snapshot: ProjectSnapshot): Promise<KeyPrincipal[]> {
+  const rows = await deps.sql<{ id: string; kind: KeyPrincipal['kind']; scopes: string[]; allowed_models: string[] | null }[]>`
+    select id, kind, scopes, allowed_models from api_keys
+    where deleted_at is null and disabled_at is null and (expires_at is null or expires_at > now())
+      and (project_id = ${snapshot.id} or ${snapshot.id} = any(project_ids))
+    order by created_at desc limit 500`;
+  const views = new Map<string, KeyPrincipal>();
+  for (const r of rows) {
+    const base = { kind: r.kind, scopes: new Set(r.scopes) as ReadonlySet<string>, allowedModels: r.allowed_models };
+    const fingerprint = fingerprintOf(base);
+    if (!views.has(fingerprint) && views.size < MAX_VIEWS) {
+      views.set(fingerprint, { keyId: r.id, tenantId: snapshot.tenantId, projectId: snapshot.id, allowedFileTypes: null, ...base, fingerprint });
+    }
+  }
+  return [...views.values()];
+}
+
+/** Compiles every trusted document of a project for every key view that may run it. */
+export async function warmProject(deps: GraphqlDeps, projectId: string): Promise<number> {
+  const actor = await deps.projects.get(projectId);
+  const snapshot = actor.snapshot;
+  if (snapshot.documents.size === 0) return 0;
+  let compiled = 0;
+  for (const principal of await keyViews(deps, snapshot)) {
+    const target: Target = { actor, snapshot, entry: schemaEntryFor(actor, snapshot, principal) };
+    for (const d of snapshot.documents.values()) {
+      if (!d.valid) continue;
+      for (const name of operationNames(d.body)) {
+        prepareTrusted(target, d.hash, d.body, name);
+        compiled++;
+      }
+      await yieldTurn();
+    }
+  }
+  return compiled;
+}
+
+/**
+ * The operation names a request may pick in a document: none (a single operation) and, for
+ * documents with several, each name. Found by a scan, not a parse: a wrong guess costs a
+ * compile at first use, nothing more.
+ */
+function operationNames(text: string): (string | null)[] {
+  const names = [...text.matchAll(/(?:^|[\s},])(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/g)].map((m) => m[1]!);
+  return names.length > 1 ? [null, ...names.slice(0, 20)] : [null];
+}
+
+/**
+ * At start-up: compiles the trusted documents of projects that have some (at most `maxProjects`,
+ * most recently pushed first) within `budgetMs`; what is left compiles in the background.
+ */
+export async function warmAll(deps: GraphqlDeps, opts: { maxProjects?: number; budgetMs?: number } = {}): Promise<void> {
+  const rows = await deps.sql<{ project_id: string }[]>`
+    select project_id from documents where kind = 'trusted' group by project_id order by max(created_at) desc limit ${opts.maxProjects ?? 1_000}`;
+  const work = (async () => {
+    for (const r of rows) await warmProject(deps, r.project_id).catch(() => 0);
+  })();
+  await Promise.race([work, new Promise((r) => setTimeout(r, opts.budgetMs ?? 10_000).unref?.())]);
+}
+
+/**
+ * Every process compiles a project's documents again when it hears that they (or the schema)
+ * changed: after the project reloaded, once per burst of events.
+ */
+export function installDocumentWarming(deps: GraphqlDeps): () => void {
+  return deps.bus.subscribe((e) => {
+    if (e.type !== 'project.changed' && e.type !== 'schema.changed') return;
+    const actor = deps.projects.peek(e.projectId);
+    if (!actor) return;
+    // Queued behind the reload the same event asked for (the project's mailbox is ordered);
+    // documents compiled already are cache hits.
+    void actor
+      .run(() => undefined)
+      .then(() => warmProject(deps, e.projectId))
+      .catch(() => 0);
+  });
+}
