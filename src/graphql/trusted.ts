@@ -107,22 +107,30 @@ async function lookupApq(deps: Pick<GraphqlDeps, 'sql'>, target: Target, hash: s
  * counted under `other`, so the label set stays bounded whatever is pushed.
  * -------------------------------------------------------------------------------------------- */
 const MAX_LABELS = 200;
-const hits = new Map<string, number>();
+/** project → document hash → requests; `other` (both levels) past MAX_LABELS ids. */
+const hits = new Map<string, Map<string, number>>();
+let labels = 0;
 
 function countHit(projectId: string, hash: string): void {
-  const id = `${projectId}:sha256:${hash}`;
-  const n = hits.get(id);
-  if (n !== undefined) hits.set(id, n + 1);
-  else if (hits.size < MAX_LABELS) hits.set(id, 1);
-  else hits.set('other', (hits.get('other') ?? 0) + 1);
+  let docs = hits.get(projectId);
+  const n = docs?.get(hash);
+  if (n !== undefined) return void docs!.set(hash, n + 1);
+  if (labels >= MAX_LABELS) {
+    docs = hits.get('other') ?? new Map<string, number>();
+    hits.set('other', docs);
+    docs.set('other', (docs.get('other') ?? 0) + 1);
+    return;
+  }
+  if (!docs) hits.set(projectId, (docs = new Map()));
+  docs.set(hash, 1);
+  labels++;
 }
 
 /** [[project, document], count] for the `svc_trusted_document_hits_total` series. */
 export function documentHits(): (readonly [readonly [string, string], number])[] {
-  return [...hits].map(([id, n]) => {
-    const at = id.indexOf(':');
-    return [at < 0 ? ['other', 'other'] : [id.slice(0, at), id.slice(at + 1)], n] as const;
-  });
+  const out: (readonly [readonly [string, string], number])[] = [];
+  for (const [project, docs] of hits) for (const [hash, n] of docs) out.push([[project, hash === 'other' ? 'other' : `sha256:${hash}`], n] as const);
+  return out;
 }
 
 /* ----------------------------------------------------------------------------------------------

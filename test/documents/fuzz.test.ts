@@ -32,7 +32,7 @@ beforeAll(async () => {
     keys.push((await insertApiKey(server.svc.sql, { tenantId: p.tenantId, projectId: p.projectId, kind: 'pk', name: `fuzz-${documents}`, scopes: ['records:read'], rateLimit: 10_000_000, documents })).key);
   }
   expect((await pushManifest(server, p.ownerKey, p.projectId, manifestOf(LIST))).code).toBe(0);
-});
+}, 60_000);
 afterAll(() => server.stop());
 
 /** Text with what breaks naive handling: NUL, lone surrogates, non-ASCII, long runs. */

@@ -42,7 +42,7 @@ beforeAll(async () => {
   expect((await pushManifest(server, p.ownerKey, p.projectId, manifestOf(LIST, CREATE))).code).toBe(0);
   await createPublished('First');
   proxy = startCachingProxy(server.apiUrl);
-});
+}, 60_000);
 afterAll(async () => {
   proxy.stop();
   cdn.stop(true);
@@ -122,5 +122,5 @@ describe('GET /graphql and HTTP caching', () => {
     expect(fresh.body.data.articles.edges.map((e: any) => e.node.title).sort()).toEqual(['First', 'Second']);
     expect(fresh.headers.get('etag')).not.toBe(first.headers.get('etag'));
     expect(proxy.origin304s).toBe(1);
-  });
+  }, 30_000);
 });

@@ -35,7 +35,7 @@ beforeAll(async () => {
   const sk = await p.key('sk', ALL_SECRET);
   const id = (await p.gql(sk, 'mutation { createArticle(data: { title: "Hello" }) { _id } }')).body.data.createArticle._id;
   await p.gql(sk, 'mutation($id: ID!) { publishArticleVersion(_id: $id) { _id } }', { id });
-});
+}, 90_000);
 afterAll(async () => {
   b.proc.kill();
   await b.proc.exited;
@@ -50,23 +50,28 @@ describe('trusted documents across processes', () => {
     const before = await trustedEntries(b);
     expect((await pushManifest(a, p.ownerKey, p.projectId, manifestOf(doc))).code).toBe(0);
     await eventually(async () => (await trustedEntries(b)) > before, 5000);
+    const compiled = await trustedEntries(b);
     const r = await post(b, pk, { documentId: `sha256:${sha(doc)}` });
     expect(r.status).toBe(200);
     expect(r.body.data.articles.edges[0].node.title).toBe('Hello');
-  });
+    // The request found the document compiled: nothing was added to the cache by it.
+    expect(await trustedEntries(b)).toBe(compiled);
+  }, 30_000);
 
   test('a process started after the push compiles the stored documents at start-up', async () => {
     const c = await spawn();
     try {
       // Nothing has been asked of this process yet: what its caches hold was compiled at start-up.
-      expect(await trustedEntries(c)).toBeGreaterThan(0);
+      const compiled = await trustedEntries(c);
+      expect(compiled).toBeGreaterThan(0);
       const doc = 'query Across { articles(first: 5) { edges { node { title } } } }';
       expect((await post(c, pk, { documentId: `sha256:${sha(doc)}` })).body.data.articles.edges).toHaveLength(1);
+      expect(await trustedEntries(c)).toBe(compiled);
     } finally {
       c.proc.kill();
       await c.proc.exited;
     }
-  });
+  }, 90_000);
 
   test('a document removed through one process is gone in the other', async () => {
     const doc = 'query Across { articles(first: 5) { edges { node { title } } } }';

@@ -32,7 +32,7 @@ beforeAll(async () => {
   sk = await p.key('sk', ALL_SECRET);
   pk = await p.key('pk', ['records:read']);
   await createPublished('First');
-});
+}, 60_000);
 afterAll(() => server.stop());
 
 describe('svc documents push|list|rm', () => {
@@ -160,7 +160,7 @@ describe('automatic persisted queries', () => {
     expect((await post(server, pk, { query: d, extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).status).toBe(200);
     expect((await post(server, pk, { extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
     expect(await apqBytes(server.svc.sql, p.projectId)).toBe(before);
-  });
+  }, 60_000);
 });
 
 describe('schema pushes re-validate stored documents', () => {
