@@ -228,6 +228,8 @@ export async function removeDocument(deps: GraphqlDeps, projectId: string, id: s
  * who may write (rare) compile on first use. Each document yields the event loop once.
  * -------------------------------------------------------------------------------------------- */
 const MAX_VIEWS = 32;
+/** Compiles one warm-up may do for a project (views × documents × names); the rest compile on first use. */
+const MAX_WARM = 4_000;
 
 function yieldTurn(): Promise<void> {
   return new Promise((r) => setImmediate(r));
@@ -261,6 +263,7 @@ export async function warmProject(deps: GraphqlDeps, projectId: string): Promise
     for (const d of snapshot.documents.values()) {
       if (!d.valid) continue;
       for (const name of operationNames(d.body)) {
+        if (compiled >= MAX_WARM) return compiled;
         prepareTrusted(target, d.hash, d.body, name);
         compiled++;
       }
