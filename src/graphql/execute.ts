@@ -7,13 +7,13 @@ import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
 import { BadUserInput, DocumentNotTrusted, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
-import { documentPolicyOf, resolveDocument } from './trusted.ts';
+import { documentPolicyOf, resolveDocument } from './document-policy.ts';
 import { buildSchema, type SchemaView } from './schema.ts';
 import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
-import { modelRowAccess, requestReaders } from './field-access.ts';
+import { modelRowAccess, requestReaders } from '../content/field-access.ts';
 import { CACHE_MAX_AGE, digest, documentKey, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
 
 /**

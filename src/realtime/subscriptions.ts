@@ -3,7 +3,7 @@ import type { ServerOptions } from 'graphql-ws';
 import type { ServerWebSocket } from 'bun';
 import { PermissionDenied, SvcError, Unauthenticated } from '../errors.ts';
 import { contextFor, prepareFor, schemaOf, targetOf } from '../graphql/execute.ts';
-import { documentPolicyOf } from '../graphql/trusted.ts';
+import { documentPolicyOf } from '../graphql/document-policy.ts';
 import { maskErrors } from '../graphql/errors.ts';
 import type { SubscriptionSource } from '../graphql/subscriptions.ts';
 import { authenticateRealtime, identityOf, stillValid, type KeyedIdentity, type RealtimeDeps } from './auth.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { apqBytes, DOCUMENT_LIMITS } from '../../src/documents/store.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
