@@ -28,6 +28,15 @@ export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/**
+ * Whether PostgreSQL can keep the text as given: no NUL (text columns refuse it) and no unpaired
+ * surrogate (it would be stored as U+FFFD, no longer the text its hash names).
+ */
+export function storable(text: string): boolean {
+  // isWellFormed is ES2024 (Bun has it; the project's lib is ES2023).
+  return !text.includes('\u0000') && (text as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
@@ -78,6 +87,7 @@ export function checkManifest(input: unknown): { entries: { hash: string; body: 
     const hash = key.startsWith('sha256:') ? key.slice(7) : key;
     if (!HASH_RE.test(hash)) problems.push({ path: entryPath(key), message: 'the key must be the SHA-256 of the document in lowercase hex (64 characters)' });
     else if (typeof value !== 'string' || value.length === 0) problems.push({ path: entryPath(key), message: 'the value must be the document text' });
+    else if (!storable(value)) problems.push({ path: entryPath(key), message: 'the document holds a NUL character or an unpaired surrogate' });
     else if (utf8Bytes(value) > DOCUMENT_LIMITS.maxDocumentBytes) problems.push({ path: entryPath(key), message: `the document exceeds ${DOCUMENT_LIMITS.maxDocumentBytes} bytes` });
     else if (sha256Hex(value) !== hash) problems.push({ path: entryPath(key), message: `hash mismatch: the document's SHA-256 is ${sha256Hex(value)}` });
     else entries.push({ hash, body: value });
@@ -161,7 +171,7 @@ export async function apqGet(sql: Sql, projectId: string, hash: string): Promise
  */
 export async function apqPut(sql: Sql, projectId: string, hash: string, body: string, maxBytes: number): Promise<void> {
   const size = utf8Bytes(body);
-  if (size > maxBytes) return;
+  if (size > maxBytes || !storable(body)) return;
   await sql`insert into documents (project_id, kind, hash, body, bytes) values (${projectId}, 'apq', ${hash}, ${body}, ${size})
             on conflict (project_id, kind, hash) do update set used_at = now()`;
   await sql`delete from documents d using (
