@@ -188,7 +188,7 @@ export async function openService(settings: Settings): Promise<Service> {
   // up to 10 s, the rest in the background) and whenever a project's documents or schema change.
   if (settings.role === 'all' || settings.role === 'api') {
     const stopWarming = installDocumentWarming(service);
-    const stopPurge = installCdnPurge(bus, projects);
+    const stopPurge = installCdnPurge(bus, projects, { publicOnly: settings.operations.publicOnly });
     const close = service.close;
     service.close = async () => {
       stopWarming();
