@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createClient } from 'graphql-ws';
+import { eventually } from '../support/eventually.ts';
 import { startTestServer, cli, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { apqBytes } from '../../src/documents/store.ts';
@@ -112,6 +114,25 @@ describe('requests naming a document', () => {
     expect(ok.status).toBe(200);
     expect(ok.body.data.articles.edges).toHaveLength(1);
   });
+
+  test('a trusted-only key is refused subscriptions over /graphql/ws (they are text); other keys subscribe', async () => {
+    const strict = await keyWith('trusted-only');
+    const outcome = async (key: string) => {
+      const c = createClient({ url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: key }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
+      const state: { error?: any; subscribed?: boolean } = {};
+      const stop = c.subscribe({ query: 'subscription { recordChanged(modelKey: "article") { action } }' }, { next: () => {}, error: (e) => (state.error = e), complete: () => {} });
+      try {
+        await eventually(() => state.error !== undefined, 1500).catch(() => (state.subscribed = true));
+      } finally {
+        stop();
+        await c.dispose();
+      }
+      return state;
+    };
+    const refused = await outcome(strict);
+    expect(refused.error[0].extensions.code).toBe('DOCUMENT_NOT_TRUSTED');
+    expect((await outcome(pk)).subscribed).toBe(true);
+  }, 30_000);
 
   test('the project setting documentPolicy applies to keys that set none', async () => {
     const set = await pushConfig(server, p.ownerKey, p.projectId, { project: { id: p.projectId, tenantId: p.tenantId, settings: { documentPolicy: 'trusted-only' } } });
