@@ -44,6 +44,8 @@ export interface Ready {
   compiled: CompiledQuery;
   operation: 'query' | 'mutation' | 'subscription';
   op: OperationDefinitionNode;
+  /** The parsed document (a subscribe() runs it; shared by every subscription of one text). */
+  document: DocumentNode;
   /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
   coerceWithGraphqlJs: boolean;
   /** Per variable, the argument it feeds: input errors name the argument. */
@@ -239,9 +241,9 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
  * Variables for the compiled document: coerced here by graphql-js when the document needs it
  * (variables.ts), else passed as given (graphql-jit coerces them itself).
  */
-export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
+export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined, checked = false): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
   // Checked before any coercion (which recurses, and would hand PostgreSQL what it cannot store).
-  const bad = checkVariables(raw, ready.argumentOf);
+  const bad = checked ? null : checkVariables(raw, ready.argumentOf);
   if (bad) return { errors: [bad] };
   const values = raw ?? {};
   if (!ready.coerceWithGraphqlJs) return { values };
@@ -291,7 +293,7 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
   const forJit = jitDocument(view.schema, doc, op);
   const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
   if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
-  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
+  return { ok: true, compiled, operation: op.operation, op, document: doc, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
 }
 
 function refused(errors: readonly GraphQLError[]): Executed {
@@ -341,8 +343,15 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   // Which document: its text, or a trusted / persisted one named by hash, as the key's policy allows.
   const found = resolveDocument(deps, target, principal, req);
   const doc = found instanceof Promise ? await found : found;
-  // Mutations are never cached: no response key (a SHA-256 of the document and its variables' JSON).
-  const rc = opts.customer !== null || !deps.settings.responseCache || startsAsMutation(doc.query) ? undefined : responseCache(target.actor);
+  // Prepared (a memo lookup for a known document) before the response key: the variables are
+  // bounded (depth, strings) before anything walks them recursively, JSON.stringify included
+  // (20,000 nested AND levels overflowed its stack: issue 27 item 13).
+  const prepared = doc.trusted ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null) : prepareFor(target, doc.query === req.query ? req : { ...req, query: doc.query });
+  if (!prepared.ok) return refused(prepared.errors);
+  const badVariables = checkVariables(req.variables, prepared.argumentOf);
+  if (badVariables) return failed({ errors: [badVariables] });
+  // Only reads are cached: no response key (a SHA-256 of the document and its variables' JSON) otherwise.
+  const rc = opts.customer !== null || !deps.settings.responseCache || prepared.operation !== 'query' ? undefined : responseCache(target.actor);
   // A trusted document is keyed by its hash: without variables, no SHA-256 at all (the key is
   // fingerprint, hash and operation name: ~120 characters, never the document).
   const responseKey = !rc ? '' : doc.trusted && !req.variables ? `t\0${principal.fingerprint}\0${doc.trusted}\0${req.operationName ?? ''}` : digest(principal.fingerprint, req.operationName ?? '', doc.trusted ?? doc.query, doc.trusted ? '\u0001' : '', req.variables ? JSON.stringify(req.variables) : '');
@@ -352,8 +361,6 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     if (hit) return hit;
   }
 
-  const prepared = doc.trusted ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null) : prepareFor(target, doc.query === req.query ? req : { ...req, query: doc.query });
-  if (!prepared.ok) return refused(prepared.errors);
   if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
   if (prepared.operation === 'subscription') {
     const message = 'Subscriptions are served over WebSocket at /graphql/ws';
@@ -363,7 +370,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   const ctx = contextFor(deps, principal, target, opts.customer);
   ctx.clientIp = opts.clientIp ?? undefined;
   const gen = rc?.gen;
-  const variables = variablesFor(target, prepared, req.variables);
+  const variables = variablesFor(target, prepared, req.variables, true);
   if ('errors' in variables) return failed({ errors: variables.errors });
   let result: ExecutionResult;
   try {
