@@ -3,6 +3,7 @@ import type { ServerOptions } from 'graphql-ws';
 import type { ServerWebSocket } from 'bun';
 import { PermissionDenied, SvcError, Unauthenticated } from '../errors.ts';
 import { contextFor, prepareFor, schemaOf, targetOf } from '../graphql/execute.ts';
+import { documentPolicyOf } from '../graphql/document-policy.ts';
 import { maskErrors } from '../graphql/errors.ts';
 import { checkVariables, LIMITS } from '../graphql/limits.ts';
 import type { SubscriptionSource } from '../graphql/subscriptions.ts';
@@ -102,6 +103,10 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
       }
       held.set(_id, bytes);
       const target = await targetOf(svc, who.key);
+      // Subscriptions are sent as text: a trusted-only key may not send text (docs/documents.md).
+      if (documentPolicyOf(who.key, target.snapshot) === 'trusted-only') {
+        return [new GraphQLError('This key runs trusted documents only: subscriptions are not served to it', { extensions: { code: 'DOCUMENT_NOT_TRUSTED' } })];
+      }
       const req = { query: payload.query, variables: payload.variables ?? null, operationName: payload.operationName ?? null };
       const ready = prepareFor(target, req);
       if (!ready.ok) return maskErrors(ready.errors, production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
