@@ -1,3 +1,4 @@
+import type { AuditFrom } from '../editorial/audit.ts';
 import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
@@ -278,6 +279,8 @@ export interface ExecuteOptions {
   customer: CustomerPrincipal | null;
   /** The client's address (login throttling), asked when a resolver needs it. */
   clientIp?: (() => string | null) | null;
+  /** The request's origin for the audit log (writes ask for it). */
+  auditFrom?: (() => AuditFrom) | null;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
@@ -303,6 +306,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
 
   const ctx = contextFor(deps, principal, target, opts.customer);
   ctx.clientIp = opts.clientIp ?? undefined;
+  ctx.auditFrom = opts.auditFrom ?? undefined;
   const gen = rc?.gen;
   const variables = variablesFor(target, prepared, req.variables);
   if ('errors' in variables) return failed({ errors: variables.errors });

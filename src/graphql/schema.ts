@@ -26,6 +26,7 @@ import { fileUploadMutations } from './file-uploads.ts';
 import { secretMutations, secretQueries } from './secrets.ts';
 import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './semantic.ts';
 import { projectUiQueries } from './project-ui.ts';
+import { editorialGenericFields, editorialModelMutations } from './editorial.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -93,7 +94,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
       args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
       resolve: (_r, args, ctx) => (wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args)),
     };
-    if (canWrite) Object.assign(mutation, modelMutations(types, model));
+    if (canWrite) Object.assign(mutation, modelMutations(types, model), editorialModelMutations(types, model));
     else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
   }
   if (canWrite && models.size > 0) Object.assign(mutation, collabMutations(types));
@@ -109,6 +110,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
         createdAt: { type: nn(DateTimeScalar) },
+        restoredFrom: { type: GraphQLInt, description: 'For a "restored" entry: the version whose content it restored.' },
       },
     });
     query.record = { type: types.recordInterface, args: { _id: { type: nn(GraphQLID) }, ...readArgs }, resolve: (_r, args, ctx) => genericRecord(ctx, args) };
@@ -131,7 +133,12 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         return wantsSemantic(args) ? semanticSearchConnection(ctx, ms, args) : searchConnection(ctx, ms, args);
       },
     };
-    if (canWrite) Object.assign(mutation, batchMutation(types), importMutation());
+    if (canWrite) {
+      Object.assign(mutation, batchMutation(types), importMutation());
+      const editorial = editorialGenericFields(types);
+      Object.assign(query, editorial.query);
+      Object.assign(mutation, editorial.mutation);
+    }
   }
 
   Object.assign(query, fileQueries(principal));

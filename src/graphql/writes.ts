@@ -8,6 +8,7 @@ import type { ModelDef } from '../projects/types.ts';
 import { hookStatement } from '../operations/hooks.ts';
 import { node } from './resolvers.ts';
 import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
+import { auditOn, auditStatement, NO_ORIGIN, type AuditTarget, type AuditWho } from '../editorial/audit.ts';
 
 /**
  * How GraphQL mutations write: build the transaction (writes, then a read of what they wrote),
@@ -57,7 +58,27 @@ export function newTx(ctx: GqlContext): WriteTx {
       return q && { statements: [q.statement], events: q.events };
     });
   }
+  // The audit log: one INSERT more in the same transaction (docs/audit.md), none of its own.
+  if (auditOn()) {
+    tx.finish((events) => {
+      const targets: AuditTarget[] = [];
+      for (const e of events) if (e.type === 'record.changed') targets.push({ action: `record.${e.action}`, kind: 'record', id: e.recordId });
+      return targets.length ? { statements: [auditOf(ctx, targets)] } : undefined;
+    });
+  }
   return tx;
+}
+
+/** Who makes a GraphQL request: the customer of a token, the signed-in member, else the key. */
+export function auditWho(ctx: GqlContext): AuditWho {
+  if (ctx.customer) return { kind: 'customer', id: ctx.customer.customerId };
+  if (ctx.principal.member) return { kind: 'member', id: ctx.principal.member.memberId };
+  return { kind: 'apiKey', id: ctx.principal.keyId };
+}
+
+/** An audit INSERT for changes this request made (to join the change's transaction). */
+export function auditOf(ctx: GqlContext, targets: readonly AuditTarget[]) {
+  return auditStatement({ projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId }, auditWho(ctx), ctx.auditFrom?.() ?? NO_ORIGIN, targets);
 }
 
 export function commit(ctx: GqlContext, tx: WriteTx): Promise<Committed> {
