@@ -200,6 +200,8 @@ export interface ProjectSettings extends Extra {
   customerSignupEnabled?: boolean;
   customerPasswordEnabled?: boolean;
   customerOtpEnabled?: boolean;
+  /** Days audit log entries are kept (docs/audit.md); default 90. */
+  auditRetentionDays?: number;
 }
 
 export const SETTINGS_DEFAULTS = {

@@ -59,6 +59,8 @@ export interface GqlContext {
   clientIp?: () => string | null;
   /** Where the request came from, for the audit log (src/editorial/audit.ts); asked by writes only. */
   auditFrom?: () => AuditFrom;
+  /** Set by writes that put their audit entry in their own transaction (graphql/audit.ts). */
+  audited?: boolean;
   /** Model `access.read` restrictions of this reader (undefined: none apply). */
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */

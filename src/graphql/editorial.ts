@@ -60,6 +60,7 @@ async function schedule(ctx: GqlContext, model: ModelDef, action: 'publish' | 'u
     // The version's content is fixed now: later edits do not change what this publishes.
     content = fitContent(writeContext(ctx), model, await contentAt(ctx.svc.readSql, ctx.snapshot.id, model, args._id, version, ctx.snapshot.defaultLocale), version);
   }
+  ctx.audited = true;
   return createScheduled(ctx.svc.sql, {
     projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId, action, modelKey: model.key, recordId: args._id, version, content, at, createdBy: auditWho(ctx),
   }, ctx.auditFrom?.() ?? NO_ORIGIN);
@@ -130,6 +131,7 @@ export function editorialGenericFields(types: TypeFactory): { query: GraphQLFiel
         resolve: async (_r, args, ctx) => {
           requireScope(ctx, 'records:publish');
           ctx.noStore = true;
+          ctx.audited = true;
           return cancelScheduled(ctx.svc.sql, ctx.snapshot.id, args.id, [...ctx.models.keys()], { tenantId: ctx.snapshot.tenantId, who: auditWho(ctx), from: ctx.auditFrom?.() ?? NO_ORIGIN });
         },
       },

@@ -1,4 +1,5 @@
 import type { AuditFrom } from '../editorial/audit.ts';
+import { auditMutation } from './audit.ts';
 import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
@@ -327,6 +328,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     }
     return failed(result);
   }
+  if (prepared.operation === 'mutation') await auditMutation(ctx, prepared.op, variables.values);
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
   const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : `public, max-age=${CACHE_MAX_AGE}`;

@@ -60,6 +60,7 @@ export function newTx(ctx: GqlContext): WriteTx {
   }
   // The audit log: one INSERT more in the same transaction (docs/audit.md), none of its own.
   if (auditOn()) {
+    ctx.audited = true;
     tx.finish((events) => {
       const targets: AuditTarget[] = [];
       for (const e of events) if (e.type === 'record.changed') targets.push({ action: `record.${e.action}`, kind: 'record', id: e.recordId });

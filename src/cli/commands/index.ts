@@ -12,6 +12,7 @@ import { recordsImport } from './records-import.ts';
 import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { busStatus } from './bus.ts';
+import { audit } from './audit.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -39,4 +40,5 @@ export const COMMANDS: Command[] = [
   ...IDENTITY_COMMANDS,
   ...OPERATION_COMMANDS,
   busStatus,
+  audit,
 ];
