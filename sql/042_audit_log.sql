@@ -4,12 +4,20 @@
 -- pipelined transaction carries one more INSERT), never holding a secret's value. No foreign
 -- keys: an entry outlives what it names (a deleted record, key or project) until the project's
 -- retention (project.settings.auditRetentionDays, default 90) purges it.
+--
+-- Kept cheap to write (it rides along every record write): no primary key (ids come from the
+-- sequence, unique by construction), one btree that serves every read (a project's entries,
+-- newest first, paged by id), and a BRIN index on `at` for the purge (rows arrive in time order,
+-- so BRIN's few pages cover it at almost no cost per insert).
+create sequence audit_log_id_seq;
 create table audit_log (
-  id          bigserial primary key,
+  id          bigint not null default nextval('audit_log_id_seq'),
   project_id  text,
   tenant_id   text,
   at          timestamptz not null default now(),
-  actor_kind  text not null check (actor_kind in ('member', 'apiKey', 'customer', 'root')),
+  -- 'member' | 'apiKey' | 'customer' | 'root' (written by the service only: no CHECK, whose
+  -- expression PostgreSQL prepares again at every insert; sql/029_write_pg_cost.sql).
+  actor_kind  text not null,
   actor_id    text,
   action      text not null,
   target_kind text not null,
@@ -20,4 +28,4 @@ create table audit_log (
 );
 create index audit_log_project on audit_log (project_id, id desc);
 create index audit_log_tenant on audit_log (tenant_id, id desc) where project_id is null;
-create index audit_log_at on audit_log (at);
+create index audit_log_at on audit_log using brin (at);

@@ -70,7 +70,7 @@ describe('editorial fuzz', () => {
         const r = await p.gql(key, doc, { ...vars, at, v });
         stable(r);
       }),
-      { seed: SEED, numRuns: RUNS },
+      { seed: SEED, numRuns: RUNS, endOnFailure: !process.env.FUZZ_SHRINK },
     );
     const after = await server.svc.sql`select (select count(*)::int from scheduled_actions) as s, (select count(*)::int from record_versions where record_id = ${id}) as v`;
     expect(after).toEqual(before);
@@ -83,10 +83,12 @@ describe('editorial fuzz', () => {
         for (const [k, v] of Object.entries(q)) params.set(k, v as string);
         const res = await fetch(`${server.apiUrl}/v1/control/audit?${params}`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
         expect(res.status).toBeLessThan(500);
+        // 431: a URL too long for the server to read (the runtime refuses it before any route).
+        if (res.status === 431) return;
         if (res.status >= 400) expect(['BAD_USER_INPUT', 'NOT_FOUND', 'PAYLOAD_TOO_LARGE']).toContain(((await res.json()) as any).error);
         else await res.json();
       }),
-      { seed: SEED, numRuns: RUNS },
+      { seed: SEED, numRuns: RUNS, endOnFailure: !process.env.FUZZ_SHRINK },
     );
     // Odd request ids and user agents are stored bounded and clean, or replaced.
     await fc.assert(
