@@ -50,10 +50,14 @@ const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 const CONTROL = /[\u0000-\u001f\u007f]/g;
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
+// eslint-disable-next-line no-control-regex
+const ODD = /[\u0000-\u001f\u007f\uD800-\uDFFF]/;
+
 function clip(v: string | null | undefined, max: number): string | null {
   if (v === null || v === undefined || v === '') return null;
-  // Lone surrogates become U+FFFD (PostgreSQL stores UTF-8 only).
-  const s = v.replace(CONTROL, '').replace(LONE, '\uFFFD');
+  // Lone surrogates become U+FFFD (PostgreSQL stores UTF-8 only). The usual value (an id, a
+  // user agent) has neither, and is returned after one test.
+  const s = ODD.test(v) ? v.replace(CONTROL, '').replace(LONE, '\uFFFD') : v;
   return s.length > max ? s.slice(0, max) : s;
 }
 

@@ -4,7 +4,7 @@ import type { ModelDef } from '../projects/types.ts';
 import { SvcError } from '../errors.ts';
 import { WriteTx, type Statement, type WriteCommitter } from '../content/tx.ts';
 import { publishRecord, unpublishRecord, type WriteContext, type WriteStep } from '../content/write.ts';
-import { hookStatement } from '../operations/hooks.ts';
+import { hookStatement } from '../content/hooks.ts';
 import { auditOn, auditStatement, purgeAudit, type ActorKind } from './audit.ts';
 import type { Localised } from './restore.ts';
 
