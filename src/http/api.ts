@@ -31,9 +31,9 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
   const app = new Elysia({ name: 'svc.api' })
     // Every request is counted and logged once, whatever answered it (a route, an error, a 404).
     .onRequest(({ request }) => requests.start(request))
-    .onAfterResponse({ as: 'global' }, (ctx) => {
-      const { request, route, set, responseValue } = ctx;
-      auditAfterResponse(svc, ctx as never);
+    .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue, headers, params, server }) => {
+      // Named one by one: a hook that takes the whole context makes Elysia parse every body.
+      auditAfterResponse(svc, { request, route, set, responseValue, headers, params, server } as never);
       const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
       const pattern = route || 'unmatched';
       const path = request.url.slice(request.url.indexOf('/', 8)).split('?', 1)[0]!;

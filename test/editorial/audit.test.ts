@@ -60,7 +60,12 @@ describe('audit log', () => {
     expect(pushed.status).toBeLessThan(300);
     const put = await p.gql(await p.key('sk', ['secrets:put.project']), 'mutation($v:String!){ putSecret(label:"mail", value:$v){ label } }', { v: SECRET });
     expect(put.body.errors).toBeUndefined();
-    const out = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since, '--json');
+    // Control-plane entries are written right after the answer: poll briefly.
+    let out = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since, '--json');
+    await eventually(async () => {
+      out = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since, '--json');
+      return out.json.entries.some((e: any) => e.action === 'POST /v1/control/api-keys/') && out.json.entries.some((e: any) => e.action === 'POST /v1/control/projects/:id/secrets');
+    }, 10_000);
     expect(out.code).toBe(0);
     const actions = out.json.entries.map((e: any) => e.action);
     expect(actions).toContain('POST /v1/control/api-keys/');
