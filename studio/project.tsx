@@ -6,6 +6,8 @@ import { RecordList } from './records.tsx';
 import { lazy } from './lazy.tsx';
 import { ReleasesPanel } from './releases.tsx';
 import { CustomersPanel, FilesPanel, KeysPanel, OperationsPanel, SchedulesPanel } from './panels.tsx';
+import { AuditPanel, ScheduledPanel } from './editorial.tsx';
+import { canAdmin } from './api.ts';
 
 const RecordScreen = lazy(() => import('./editor/record-screen.tsx').then((m) => m.RecordScreen));
 const Explorer = lazy(() => import('./explorer.tsx').then((m) => m.Explorer));
@@ -17,6 +19,8 @@ const SECTIONS = [
   ['customers', 'Customers'],
   ['operations', 'Operations'],
   ['schedules', 'Schedules'],
+  ['scheduled', 'Scheduled'],
+  ['audit', 'Audit log'],
   ['graphql', 'GraphQL explorer'],
 ] as const;
 
@@ -41,7 +45,7 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
       </ul>
       <h2>Project</h2>
       <ul>
-        {SECTIONS.map(([k, label]) => (
+        {SECTIONS.filter(([k]) => k !== 'audit' || canAdmin(project.role)).map(([k, label]) => (
           <li key={k}><a href={`${base}/${k}`} onClick={onLink} aria-current={here === `/${k}` ? 'page' : undefined}>{label}</a></li>
         ))}
       </ul>
@@ -63,6 +67,8 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
     else if (here === '/customers') body = <CustomersPanel project={project} />;
     else if (here === '/operations') body = <OperationsPanel project={project} config={config} />;
     else if (here === '/schedules') body = <SchedulesPanel project={project} />;
+    else if (here === '/scheduled') body = <ScheduledPanel project={project} />;
+    else if (here === '/audit') body = <AuditPanel project={project} />;
     else if (here === '/graphql') body = <Explorer project={project} config={config} />;
     else body = (
       <section>

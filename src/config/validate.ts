@@ -78,6 +78,9 @@ function checkProject(c: Checker, v: unknown): void {
   for (const k of ['logoUrl', 'appBaseUrl']) {
     if (typeof s[k] === 'string' && !isHttpUrl(s[k] as string)) c.add(`project.settings.${k}`, `${k} must be an absolute http(s) URL`);
   }
+  // The audit log's retention in days (docs/audit.md): 1 to 3650, default 90.
+  const r = s.auditRetentionDays;
+  if (r !== undefined && (typeof r !== 'number' || !Number.isSafeInteger(r) || r < 1 || r > 3650)) c.add('project.settings.auditRetentionDays', 'auditRetentionDays must be a whole number of days from 1 to 3650');
   // File limits (docs/files.md#per-project-limits-quota-and-retention).
   const f = c.object(s.files, 'project.settings.files');
   for (const k of ['maxFileBytes', 'quotaBytes', 'retentionDays']) {

@@ -1,3 +1,5 @@
+import type { AuditFrom } from '../editorial/audit.ts';
+import { auditMutation } from './audit.ts';
 import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
@@ -335,6 +337,8 @@ export interface ExecuteOptions {
   customer: CustomerPrincipal | null;
   /** The client's address (login throttling), asked when a resolver needs it. */
   clientIp?: (() => string | null) | null;
+  /** The request's origin for the audit log (writes ask for it). */
+  auditFrom?: (() => AuditFrom) | null;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
@@ -369,6 +373,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
 
   const ctx = contextFor(deps, principal, target, opts.customer);
   ctx.clientIp = opts.clientIp ?? undefined;
+  ctx.auditFrom = opts.auditFrom ?? undefined;
   const gen = rc?.gen;
   const variables = variablesFor(target, prepared, req.variables, true);
   if ('errors' in variables) return failed({ errors: variables.errors });
@@ -389,6 +394,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     }
     return failed(result);
   }
+  if (prepared.operation === 'mutation') await auditMutation(ctx, prepared.op, variables.values);
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
   const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : publicCacheControl(target.snapshot);

@@ -221,7 +221,7 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   // Fields the reader may not read (`access.read`) are left out of the history too.
   const model = ctx.models.get(history.modelKey);
   const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
-  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
+  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: v.action === 'restored' && v.data ? Object.fromEntries(Object.entries(v.data).map(([l, d]) => [l, maskContent(d as Record<string, unknown>, hidden)])) : maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at, restoredFrom: v.restored_from ?? null }));
 }
 
 /** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */

@@ -28,6 +28,7 @@ import { secretMutations, secretQueries } from './fields/secrets.ts';
 import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './fields/semantic-search.ts';
 import { projectUiQueries } from './fields/project-ui.ts';
 import { releaseMutations, releaseQueries } from './fields/releases.ts';
+import { editorialGenericFields, editorialModelMutations } from './fields/editorial.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -97,7 +98,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
       args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
       resolve: (_r, args, ctx) => (wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args)),
     };
-    if (canWrite) Object.assign(mutation, modelMutations(types, model));
+    if (canWrite) Object.assign(mutation, modelMutations(types, model), editorialModelMutations(types, model));
     else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
   }
   if (canWrite && models.size > 0) Object.assign(mutation, collabMutations(types));
@@ -113,6 +114,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
         createdAt: { type: nn(DateTimeScalar) },
+        restoredFrom: { type: GraphQLInt, description: 'For a "restored" entry: the version whose content it restored.' },
       },
     });
     query.record = { type: types.recordInterface, args: { _id: { type: nn(GraphQLID) }, ...readArgs }, resolve: (_r, args, ctx) => genericRecord(ctx, args) };
@@ -140,6 +142,10 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     if (canWrite) {
       Object.assign(query, releaseQueries());
       Object.assign(mutation, releaseMutations());
+      // Restore (generic form), scheduled actions (fields/editorial.ts).
+      const editorial = editorialGenericFields(types);
+      Object.assign(query, editorial.query);
+      Object.assign(mutation, editorial.mutation);
     }
   }
 

@@ -272,7 +272,7 @@ describe('the generated form', () => {
     expect(await row.locator('ins').textContent()).toBe('Spade XL');
     await expect(page.locator('.diff tr.same', { has: page.getByRole('rowheader', { name: 'Price' }) }).count()).resolves.toBe(1);
     await page.screenshot({ path: join(SHOTS, 'history-diff.png') });
-    await page.getByRole('button', { name: 'Restore version 1' }).click();
+    await page.getByRole('button', { name: 'Restore this version' }).click();
     const end = Date.now() + 20_000;
     while ((await draftOf(productId)).name !== 'Spade' && Date.now() < end) await Bun.sleep(100);
     expect(await draftOf(productId)).toMatchObject({ name: 'Spade', price: 12.5, kind: 'toy', tags: ['steel', 'garden'] });

@@ -13,6 +13,7 @@ import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { busStatus } from './bus.ts';
 import { DOCUMENT_COMMANDS } from './documents.ts';
+import { audit } from './audit.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -41,4 +42,5 @@ export const COMMANDS: Command[] = [
   ...OPERATION_COMMANDS,
   ...DOCUMENT_COMMANDS,
   busStatus,
+  audit,
 ];
