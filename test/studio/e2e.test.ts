@@ -4,6 +4,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { addMember, coverPng, PASSWORD, studioProject, type StudioProject, StudioBrowser } from './support.ts';
+import { need } from '../support/binaries.ts';
+
+/** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
+const CHROMIUM = need('chromium');
 
 /**
  * The Studio end to end in headless Chromium (the Debian package): a member's first sign-in,
@@ -48,6 +52,7 @@ async function passwordSignIn(ctx: BrowserContext, email: string): Promise<Page>
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
 
 beforeAll(async () => {
+  if (!CHROMIUM) return;
   mkdirSync(SHOTS, { recursive: true });
   server = await startTestServer();
   project = await studioProject(server);
@@ -55,7 +60,7 @@ beforeAll(async () => {
   secondLink = await addMember(server, project.ownerKey, 'al@acme.test', 'admin', project.projectId);
   viewerLink = await addMember(server, project.ownerKey, 'vi@acme.test', 'viewer', project.projectId);
   explorerBuilt = fetch(`${server.apiUrl}/studio/explorer/manifest.json`).then((r) => r.json());
-  chrome = await StudioBrowser.launch();
+  chrome = await StudioBrowser.launch(CHROMIUM);
 }, 60_000);
 
 afterEach(() => chrome?.closeContexts());
@@ -65,7 +70,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe('the Studio in a browser', () => {
+describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
   test('an editor signs in, creates a record with an image through the form, publishes it, and the public API serves it', async () => {
     const ctx = await context();
     const signIn = await ctx.newPage();
