@@ -47,6 +47,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // Under `npm start` (npm sets npm_lifecycle_event), npm passes SIGTERM on to its script, which
+  // execs this process (package.json). Should npm die without doing so (SIGKILL, a crash), this
+  // process is handed to another parent: stop then too, rather than serve on without a manager.
+  // Started any other way (a shell's `&`, systemd, a container), the parent may come and go.
+  if (process.env.npm_lifecycle_event) {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(watch);
+      shutdown('npm exited');
+    }, 1000);
+    watch.unref();
+  }
 }
 
 await main();
