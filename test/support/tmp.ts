@@ -1,5 +1,5 @@
 import { afterEach } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -21,6 +21,13 @@ export function tempDir(prefix: string): string {
 }
 
 export function removeTempDir(dir: string): void {
+  // A data dir whose embedded cluster was kept outside it (as root, under /var/lib/svc/clusters,
+  // when the postgres user cannot enter a 0700 temp folder): that cluster is the test's too.
+  const marker = join(dir, 'pg-location');
+  if (existsSync(marker)) {
+    const cluster = readFileSync(marker, 'utf8').trim();
+    if (existsSync(join(cluster, 'PG_VERSION'))) rmSync(cluster, { recursive: true, force: true });
+  }
   rmSync(dir, { recursive: true, force: true });
   made.delete(dir);
 }
