@@ -12,6 +12,7 @@ import { recordsImport } from './records-import.ts';
 import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { busStatus } from './bus.ts';
+import { dataRm } from './data.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -37,6 +38,7 @@ export const COMMANDS: Command[] = [
   fleetGroupsPublish,
   fleetGroupsList,
   ...IDENTITY_COMMANDS,
+  dataRm,
   ...OPERATION_COMMANDS,
   busStatus,
 ];
