@@ -202,6 +202,22 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     expect(await page.getByLabel('Title').evaluate((el) => (el as unknown as { readOnly: boolean }).readOnly)).toBe(true);
     expect(await page.getByRole('button', { name: 'Publish', exact: true }).count()).toBe(0);
     await shot(page, 'viewer-mobile');
+    // No "API keys" in the sidebar for a viewer (only owners and admins may use it); the page
+    // itself says so instead of failing.
+    const side = page.getByRole('navigation', { name: 'Project' });
+    await side.getByRole('link', { name: 'Files' }).waitFor();
+    expect(await side.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+    await page.goto(`${server.apiUrl}/studio/p/${project.projectId}/keys`);
+    await page.getByText('Only owners and admins manage API keys.').waitFor();
+    // The Projects page: a project id (28 characters, unbroken) stays inside its card, on a phone
+    // and in the narrow columns of wider screens.
+    await page.goto(`${server.apiUrl}/studio/`);
+    await page.getByRole('list', { name: 'Projects' }).waitFor();
+    for (const width of [390, 520, 1010]) {
+      await page.setViewportSize({ width, height: 844 });
+      const overflowing = await page.locator('.card').evaluateAll((cards) => cards.filter((c) => c.scrollWidth > c.clientWidth).length);
+      expect({ width, overflowing }).toEqual({ width, overflowing: 0 });
+    }
     // The UI hides the buttons; the server is what enforces it (the same public API).
     const answer: any = await page.evaluate(async ([pid, id]) => {
       const meta: any = await fetch('/studio/api/session').then((r) => r.json());
