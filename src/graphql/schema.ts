@@ -108,6 +108,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         variantId: { type: nn(GraphQLString), description: 'The variant written ("default": the default content).' },
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
+        userEmail: { type: GraphQLString, description: 'The writing member\'s email: for signed-in members (the Studio) only; null for keys and for API-key writes.' },
         createdAt: { type: nn(DateTimeScalar) },
       },
     });

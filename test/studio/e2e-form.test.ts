@@ -277,6 +277,10 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the generated form', () => {
     await page.getByRole('tab', { name: 'History' }).click();
     const first = page.getByRole('list', { name: 'Versions' }).getByRole('button', { name: /^v1 · create/ });
     await first.click();
+    // Who wrote each version: the member's email, never a bare member id.
+    const versions = await page.getByRole('list', { name: 'Versions' }).innerText();
+    expect(versions).toContain('forms@acme.test');
+    expect(versions).not.toContain('mem_');
     const row = page.locator('.diff tr.changed', { has: page.getByRole('rowheader', { name: 'Name' }) });
     await row.waitFor();
     expect(await row.locator('del').textContent()).toBe('Spade');
