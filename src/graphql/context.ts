@@ -1,7 +1,7 @@
 import type { FilesRuntime } from '../files/runtime.ts';
 import type { Settings } from '../env.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
@@ -60,6 +60,8 @@ export interface GqlContext {
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */
   targeting?: Targeting | Promise<Targeting>;
+  /** Releases a read of this request previews, checked once each (graphql/resolvers.ts). */
+  releases?: Map<string, Promise<string>>;
 }
 
 /** Names generated from model and field keys (CONTRACT §4). */

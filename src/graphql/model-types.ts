@@ -7,8 +7,8 @@ import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
-import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from './field-access.ts';
-import { ASSETS } from './file-fields.ts';
+import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from '../content/field-access.ts';
+import { ASSETS } from './fields/files-record-fields.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):
@@ -236,14 +236,14 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)));
+              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)));
               return nodes.filter((x) => x !== null);
             },
           };
         }
         return {
           type,
-          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting) : null),
+          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting, n._release) : null),
         };
       }
       case 'model': {
@@ -264,7 +264,7 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)))).filter((x) => x !== null);
+              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)))).filter((x) => x !== null);
             },
           };
         }

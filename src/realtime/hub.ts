@@ -1,4 +1,4 @@
-import { watching, type BusEvent, type EventBus } from '../actors/bus.ts';
+import { watching, type BusEvent, type EventBus } from '../bus/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import { ChannelActor, parseStreamId, streamId, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';
@@ -56,6 +56,13 @@ export function framesOf(e: BusEvent): { projectId: string; channels: string[]; 
         projectId: e.projectId,
         channels: [`changes:${e.modelKey}`, 'changes:*'],
         event: { event: `record.${e.action}`, data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId } },
+      };
+    case 'release.published':
+      // After the records' own events (they commit together, announced in order).
+      return {
+        projectId: e.projectId,
+        channels: ['changes:*'],
+        event: { event: 'release.published', data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId } },
       };
     case 'execution.changed':
       return {
