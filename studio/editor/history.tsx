@@ -8,6 +8,7 @@ interface Version {
   locale: string | null;
   content: Record<string, unknown> | null;
   userId: string | null;
+  userEmail: string | null;
   createdAt: string;
   restoredFrom?: number | null;
 }
@@ -39,7 +40,7 @@ export function History({ project, model, recordId, current, canWrite, onRestore
   const [picked, setPicked] = useState<Version | null>(null);
   const [error, setError] = useState('');
   const [notice, setNotice] = useState('');
-  const load = () => gql(project.id, 'query($id:ID!){ v: recordVersions(_id:$id){ version action locale content userId createdAt restoredFrom } }', { id: recordId })
+  const load = () => gql(project.id, 'query($id:ID!){ v: recordVersions(_id:$id){ version action locale content userId userEmail createdAt restoredFrom } }', { id: recordId })
     .then((d) => setVersions(snapshots(d.v, d.v[0]?.locale ?? 'en').reverse()), (e: Error) => setError(e.message));
   useEffect(() => void load(), [recordId]);
   const restore = async (v: Version) => {
@@ -65,7 +66,7 @@ export function History({ project, model, recordId, current, canWrite, onRestore
         {versions.map((v) => (
           <li key={v.version}>
             <button type="button" class={picked?.version === v.version ? 'ghost active' : 'ghost'} aria-pressed={picked?.version === v.version} onClick={() => setPicked(v)}>
-              v{v.version} · {v.action}{v.restoredFrom ? ` from v${v.restoredFrom}` : ''}{v.locale ? ` · ${v.locale}` : ''} · {new Date(v.createdAt).toLocaleString()} · {v.userId ?? 'unknown'}
+              v{v.version} · {v.action}{v.restoredFrom ? ` from v${v.restoredFrom}` : ''}{v.locale ? ` · ${v.locale}` : ''} · {new Date(v.createdAt).toLocaleString()} · {v.userEmail ?? v.userId ?? 'unknown'}
             </button>
           </li>
         ))}
