@@ -6,13 +6,14 @@ import { insertApiKey } from '../src/auth/keys.ts';
 import { freePort } from '../src/store/ports.ts';
 import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';
-import { hasNode, startService } from './targets.ts';
+import { nodeForPeers, startService } from './targets.ts';
+import { ensurePeers, peerFile, peerVersion } from './peers.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
 
 /**
  * Scenario `collab` (issue 14): ROOMS rooms × 2 editors, each typing RATE small updates per
  * second, against the service's gateway and, in the same run, the y-websocket server of the npm
- * registry (y-websocket 1.5.4's bin/server.js, installed as `y-websocket-server-ref`) under Node.
+ * registry (y-websocket 1.5.4's bin/server.js, installed by the bench into bench/.peers) under Node 22.
  * The load comes from bench/collab-load.ts in its own process. Reported beside the main table:
  * updates/s, update-to-peer p50/p99, server CPU (cores), peak RSS, and the service's saves/s.
  */
@@ -188,13 +189,14 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
   } finally {
     await svc.stop();
   }
-  if (!hasNode()) reference = 'node is not on PATH';
+  const node = nodeForPeers();
+  if (!node) reference = ensurePeers() ?? 'no Node to run y-websocket on';
   else {
     const port = await freePort();
-    const ref = startChild('node', [join(import.meta.dir, '..', 'node_modules', 'y-websocket-server-ref', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
+    const ref = startChild(node, [peerFile('y-websocket', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
     try {
       await waitHttp(`http://127.0.0.1:${port}/`, ref);
-      process.stderr.write('bench: collab reference y-websocket 1.5.4 server under Node … ');
+      process.stderr.write(`bench: collab reference y-websocket ${peerVersion('y-websocket')} server under Node 22 … `);
       const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
       const f = await drive(urls, [ref], quick);
       reference = f;
@@ -227,7 +229,7 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
     '| server | editors | updates/s sent / delivered | p50 ms | p99 ms | server CPU (cores) | delivered updates per CPU-second | peak RSS MB | saves/s | PostgreSQL cores | generator cores | load average |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
-    row('y-websocket 1.5.4 server (Node)', r.reference),
+    row(`y-websocket ${peerVersion('y-websocket')} server (Node 22)`, r.reference),
     ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
   ];
   const s = r.service;
@@ -238,4 +240,23 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
   for (const [n, f] of [['svc', s], ['reference', ref]] as const) if (typeof f !== 'string' && f.errors > 0) lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
   lines.push('');
   return lines;
+}
+
+/**
+ * The collaboration figures for the result file: delivered updates per CPU-second of the server
+ * alone and of the server plus PostgreSQL's backends (the service saves rooms there; a peer that
+ * persists, such as Hocuspocus with its database extension, is counted the same way), p99, and
+ * PostgreSQL CPU per room save.
+ */
+export function collabFigures(r: { service: CollabFigures | string; reference: CollabFigures | string }, names: { service: string; reference: string } = { service: 'collab', reference: 'y-websocket' }): Record<string, { value: number; unit: string; errors?: number }> {
+  const out: Record<string, { value: number; unit: string; errors?: number }> = {};
+  for (const [name, f] of [[names.service, r.service], [names.reference, r.reference]] as const) {
+    if (typeof f === 'string' || !f.cores) continue;
+    const delivered = f.deliveredPerSecond ?? f.updatesPerSecond;
+    out[`${name}/updates-per-cpu-second`] = { value: delivered / f.cores, unit: 'updates/CPU-s', errors: f.errors };
+    out[`${name}/updates-per-cpu-second-with-pg`] = { value: delivered / (f.cores + (f.pgCores ?? 0)), unit: 'updates/CPU-s', errors: f.errors };
+    out[`${name}/p99`] = { value: f.p99, unit: 'ms', errors: f.errors };
+    if (f.savesPerSecond && f.pgCores !== undefined) out[`${name}/pg-ms-per-save`] = { value: (1000 * f.pgCores) / f.savesPerSecond, unit: 'ms', errors: f.errors };
+  }
+  return out;
 }

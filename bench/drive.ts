@@ -43,11 +43,20 @@ request = function()
   for k, v in pairs(h) do wrk.headers[k] = v end
   return wrk.format()
 end
+-- A response that is not 200, or carries a GraphQL "errors" entry, is an error, not throughput.
+bad = 0
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
+response = function(status, headers, body)
+  if status ~= 200 or (body and string.find(body, '"errors"', 1, true)) then bad = bad + 1 end
+end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    e.status + e.connect + e.read + e.write + e.timeout))
+  local b = 0
+  for _, t in ipairs(threads) do b = b + (t:get("bad") or 0) end
+  io.write(string.format('WRKJSON {"requests":%d,"bad":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d}\\n',
+    summary.requests, b, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.timeout))
 end
 `;
 }
@@ -75,9 +84,16 @@ async function runWrk(wrk: string, plan: LoadPlan): Promise<LoadResult> {
   const out = await collect(child, plan.durationMs + 15_000);
   const m = /WRKJSON (\{.*\})/.exec(out);
   if (!m) throw new Error(`wrk printed no summary: ${child.tail()}`);
-  const r = JSON.parse(m[1]!) as { requests: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+  const r = JSON.parse(m[1]!) as { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+  return wrkResult(r);
+}
+
+/** wrk's summary → a LoadResult: answered requests that were errors (`bad`) are not throughput. */
+export function wrkResult(r: { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number }): LoadResult {
   const seconds = r.duration_us / 1e6;
-  return { requests: r.requests, seconds, rps: r.requests / seconds, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors: r.errors };
+  const ok = Math.max(0, r.requests - r.bad);
+  const errors = r.bad + r.errors;
+  return { requests: ok, seconds, rps: ok / seconds, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, ...(errors > 0 ? { latencyIncludesErrors: true, firstError: `wrk: ${r.bad} error responses, ${r.errors} socket errors or timeouts` } : {}) };
 }
 
 async function runBunLoad(plan: LoadPlan): Promise<LoadResult> {
