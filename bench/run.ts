@@ -19,6 +19,7 @@ import { rowFigures, rowsJson, tableLines, type Row } from './report.ts';
 import { conditions, describeBox, evaluate, gitState, stamp, type Conditions, type Figure, type ResultFile } from './results.ts';
 import { RESULTS_DIR, writeResultsMarkdown } from './results-md.ts';
 import { peerNode } from './peers.ts';
+import { parseCompare, runCompare } from './compare.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
 import { REFERENCES, startReference, startService, type ReferenceName, type Target } from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
@@ -36,7 +37,7 @@ type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
 
-const USAGE = `usage: bun bench [${ALL.join('|')} ...] [--quick] [--profile <name>]`;
+const USAGE = `usage: bun bench [${ALL.join('|')} ...] [--quick] [--profile <name>] [--compare <git-ref> [--rounds N]]`;
 
 interface Options {
   names: Name[];
@@ -576,6 +577,12 @@ function authCostLines(): string[] {
 async function main(): Promise<number> {
   let o: Options;
   try {
+    const cmp = parseCompare(process.argv.slice(2));
+    if (cmp) {
+      parse(cmp.args); // the same checks as a plain run, before building anything
+      clearTimeout(deadline); // each run it starts has its own
+      return await runCompare(cmp);
+    }
     o = parse(process.argv.slice(2));
   } catch (err) {
     console.error(`bench: ${(err as Error).message}`);
