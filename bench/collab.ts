@@ -7,7 +7,7 @@ import { freePort } from '../src/store/ports.ts';
 import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';
 import { nodeForPeers, startService } from './targets.ts';
-import { ensurePeers, peerFile, peerVersion } from './peers.ts';
+import { ensurePeers, peerFile, peerScript, peerVersion } from './peers.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
 
 /**
@@ -58,14 +58,14 @@ interface LoaderResult {
   latencies: number[];
 }
 
-async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string): Promise<CollabFigures> {
+async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string, hocuspocusToken?: string): Promise<CollabFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const warmupMs = quick ? 3_000 : 5_000;
   const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
   const per = Math.ceil(urls.length / LOADERS);
   const loaders = Array.from({ length: Math.ceil(urls.length / per) }, (_, i) => {
     const file = join(dir, `collab-${i}.json`);
-    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs }));
+    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs, hocuspocusToken }));
     const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: `collab-load-${i}`, cwd: join(import.meta.dir, '..') });
     let out = '';
     child.proc.stdout?.on('data', (c: Buffer) => void (out += c.toString()));
@@ -132,9 +132,10 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
   }
 }
 
-export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
+export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; hocuspocus: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
   let service: CollabFigures | string;
   let reference: CollabFigures | string;
+  let hocuspocus: CollabFigures | string = 'not run';
   let twoProcesses: CollabFigures | string | undefined;
   const svc = await startService(databaseUrl, { profile });
   const profileFile = svc.profile;
@@ -207,13 +208,37 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       await ref.stop('SIGTERM', 5_000);
     }
   }
-  return { service, reference, twoProcesses, profile: profileFile };
+  if (node) hocuspocus = await runHocuspocus(node, databaseUrl, quick);
+  return { service, reference, hocuspocus, twoProcesses, profile: profileFile };
+}
+
+/**
+ * The Hocuspocus peer (bench/references/hocuspocus.mjs) under the same load, its database
+ * extension saving to the bench database: PostgreSQL's backends are counted as for the service.
+ */
+async function runHocuspocus(node: string, databaseUrl: string, quick: boolean): Promise<CollabFigures | string> {
+  const port = await freePort();
+  const token = `hp_${crypto.randomUUID()}`;
+  const hp = startChild(node, [peerScript('hocuspocus.mjs')], { label: 'hocuspocus', env: { PORT: String(port), BENCH_DATABASE_URL: databaseUrl, BENCH_TOKEN: token } });
+  try {
+    await waitHttp(`http://127.0.0.1:${port}/`, hp, 60_000);
+    process.stderr.write(`bench: collab peer Hocuspocus ${peerVersion('@hocuspocus/server')} (database extension on the bench database, auth hook) under Node 22 … `);
+    const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
+    const f = await drive(urls, [hp], quick, databaseUrl, token);
+    process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+    return f;
+  } catch (err) {
+    process.stderr.write('failed\n');
+    return (err as Error).message.split('\n')[0]!.slice(0, 160);
+  } finally {
+    await hp.stop('SIGTERM', 5_000);
+  }
 }
 
 const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
 /** The `## Collaboration` section of the results. */
-export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
+export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
   // Per update the server got through (delivered), not per update offered: a server that falls
   // behind would otherwise be credited with updates still waiting in its socket buffers.
   const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
@@ -230,6 +255,7 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row(`y-websocket ${peerVersion('y-websocket')} server (Node 22)`, r.reference),
+    ...(r.hocuspocus === undefined ? [] : [row(`Hocuspocus ${peerVersion('@hocuspocus/server')} + database extension (Node 22)`, r.hocuspocus)]),
     ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
   ];
   const s = r.service;
@@ -248,9 +274,9 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
  * persists, such as Hocuspocus with its database extension, is counted the same way), p99, and
  * PostgreSQL CPU per room save.
  */
-export function collabFigures(r: { service: CollabFigures | string; reference: CollabFigures | string }, names: { service: string; reference: string } = { service: 'collab', reference: 'y-websocket' }): Record<string, { value: number; unit: string; errors?: number }> {
+export function collabFigures(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string }): Record<string, { value: number; unit: string; errors?: number }> {
   const out: Record<string, { value: number; unit: string; errors?: number }> = {};
-  for (const [name, f] of [[names.service, r.service], [names.reference, r.reference]] as const) {
+  for (const [name, f] of [['collab', r.service], ['y-websocket', r.reference], ['hocuspocus', r.hocuspocus ?? 'not run']] as const) {
     if (typeof f === 'string' || !f.cores) continue;
     const delivered = f.deliveredPerSecond ?? f.updatesPerSecond;
     out[`${name}/updates-per-cpu-second`] = { value: delivered / f.cores, unit: 'updates/CPU-s', errors: f.errors };
