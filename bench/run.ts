@@ -247,7 +247,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await preflight(svc.endpoint, body(FILTERED_DOC), pub);
           await measure(name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
         } else if (name === 'operations') {
-          const r = await runOperations(svc, s);
+          const r = await runOperations(svc, s, db!.url);
           rows.push(...r.rows);
           notes.push(...r.notes);
         } else if (name === 'provision') {
