@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readSettings } from '../src/env.ts';
 import { openService } from '../src/service.ts';
-import { insertApiKey } from '../src/auth/keys.ts';
+import { insertApiKey } from '../src/auth/api-keys.ts';
 import { execute } from '../src/graphql/execute.ts';
 import { READ_DOC } from './data.ts';
 

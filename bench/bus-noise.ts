@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
 import { connect } from 'nats';
-import { parseBusUrl, subjectOf } from '../src/actors/bus-nats.ts';
+import { parseBusUrl, subjectOf } from '../src/bus/nats/transport.ts';
 
 const cfg = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { databaseUrl: string; busUrl?: string; projects: number; perSec: number };
 const TICK_MS = 100;

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '../src/store/db.ts';
-import { insertApiKey } from '../src/auth/keys.ts';
+import { insertApiKey } from '../src/auth/api-keys.ts';
 import { freePort } from '../src/store/ports.ts';
 import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { runCli } from '../src/cli/main.ts';
 import { COMMANDS } from '../src/cli/commands/index.ts';
 import { connect } from '../src/store/db.ts';
-import { insertApiKey } from '../src/auth/keys.ts';
+import { insertApiKey } from '../src/auth/api-keys.ts';
 import { replaceModels, announceSchema } from '../src/projects/store.ts';
-import { EventBus } from '../src/actors/bus.ts';
+import { EventBus } from '../src/bus/bus.ts';
 import type { ModelDef } from '../src/projects/types.ts';
 import { articleRow, listingRow, READ_RECORDS, FILTERED_RECORDS } from './data.ts';
 

@@ -1,12 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
-import { kindOfKey } from './keys.ts';
+import { kindOfKey } from './api-keys.ts';
 import { isPublicKey, isTenantKey, type CustomerPrincipal, type KeyPrincipal, type RequestPrincipal } from './principal.ts';
 import { rateLimitError, rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.ts';
 import { AUTH_REQUIRED, headerOf, isLive, MAX_HEADER, originAllowed, type HeaderSource, type KeyResolver } from './resolve.ts';
 import { INSUFFICIENT } from './scopes.ts';
-import { CSRF_HEADER, CSRF_PARAM, csrfMatches, sessionTokenOf } from './member-session.ts';
+import { CSRF_HEADER, CSRF_PARAM, csrfMatches, sessionTokenOf } from './member-session-cookie.ts';
 
 /**
  * The one way in for every surface that takes an API key: GraphQL over HTTP, REST, and the
@@ -27,7 +27,7 @@ import { CSRF_HEADER, CSRF_PARAM, csrfMatches, sessionTokenOf } from './member-s
 export type CustomerResolver = (token: string, key: KeyPrincipal) => CustomerPrincipal | Promise<CustomerPrincipal>;
 
 /**
- * A member's Studio session (auth/member-session.ts) → the member's principal in a project.
+ * A member's Studio session (auth/member-session-cookie.ts) → the member's principal in a project.
  * Installed by the Service (src/control builds it); throws `Unauthenticated` for a session that
  * is unknown, expired or revoked, `NotFound` for a project the member cannot open.
  */

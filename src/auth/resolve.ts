@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
-import { findKeyByHash, type StoredKey } from './keys.ts';
+import { findKeyByHash, type StoredKey } from './api-keys.ts';
 import { isPublicKey, isTenantKey, type KeyPrincipal } from './principal.ts';
 import { DEFAULT_RATE_LIMIT } from './rate-limit.ts';
 

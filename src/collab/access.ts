@@ -1,7 +1,7 @@
 import type { KeyPrincipal } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ModelDef, Principal } from '../projects/types.ts';
-import { canRead, canWrite, keyPrincipals } from '../graphql/field-access.ts';
+import { canRead, canWrite, keyPrincipals } from '../content/field-access.ts';
 import type { WriteRule } from './guard.ts';
 
 /**

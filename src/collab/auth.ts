@@ -6,7 +6,7 @@ import { hasScope } from '../auth/scopes.ts';
 import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
 import type { JoinAuth, Joiner } from './gateway.ts';
 import { customerPrincipals, keyAccess, type Access } from './access.ts';
-import { keyPrincipals } from '../graphql/field-access.ts';
+import { keyPrincipals } from '../content/field-access.ts';
 
 /**
  * Who joins a room (CONTRACT §10): `apiKey` (plus `projectId` for tenant keys) and/or `token`, a

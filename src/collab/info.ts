@@ -3,7 +3,7 @@ import type { ProjectSnapshot } from '../projects/actor.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import type { Sql } from '../store/db.ts';
 import { keyAccess, unreadableFields } from './access.ts';
-import { keyPrincipals } from '../graphql/field-access.ts';
+import { keyPrincipals } from '../content/field-access.ts';
 import { DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { recordExists } from './store.ts';
 

@@ -1,4 +1,4 @@
-import type { RoomWire } from '../actors/bus.ts';
+import type { RoomWire } from '../bus/bus.ts';
 
 /**
  * How the rooms of several processes stay one room on the NATS bus (`SVC_BUS_URL=nats://…`):

@@ -1,4 +1,4 @@
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
 import type { Room } from './room.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
 import type { WriteCommitter } from '../content/tx.ts';

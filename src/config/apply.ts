@@ -1,12 +1,12 @@
 import type { Settings } from '../env.ts';
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import { BadUserInput, Conflict, PermissionDenied, SvcError } from '../errors.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
 import { announceSchema, canonicalJson, fleetMembershipOf, fleetModelsRefusal, replaceModels } from '../projects/store.ts';
 import type { ModelDef } from '../projects/types.ts';
-import { createApiKey, deleteApiKey, type KeyAnnouncer } from '../auth/keys.ts';
+import { createApiKey, deleteApiKey, type KeyAnnouncer } from '../auth/api-keys.ts';
 import type { Obj } from './check.ts';
 import { validateConfig } from './validate.ts';
 import { salvage, type Salvaged } from './salvage.ts';

@@ -1,11 +1,11 @@
-import type { ConfigError } from './types.ts';
+import type { ConfigError, Obj } from '../projects/types.ts';
+
+export type { Obj };
 
 /**
  * A tiny collector for validation: every check records a `{ path, message }` and carries on,
  * so one run reports every mistake of the file.
  */
-export type Obj = Record<string, unknown>;
-
 export class Checker {
   readonly errors: ConfigError[] = [];
 

@@ -4,9 +4,9 @@
  * (validate.ts) never trusts them, because a config may be JSON or untyped JS.
  * Every object accepts extra fields: the spec passes unknown fields through.
  */
-import type { EnumOption, FieldType, Principal } from '../projects/types.ts';
+import type { ConfigError, EnumOption, FieldType, Principal } from '../projects/types.ts';
 
-export type { EnumOption, FieldType, Principal };
+export type { ConfigError, EnumOption, FieldType, Principal };
 
 type Extra = { [extra: string]: unknown };
 
@@ -242,12 +242,6 @@ export interface ApplyConfigInput extends Extra {
   customerRoles?: CustomerRoleInput[];
   apps?: Record<string, AppInput>;
   designTokens?: DesignTokenGroup;
-}
-
-/** One validation or apply problem: where it is, and a sentence. */
-export interface ConfigError {
-  path: string;
-  message: string;
 }
 
 /** The collections `svc push` reports counts for, in output order. */

@@ -5,7 +5,7 @@ import type { ModelDef } from '../projects/types.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller, requireMember } from '../control/tenancy.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';
-import { hookStatement } from '../operations/hooks.ts';
+import { hookStatement } from './hooks.ts';
 import { run } from './db.ts';
 import { WriteTx, type WriteCommitter } from './tx.ts';
 import { createRecord, publishRecord, updateRecord, type WriteContext, type WriteStep } from './write.ts';

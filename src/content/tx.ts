@@ -1,4 +1,4 @@
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import { BadUserInput, NotFound, type SvcError } from '../errors.ts';
 import type { ContentSql } from '../store/db.ts';
 import type { RecordAction } from './types.ts';

@@ -4,7 +4,7 @@ import type { MemberSessions } from '../auth/gate.ts';
 import { fingerprintOf } from '../auth/resolve.ts';
 import { BadUserInput, Unauthenticated } from '../errors.ts';
 import type { ControlCaller, MemberRole } from './credentials.ts';
-import { projectOfLogin, roleFor, sessionOf, type MemberLogin } from './sessions.ts';
+import { projectOfLogin, roleFor, sessionOf, type MemberLogin } from './member-sessions.ts';
 
 /**
  * What a signed-in member may do through the public APIs (docs/studio.md, "Roles"). The Studio

@@ -1,4 +1,4 @@
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import { ByteLru } from './images.ts';
 import { liveFile, type FileRow } from './store.ts';

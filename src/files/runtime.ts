@@ -1,6 +1,6 @@
 import type { FilesSettings, Role } from '../env.ts';
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { ImageTransformer } from './images.ts';
 import { LocalDiskStorage, type FileStorage } from './storage.ts';
 import type { LimitDefaults } from './limits.ts';

@@ -1,4 +1,4 @@
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import { newId } from '../ids.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';

@@ -1,4 +1,4 @@
-import type { BusEvent, EventBus } from '../actors/bus.ts';
+import type { BusEvent, EventBus } from '../bus/bus.ts';
 import type { Sql } from '../store/db.ts';
 import type { KeyPrincipal } from '../auth/principal.ts';
 import { requireScope } from '../auth/scopes.ts';
@@ -147,7 +147,7 @@ export class Provisioner {
    * where it is still unset — the row lock makes a concurrent run of the same step wait, then
    * find the flag set and do nothing — and the step's effect runs only for a claimed row. A
    * statement is atomic, so the flag and the effect commit together. Cache events go out after
-   * the commit (as every key update does, auth/keys.ts).
+   * the commit (as every key update does, auth/api-keys.ts).
    */
   async #step(row: FullRow, step: ProvisionStep): Promise<FullRow> {
     const { sql, bus } = this.#deps;

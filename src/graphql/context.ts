@@ -1,7 +1,7 @@
 import type { FilesRuntime } from '../files/runtime.ts';
 import type { Settings } from '../env.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';

@@ -12,7 +12,7 @@ import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
-import { modelRowAccess, requestReaders } from './field-access.ts';
+import { modelRowAccess, requestReaders } from '../content/field-access.ts';
 import { CACHE_MAX_AGE, digest, documentKey, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
 
 /**

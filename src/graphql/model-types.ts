@@ -7,8 +7,8 @@ import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
-import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from './field-access.ts';
-import { ASSETS } from './file-fields.ts';
+import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from '../content/field-access.ts';
+import { ASSETS } from './fields/files-record-fields.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):

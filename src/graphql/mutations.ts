@@ -15,7 +15,7 @@ import { JSONScalar } from './scalars.ts';
 import { checkLocale, node, requireModelScope } from './resolvers.ts';
 import { commit, draftScope, newTx, readBack, writeContext, writeOne } from './writes.ts';
 import { LIMITS } from './limits.ts';
-import { checkFieldWrites } from './field-access.ts';
+import { checkFieldWrites } from '../content/field-access.ts';
 import { ownerOf, ownerStatement } from '../content/owner.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { PermissionDenied } from '../errors.ts';

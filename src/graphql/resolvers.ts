@@ -7,7 +7,7 @@ import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
 import type { GqlContext } from './context.ts';
 import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
-import { hiddenFields, maskContent, readerPrincipals } from './field-access.ts';
+import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */

@@ -1,6 +1,6 @@
 import type { ExecutionResult } from 'graphql';
 import { createHash } from 'node:crypto';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { ActorRegistry } from '../actors/registry.ts';
 import type { ProjectActor } from '../projects/actor.ts';
 import { Lru, processCacheBudget } from './lru.ts';

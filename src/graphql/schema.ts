@@ -13,19 +13,19 @@ import { TypeFactory } from './model-types.ts';
 import { JSONScalar, DateTimeScalar } from './scalars.ts';
 import { genericRecord, listConnection, searchConnection, singleRead, versions } from './resolvers.ts';
 import { modelMutations, batchMutation, customerModelMutations } from './mutations.ts';
-import { readerPrincipals } from './field-access.ts';
-import { operationFields } from './operations.ts';
+import { readerPrincipals } from '../content/field-access.ts';
+import { operationFields } from './fields/operations.ts';
 import { subscriptionFields } from './subscriptions.ts';
-import { customerMutations, customerQueries } from './customers.ts';
-import { notificationMutations, notificationQueries } from './notifications.ts';
-import { collabMutations } from './collab.ts';
-import { importMutation } from './import.ts';
-import { fileMutations, fileQueries } from './files.ts';
+import { customerMutations, customerQueries } from './fields/customers.ts';
+import { notificationMutations, notificationQueries } from './fields/notifications.ts';
+import { collabMutations } from './fields/collab.ts';
+import { importMutation } from './fields/records-import.ts';
+import { fileMutations, fileQueries } from './fields/files.ts';
 import { ReadContextInput } from './targeting.ts';
-import { fileUploadMutations } from './file-uploads.ts';
-import { secretMutations, secretQueries } from './secrets.ts';
-import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './semantic.ts';
-import { projectUiQueries } from './project-ui.ts';
+import { fileUploadMutations } from './fields/files-uploads.ts';
+import { secretMutations, secretQueries } from './fields/secrets.ts';
+import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './fields/semantic-search.ts';
+import { projectUiQueries } from './fields/project-ui.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key

@@ -5,7 +5,7 @@ import type { WriteContext, WriteStep } from '../content/write.ts';
 import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
 import type { GqlContext } from './context.ts';
 import type { ModelDef } from '../projects/types.ts';
-import { hookStatement } from '../operations/hooks.ts';
+import { hookStatement } from '../content/hooks.ts';
 import { node } from './resolvers.ts';
 import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
 
@@ -48,7 +48,7 @@ export function draftScope(ctx: GqlContext, locale: string | null | undefined, v
 export function newTx(ctx: GqlContext): WriteTx {
   ctx.noStore = true;
   const tx = new WriteTx({ projectId: ctx.snapshot.id, userId: writerId(ctx) });
-  // Hook outbox: the executions commit with the records, or not at all (src/operations/hooks.ts).
+  // Hook outbox: the executions commit with the records, or not at all (src/content/hooks.ts).
   const hooks = ctx.snapshot.hooks;
   if (hooks.length) {
     tx.finish((events) => {

@@ -4,7 +4,7 @@ import { errorBoundary } from './errors.ts';
 import { bodyLimitFor, bodyLimits } from './body.ts';
 import { fileRoutes, UPLOAD_OVERHEAD, UPLOAD_PATH, UPLOADS_PATH } from './files.ts';
 import { controlRoutes } from './control.ts';
-import { keyRoutes } from './keys.ts';
+import { keyRoutes } from './api-keys.ts';
 import { configRoutes } from './config.ts';
 import { graphqlRoutes } from './graphql.ts';
 import { identityRoutes } from './identity.ts';

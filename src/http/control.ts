@@ -2,7 +2,7 @@ import { Elysia } from 'elysia';
 import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
 import { addMember, createProject, createTenant } from '../control/tenancy.ts';
-import { createInvite } from '../control/sessions.ts';
+import { createInvite } from '../control/member-sessions.ts';
 
 /** Control-plane endpoints used by the CLI (docs/control-plane.md). */
 export function controlRoutes(svc: Service) {

@@ -3,8 +3,8 @@ import type { Service } from '../service.ts';
 import { controlCaller, objectBody } from './control-request.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';
 import { tokenService } from '../identity/tokens.ts';
-import { DEFAULT_PUBLISH_SECONDS, JWKS_MAX_AGE, MAX_TOKEN_SECONDS, rotateSigningKey } from '../identity/signing-keys.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { DEFAULT_PUBLISH_SECONDS, JWKS_MAX_AGE, MAX_TOKEN_SECONDS, rotateSigningKey } from '../identity/token-signing-keys.ts';
+import { secretsKey } from '../secrets-key.ts';
 import { readUnsubscribeToken, recordUnsubscribe } from '../identity/mailer.ts';
 
 const BAD_LINK = { error: 'BAD_USER_INPUT', message: 'This unsubscribe link is not valid' };

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Service } from '../service.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 import { DomainDirectory } from '../identity/oidc/hosts.ts';
 import { defaultSite, domainSite, type Site } from '../identity/oidc/protocol.ts';
 

@@ -3,7 +3,7 @@ import type { Service } from '../service.ts';
 import { SvcError } from '../errors.ts';
 import { identityOf } from '../identity/identity.ts';
 import { loginCustomer, loginCustomerWithOtp, loginKnownCustomer, registerCustomer, requestCustomerOtp, type AuthPayload, type ProjectView } from '../identity/accounts.ts';
-import { sessionOfRefreshToken } from '../identity/sessions.ts';
+import { sessionOfRefreshToken } from '../identity/customer-sessions.ts';
 import { browserSessionAllowed, checkAuthorize, discoveryDocument, parseClientId, redirectWith, tokenError, wireClientId, type AuthorizeRequest, type Party, type Site } from '../identity/oidc/protocol.ts';
 import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { exchangeCode, issueCode, refreshGrant } from '../identity/oidc/codes.ts';
@@ -11,7 +11,7 @@ import { cookieName, sessionCookie, startBrowserSession, useBrowserSession } fro
 import { renderErrorPage, renderInfoPage, renderLoginPage, type PageModel } from '../identity/oidc/page.ts';
 import { finishUpstream, linkCustomer, listProviders, startUpstream, takeUpstreamState, UpstreamError, type Provider } from '../identity/oidc/upstream.ts';
 import { cookieOf, CSRF_COOKIE, hostedLogin, html, JSON_HEADERS, notFound, redirect, type Ctx, type Handler, type Variant } from './oidc-site.ts';
-import { oidcSessionRoutes } from './oidc-session.ts';
+import { oidcSessionRoutes } from './oidc-logout-userinfo.ts';
 
 /**
  * Hosted customer login (issue 16, docs/oidc.md): discovery, `{auth_url}/authorize` (GET shows

@@ -1,10 +1,10 @@
 import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
-import { csrfTokenOf, sessionCookie, sessionTokenOf } from '../auth/member-session.ts';
+import { csrfTokenOf, sessionCookie, sessionTokenOf } from '../auth/member-session-cookie.ts';
 import {
   acceptInvite, createLoginCodes, loginWithCode, loginWithPassword, projectsOfLogin, revokeSession, sessionOf, SESSION_DAYS, type NewSession,
-} from '../control/sessions.ts';
+} from '../control/member-sessions.ts';
 import { sendMail } from '../identity/mailer.ts';
 import { ASSET_PREFIX, buildExplorer, buildStudio, graphiqlHtml, Lazy, studioHtml, type StudioAsset } from '../studio/bundle.ts';
 import { objectBody } from './control-request.ts';

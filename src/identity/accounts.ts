@@ -3,10 +3,10 @@ import type { Sql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
-import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './sessions.ts';
+import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './customer-sessions.ts';
 import { stampScopes } from './stamping.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 

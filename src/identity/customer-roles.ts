@@ -2,7 +2,7 @@ import type { Sql } from '../store/db.ts';
 import { newId } from '../ids.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 import { scopeError } from '../auth/scopes.ts';
-import type { Obj } from '../config/check.ts';
+import type { Obj } from '../projects/types.ts';
 
 /**
  * Customer roles (spec "Rules for customer roles"): matched by key within a project. A push

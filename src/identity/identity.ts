@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { closeTokenService, tokenService, type TokenService } from './tokens.ts';
 import type { MailDeps } from './mailer.ts';
 import { CustomerProfiles } from './profiles.ts';

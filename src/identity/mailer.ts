@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Sql } from '../store/db.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 
 /**
  * The one mailer of customer mail (one-time codes, welcome mail, notifications). SMTP through

@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 
 /**

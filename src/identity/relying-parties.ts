@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
 import { newId } from '../ids.ts';
-import type { Obj } from '../config/check.ts';
-import type { ConfigError } from '../config/types.ts';
+import type { ConfigError, Obj } from '../projects/types.ts';
 
 /**
  * Relying parties and their custom domains (spec "Push semantics for relying parties").

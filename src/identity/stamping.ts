@@ -8,7 +8,7 @@ import type { ModelDef } from '../projects/types.ts';
  *   disabled roles to nobody;
  * - `self:*` expands to `records:read:<m>` and `records:write:<m>` for each customer-writable
  *   model (one whose field grants write to `self`), and never to `operations:execute`;
- * - refresh re-uses the session's scopes (sessions.ts); a role change shows at the next login.
+ * - refresh re-uses the session's scopes (customer-sessions.ts); a role change shows at the next login.
  * A customer with no role holds no scopes of their own: what the key reads, they read.
  */
 export function customerWritableModels(models: readonly ModelDef[]): string[] {

@@ -1,11 +1,11 @@
 import { jwtVerify, SignJWT, type JWTHeaderParameters } from 'jose';
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import type { CustomerPrincipal } from '../auth/principal.ts';
 import { Unauthenticated } from '../errors.ts';
-import { secretsKey } from '../secrets/vault.ts';
-import { ALG, MAX_TOKEN_SECONDS, SigningKeys } from './signing-keys.ts';
+import { secretsKey } from '../secrets-key.ts';
+import { ALG, MAX_TOKEN_SECONDS, SigningKeys } from './token-signing-keys.ts';
 
 /**
  * Customer access tokens (CONTRACT §8) and the API other capabilities use:

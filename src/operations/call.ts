@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { announce, applyOutcome, failOrRetry, markAccepted, type ExecutionRow, type Outcome } from './store.ts';
 import { EgressError, MAX_RESPONSE_BYTES, post, type EgressPolicy } from './egress.ts';
 import { sign, type SigningSecrets } from './signing.ts';

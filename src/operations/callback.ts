@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, Conflict, NotFound, PayloadTooLarge, Unauthenticated } from '../errors.ts';
 import { announce, applyOutcome, failOrRetry, TERMINAL, view, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
 import type { SigningSecrets } from './signing.ts';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { BusEvent } from '../actors/bus.ts';
+import type { BusEvent } from '../bus/bus.ts';
 import { announce, TERMINAL, type ExecutionRow } from './store.ts';
 import { perform, type AbortReason, type CallDeps } from './call.ts';
 

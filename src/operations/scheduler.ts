@@ -1,6 +1,6 @@
 import type { Cron } from 'croner';
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { NotFound } from '../errors.ts';
 import { cronOf, latestOccurrence } from './cron.ts';
 import { announce, newExecutionId, type ExecutionRow } from './store.ts';

@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import { decrypt, encrypt, secretsKey } from '../secrets/vault.ts';
+import { decrypt, encrypt } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 
 /**
  * The per-project operation signing secret (CONTRACT §9). Calls and callbacks carry

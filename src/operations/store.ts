@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { EventBus, BusEvent } from '../actors/bus.ts';
+import type { EventBus, BusEvent } from '../bus/bus.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 
 /**

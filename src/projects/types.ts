@@ -66,3 +66,14 @@ export interface ModelDef {
   versioned?: boolean;
   [extra: string]: unknown;
 }
+
+/**
+ * A config entry before validation, and one validation or apply problem: where it is, and a
+ * sentence. Here, below config/ and the capabilities it applies to (identity), so both speak
+ * them without importing each other.
+ */
+export type Obj = Record<string, unknown>;
+export interface ConfigError {
+  path: string;
+  message: string;
+}

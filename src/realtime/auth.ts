@@ -5,7 +5,7 @@ import { hasScope } from '../auth/scopes.ts';
 import { NotFound, PermissionDenied } from '../errors.ts';
 import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
 import type { Channel } from './protocol/channels.ts';
-import { keyPrincipals, modelRowAccess, requestReaders } from '../graphql/field-access.ts';
+import { keyPrincipals, modelRowAccess, requestReaders } from '../content/field-access.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 
 /** What realtime needs from the process: the gate, and what GraphQL needs (subscriptions). */

@@ -1,4 +1,4 @@
-import { watching, type BusEvent, type EventBus } from '../actors/bus.ts';
+import { watching, type BusEvent, type EventBus } from '../bus/bus.ts';
 import { ActorRegistry } from '../actors/registry.ts';
 import { ChannelActor, parseStreamId, streamId, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';

@@ -1,11 +1,10 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Settings } from '../env.ts';
 import type { Sql } from '../store/db.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';
+import { fileKey, keyIdOf, secretsKey } from '../secrets-key.ts';
 import { newId } from '../ids.ts';
 
 /**
@@ -13,39 +12,6 @@ import { newId } from '../ids.ts';
  * hashed to 32 bytes) or from `SVC_DATA_DIR/secrets-key`, generated once with mode 0600.
  * Values never leave this module except decrypted for comparison.
  */
-const keys = new Map<string, Buffer>();
-
-function fileKey(dataDir: string, create: boolean): Buffer | null {
-  const cached = keys.get(dataDir);
-  if (cached) return cached;
-  const file = join(dataDir, 'secrets-key');
-  if (!existsSync(file)) {
-    if (!create) return null;
-    mkdirSync(dataDir, { recursive: true });
-    try {
-      writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-    } catch (err) {
-      // Another process of the deployment created it first: use theirs.
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-  }
-  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
-  if (key.length !== 32) throw new Error(`${file} must hold 64 hex characters`);
-  keys.set(dataDir, key);
-  return key;
-}
-
-export function secretsKey(dataDir: string): Buffer {
-  const fromEnv = process.env.SVC_SECRETS_KEY;
-  if (fromEnv) return createHash('sha256').update(fromEnv).digest();
-  return fileKey(dataDir, true)!;
-}
-
-/** Names a vault key without revealing it: the first 8 bytes of its SHA-256, hex. */
-export function keyIdOf(key: Buffer): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 16);
-}
-
 /**
  * The deployment's vault keys: the current one encrypts; previous ones only decrypt, so the key
  * can be rotated (docs/secrets.md): set the new `SVC_SECRETS_KEY`, list the old value(s) in

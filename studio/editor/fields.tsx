@@ -1,35 +1,11 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import type * as Y from 'yjs';
-import type { Awareness } from 'y-protocols/awareness';
-import { gql, upload, type ProjectRef } from '../api.ts';
-import { labelOf, names, recordTitle, type FieldDef, type FieldType, type ModelDef } from '../models.ts';
+import { gql, upload } from '../api.ts';
+import { labelOf, names, recordTitle, type FieldType } from '../models.ts';
 import { bindText } from './text-binding.ts';
 import { lazy } from '../lazy.tsx';
+import type { FieldProps, FormCtx } from './field-props.ts';
 
 const RichText = lazy(() => import('./richtext.tsx').then((m) => m.RichText));
-
-/** What every widget needs besides its value: the project, the models, and edit rights. */
-export interface FormCtx {
-  project: ProjectRef;
-  models: ModelDef[];
-  readOnly: boolean;
-  /** Collaboration: the room's document and awareness (absent on the "new record" form). */
-  doc?: Y.Doc;
-  awareness?: Awareness;
-  /** Who edits which field (awareness `focus`), for the presence dots beside labels. */
-  focusOf?: (key: string) => { name: string; color: string }[];
-  onFocus?: (key: string | null) => void;
-}
-
-export interface FieldProps {
-  field: FieldDef;
-  value: unknown;
-  onChange: (v: unknown) => void;
-  /** The Y.Text of a text or richtext field in a room. */
-  text?: Y.Text | undefined;
-  ctx: FormCtx;
-  id: string;
-}
 
 function TextInput({ field, value, onChange, text, ctx, id }: FieldProps) {
   const ref = useRef<HTMLInputElement & HTMLTextAreaElement>(null);

@@ -8,7 +8,7 @@ import { addListNodes } from 'prosemirror-schema-list';
 import { exampleSetup } from 'prosemirror-example-setup';
 import { keymap } from 'prosemirror-keymap';
 import { redo, undo, yCursorPlugin, ySyncPlugin, yUndoPlugin } from 'y-prosemirror';
-import type { FieldProps } from './fields.tsx';
+import type { FieldProps } from './field-props.ts';
 import { applyDiff } from './text-binding.ts';
 import { onSettle } from './settle.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { RateLimited, SvcError, Unauthenticated } from '../../src/errors.ts';
 import { Gate } from '../../src/auth/gate.ts';
 import type { CustomerPrincipal } from '../../src/auth/principal.ts';

@@ -126,7 +126,7 @@ describe('Key lifecycle across processes', () => {
 describe('Key cache safety net', () => {
   test('with the notification lost, a disabled key is still refused once the TTL revalidation has run', async () => {
     const { KeyResolver } = await import('../../src/auth/resolve.ts');
-    const { EventBus } = await import('../../src/actors/bus.ts');
+    const { EventBus } = await import('../../src/bus/bus.ts');
     const k = await createKey(a, s.ownerKey, ...pub());
     // A process-local bus that never hears about the change (the default TTL is a minute; a
     // short one here so the test sees the background revalidation happen).

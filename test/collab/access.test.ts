@@ -119,7 +119,7 @@ describe('joining with a customer access token', () => {
   test('token alone: its own record is writable, another record is refused (403), a bad token is 401', async () => {
     const { newId } = await import('../../src/ids.ts');
     const { tokenService } = await import('../../src/identity/tokens.ts');
-    const { createSession } = await import('../../src/identity/sessions.ts');
+    const { createSession } = await import('../../src/identity/customer-sessions.ts');
     const customerId = newId('cus');
     await server.svc.sql`insert into customers (id, project_id, email) values (${customerId}, ${p.projectId}, ${`c${customerId}@example.com`})`;
     const { accessToken } = await createSession(server.svc.sql, tokenService(server.svc), { projectId: p.projectId, customerId, email: `c${customerId}@example.com`, scopes: ['records:read'], roles: [] });

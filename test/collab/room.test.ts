@@ -10,7 +10,7 @@ import { CollabRooms } from '../../src/collab/rooms.ts';
 import { connectSession } from '../../src/store/db.ts';
 import type { Conn, RoomSocket } from '../../src/collab/room.ts';
 import { MESSAGE_SYNC, syncStep1Frame, updateFrame } from '../../src/collab/protocol.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 import { MODELS, roomOf } from './support.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { folder, minimal } from './support.ts';
-import { EventBus } from '../../src/actors/bus.ts';
+import { EventBus } from '../../src/bus/bus.ts';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { eventually } from '../support/eventually.ts';
 

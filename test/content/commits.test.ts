@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
 import { connect, connectContentSql } from '../../src/store/db.ts';
-import { EventBus } from '../../src/actors/bus.ts';
+import { EventBus } from '../../src/bus/bus.ts';
 import { ActorRegistry } from '../../src/actors/registry.ts';
 import { ProjectActor } from '../../src/projects/actor.ts';
 import { WriteCommitter } from '../../src/content/tx.ts';

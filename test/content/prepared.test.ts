@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { connectContentSql, type ContentSql, type Sql } from '../../src/store/db.ts';
-import { EventBus } from '../../src/actors/bus.ts';
+import { EventBus } from '../../src/bus/bus.ts';
 import { WriteCommitter, WriteTx, type Handle } from '../../src/content/tx.ts';
 import { createRecord, publishRecord, unpublishRecord, updateRecord, type WriteContext } from '../../src/content/write.ts';
 import type { ModelDef } from '../../src/projects/types.ts';

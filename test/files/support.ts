@@ -1,5 +1,5 @@
 import { deflateSync } from 'node:zlib';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { bootstrapProject, type TestServer } from '../support/server.ts';
 
 /** A real PNG of w×h RGB pixels (signature, IHDR, IDAT, IEND with their CRCs). */

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { gqlProject, type GqlProject } from './helpers.ts';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 
 let server: TestServer;
 let p: GqlProject;

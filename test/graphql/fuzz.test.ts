@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { buildClientSchema, getIntrospectionQuery, printSchema, type GraphQLSchema } from 'graphql';
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
 import { documentArbitrary, fuzzModels, type FuzzDocument } from './fuzz/documents.ts';

@@ -1,4 +1,4 @@
-import { insertApiKey } from '../../src/auth/keys.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
 import type { KeyKind } from '../../src/auth/principal.ts';
 import { announceSchema, replaceModels } from '../../src/projects/store.ts';
 import type { ModelDef } from '../../src/projects/types.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 
 let server: TestServer;
 let p: GqlProject;

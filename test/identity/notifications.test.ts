@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { upsertRole } from '../../src/identity/customer-roles.ts';
 import { listOutbox } from '../../src/identity/mailer.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnPeer } from './support.ts';
 

@@ -6,7 +6,7 @@ import { createRemoteJWKSet, jwtVerify, SignJWT, UnsecuredJWT, decodeProtectedHe
 import { startTestServer, cli, type TestServer } from '../support/server.ts';
 import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { tokenService, onSessionRevoked, verifyAccessToken } from '../../src/identity/tokens.ts';
-import { createSession, revokeSession } from '../../src/identity/sessions.ts';
+import { createSession, revokeSession } from '../../src/identity/customer-sessions.ts';
 import { newId } from '../../src/ids.ts';
 import { spawnPeer } from './support.ts';
 

@@ -1,6 +1,6 @@
 import type { Server } from 'bun';
-import { insertApiKey } from '../../src/auth/keys.ts';
-import type { BusEvent } from '../../src/actors/bus.ts';
+import { insertApiKey } from '../../src/auth/api-keys.ts';
+import type { BusEvent } from '../../src/bus/bus.ts';
 import { bootstrapProject, type TestServer } from '../support/server.ts';
 
 /** A local HTTP endpoint the operations call; records what it received. */

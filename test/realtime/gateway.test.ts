@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { updateApiKey } from '../../src/auth/keys.ts';
+import { updateApiKey } from '../../src/auth/api-keys.ts';
 import { hashSecret } from '../../src/ids.ts';
 import { eventsSocket, sse } from './support.ts';
 

@@ -3,7 +3,7 @@ import { createClient, type Client } from 'graphql-ws';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { updateApiKey } from '../../src/auth/keys.ts';
+import { updateApiKey } from '../../src/auth/api-keys.ts';
 import { hashSecret } from '../../src/ids.ts';
 
 let server: TestServer;

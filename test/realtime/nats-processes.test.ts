@@ -8,7 +8,7 @@ import { startNats, type TestNats } from '../support/nats.ts';
 import { spawnService } from '../support/process.ts';
 import { eventsSocket, sse } from './support.ts';
 import { tokenService } from '../../src/identity/tokens.ts';
-import { createSession } from '../../src/identity/sessions.ts';
+import { createSession } from '../../src/identity/customer-sessions.ts';
 import { newId } from '../../src/ids.ts';
 import { editor, roomOf, synced } from '../collab/support.ts';
 

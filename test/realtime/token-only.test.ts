@@ -3,7 +3,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { tokenService } from '../../src/identity/tokens.ts';
-import { createSession, revokeSession } from '../../src/identity/sessions.ts';
+import { createSession, revokeSession } from '../../src/identity/customer-sessions.ts';
 import { newId } from '../../src/ids.ts';
 import { eventsSocket, sse } from './support.ts';
 

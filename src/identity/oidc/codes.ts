@@ -1,9 +1,9 @@
 import { SignJWT } from 'jose';
 import type { Sql } from '../../store/db.ts';
 import { hashSecret, newSecret } from '../../ids.ts';
-import { refreshSession, revokeSession } from '../sessions.ts';
+import { refreshSession, revokeSession } from '../customer-sessions.ts';
 import type { TokenService } from '../tokens.ts';
-import { ALG } from '../signing-keys.ts';
+import { ALG } from '../token-signing-keys.ts';
 import { Unauthenticated } from '../../errors.ts';
 import { CODE_SECONDS, ID_TOKEN_SECONDS, scopedClaims, verifierMatches, wireClientId, type AuthorizeRequest } from './protocol.ts';
 

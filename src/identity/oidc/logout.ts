@@ -1,6 +1,6 @@
 import { compactVerify, type JWSHeaderParameters } from 'jose';
 import type { TokenService } from '../tokens.ts';
-import { ALG } from '../signing-keys.ts';
+import { ALG } from '../token-signing-keys.ts';
 import { parseClientId, type Party } from './protocol.ts';
 
 /**

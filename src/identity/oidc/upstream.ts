@@ -2,7 +2,8 @@ import * as client from 'openid-client';
 import { createHash, createHmac } from 'node:crypto';
 import type { Sql } from '../../store/db.ts';
 import { hashSecret, newId } from '../../ids.ts';
-import { readSecret, secretsKey } from '../../secrets/vault.ts';
+import { readSecret } from '../../secrets/vault.ts';
+import { secretsKey } from '../../secrets-key.ts';
 import type { AuthorizeRequest } from './protocol.ts';
 
 /**

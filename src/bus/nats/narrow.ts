@@ -1,6 +1,6 @@
 import { type JetStreamClient, type Msg, type NatsConnection, type Subscription } from 'nats';
-import { decodeWire, outboxIdOf, projectToken, type Wire } from './bus-nats-wire.ts';
-import { readBack } from './bus-nats-readback.ts';
+import { decodeWire, outboxIdOf, projectToken, type Wire } from './wire.ts';
+import { readBack } from './readback.ts';
 
 /**
  * How a gateway hears the NATS bus: plain NATS subscriptions to the deployment-wide subjects

@@ -1,5 +1,5 @@
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './bus-contract.ts';
+import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './contract.ts';
 
 /**
  * The default transport: PostgreSQL LISTEN/NOTIFY on the deployment's own database. A NOTIFY

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { KeyKind } from './principal.ts';
 import { isPublicKey, isTenantKey } from './principal.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 
 /**
  * Where key changes are announced: the bus itself, or (inside a larger transaction such as a

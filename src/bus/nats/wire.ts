@@ -1,4 +1,4 @@
-import type { BusEvent } from './bus-contract.ts';
+import type { BusEvent } from '../contract.ts';
 
 /** What the NATS transport puts on the wire, and its subjects (no I/O). */
 

@@ -2,14 +2,14 @@ import {
   GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { hasScope } from '../auth/scopes.ts';
-import { listFiles, type Owner } from '../files/list.ts';
-import { permanentlyDeleteFile, restoreFile, softDeleteFile } from '../files/lifecycle.ts';
-import { LocalDiskStorage, type FileStorage } from '../files/storage.ts';
-import { derivedPath, fileView, projectFile, type FileRow } from '../files/store.ts';
-import type { GqlContext } from './context.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { hasScope } from '../../auth/scopes.ts';
+import { listFiles, type Owner } from '../../files/list.ts';
+import { permanentlyDeleteFile, restoreFile, softDeleteFile } from '../../files/lifecycle.ts';
+import { LocalDiskStorage, type FileStorage } from '../../files/storage.ts';
+import { derivedPath, fileView, projectFile, type FileRow } from '../../files/store.ts';
+import type { GqlContext } from '../context.ts';
 
 /**
  * The Files family (spec "GraphQL families"): `file(id)` (files:read) and `files(...)`

@@ -2,15 +2,15 @@ import {
   GraphQLBoolean, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { hasScope, requireScope } from '../auth/scopes.ts';
-import type { ProjectSnapshot } from '../projects/actor.ts';
-import { announce, cancelExecution, createExecution, getExecution, view } from '../operations/store.ts';
-import { listScheduleRuns, listSchedules, triggerSchedule } from '../operations/scheduler.ts';
-import type { GqlContext } from './context.ts';
-import { GRAPHQL_NAME } from './context.ts';
-import { JSONScalar } from './scalars.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { hasScope, requireScope } from '../../auth/scopes.ts';
+import type { ProjectSnapshot } from '../../projects/actor.ts';
+import { announce, cancelExecution, createExecution, getExecution, view } from '../../operations/store.ts';
+import { listScheduleRuns, listSchedules, triggerSchedule } from '../../operations/scheduler.ts';
+import type { GqlContext } from '../context.ts';
+import { GRAPHQL_NAME } from '../context.ts';
+import { JSONScalar } from '../scalars.ts';
 
 /**
  * Operation fields (CONTRACT §4, §9; spec "Per-operation scopes"): `execute<Op>` per operation

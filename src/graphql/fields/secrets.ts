@@ -2,14 +2,14 @@ import {
   GraphQLBoolean, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { requireScope } from '../auth/scopes.ts';
-import { BadUserInput } from '../errors.ts';
-import { vaultKeys, type VaultKeys } from '../secrets/vault.ts';
-import { checkLabel, checkValue, readSecret, removeSecret, secretAudit, writeSecret, type SecretActor } from '../secrets/store.ts';
-import type { GqlContext } from './context.ts';
-import { DateTimeScalar } from './scalars.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { requireScope } from '../../auth/scopes.ts';
+import { BadUserInput } from '../../errors.ts';
+import { vaultKeys, type VaultKeys } from '../../secrets/vault.ts';
+import { checkLabel, checkValue, readSecret, removeSecret, secretAudit, writeSecret, type SecretActor } from '../../secrets/store.ts';
+import type { GqlContext } from '../context.ts';
+import { DateTimeScalar } from '../scalars.ts';
 
 /**
  * The Secrets family (spec "GraphQL families"): `getSecret`, `putSecret`, `deleteSecret`, plus

@@ -1,11 +1,11 @@
 import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection, type Subscription } from 'nats';
-import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
-import { NarrowListener } from './bus-nats-narrow.ts';
-import { readBack } from './bus-nats-readback.ts';
-import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './bus-nats-wire.ts';
+import type { Sql } from '../../store/db.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from '../contract.ts';
+import { NarrowListener } from './narrow.ts';
+import { readBack } from './readback.ts';
+import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './wire.ts';
 
-export { parseBusUrl, subjectOf } from './bus-nats-wire.ts';
+export { parseBusUrl, subjectOf } from './wire.ts';
 
 /**
  * The scale-out transport (`SVC_BUS_URL=nats://…`): events go to a NATS JetStream stream
@@ -37,7 +37,7 @@ export interface NatsTransportOptions {
   /** How long the stream keeps events (replay and catch-up window). */
   maxAgeMs?: number;
   /**
-   * Hear only watched projects' events and deployment-wide ones (a gateway: bus-nats-narrow.ts);
+   * Hear only watched projects' events and deployment-wide ones (a gateway: nats/narrow.ts);
    * otherwise every event of the deployment (API and worker processes keep caches of any project).
    */
   narrow?: boolean;

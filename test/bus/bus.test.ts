@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
+import { EventBus, type BusEvent } from '../../src/bus/bus.ts';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase, serverUrl } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { literal } from '../../src/content/tx.ts';
-import { PostgresTransport } from '../../src/actors/bus-postgres.ts';
+import { PostgresTransport } from '../../src/bus/postgres.ts';
 
 let url: string;
 let sqlA: Sql;

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import type { Service } from '../service.ts';
 import { identityOf } from '../identity/identity.ts';
-import { revokeSession } from '../identity/sessions.ts';
+import { revokeSession } from '../identity/customer-sessions.ts';
 import { bearerToken } from '../identity/tokens.ts';
 import { redirectWith, scopedClaims, wireClientId, type Site } from '../identity/oidc/protocol.ts';
 import { findParty, originListed } from '../identity/oidc/parties.ts';

@@ -1,9 +1,9 @@
 import { GraphQLNonNull, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
-import { NotFound } from '../errors.ts';
-import { parseRoomName } from '../collab/protocol.ts';
-import type { GqlContext } from './context.ts';
-import type { TypeFactory } from './model-types.ts';
-import { draftNode, requireModelScope } from './resolvers.ts';
+import { NotFound } from '../../errors.ts';
+import { parseRoomName } from '../../collab/protocol.ts';
+import type { GqlContext } from '../context.ts';
+import type { TypeFactory } from '../model-types.ts';
+import { draftNode, requireModelScope } from '../resolvers.ts';
 
 /**
  * `saveCollabDraft(roomName)`: writes a collaboration room's document into the record's working

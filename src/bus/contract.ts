@@ -1,6 +1,6 @@
 /**
- * What the event bus carries and what a transport must do (bus.ts is the bus; bus-postgres.ts
- * and bus-nats.ts are the transports). Kept apart so that transports need not import the bus.
+ * What the event bus carries and what a transport must do (bus.ts is the bus; postgres.ts
+ * and nats/transport.ts are the transports). Kept apart so that transports need not import the bus.
  */
 export type BusEvent =
   | { type: 'schema.changed'; projectId: string; version: number }

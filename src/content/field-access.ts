@@ -1,8 +1,7 @@
-import type { KeyPrincipal } from '../auth/principal.ts';
+import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { PermissionDenied } from '../errors.ts';
 import type { FieldDef, ModelDef, Principal } from '../projects/types.ts';
-import type { GqlContext } from './context.ts';
 
 /**
  * Field `access` rules (spec "Field definition"). `access.write` / `access.read` are allow-lists
@@ -24,6 +23,12 @@ const SERVICE: ReadonlySet<Principal> = new Set(['service']);
 const PUBLIC: ReadonlySet<Principal> = new Set(['public']);
 const ADMIN: ReadonlySet<Principal> = new Set(['admin']);
 
+/** Who a request is, as these rules need it (GraphQL's context is one; so are collab rooms). */
+export interface AccessCaller {
+  principal: KeyPrincipal;
+  customer: CustomerPrincipal | null;
+}
+
 /** The principals of an API key alone (no customer token); a member session is `admin`. */
 export function keyPrincipals(key: Pick<KeyPrincipal, 'kind' | 'member'>): ReadonlySet<Principal> {
   if (key.member) return ADMIN;
@@ -41,7 +46,7 @@ export interface WriteTarget {
  * A customer token adds `scoped` (the customer acts through stamped scopes) and, on the
  * customer's own records and on creates (which the customer will own), `self`.
  */
-export function writerPrincipals(ctx: Pick<GqlContext, 'principal' | 'customer'>, target?: WriteTarget): ReadonlySet<Principal> {
+export function writerPrincipals(ctx: AccessCaller, target?: WriteTarget): ReadonlySet<Principal> {
   const base = keyPrincipals(ctx.principal);
   if (!ctx.customer) return base;
   const out = new Set<Principal>(base);
@@ -62,7 +67,7 @@ const SERVICE_SCOPED: ReadonlySet<Principal> = new Set(['service', 'scoped']);
  * Who reads, per request: the key's principal, plus `scoped` with a customer token. `self`
  * is decided per record (the record's owner is the token's customer): see `customerMayRead`.
  */
-export function requestReaders(ctx: Pick<GqlContext, 'principal' | 'customer'>): ReadonlySet<Principal> {
+export function requestReaders(ctx: AccessCaller): ReadonlySet<Principal> {
   if (!ctx.customer) return keyPrincipals(ctx.principal);
   return isPublicKey(ctx.principal.kind) ? PUBLIC_SCOPED : SERVICE_SCOPED;
 }
@@ -94,7 +99,7 @@ export function modelRowAccess(models: readonly ModelDef[], readers: ReadonlySet
  * Whether the request may read a field its schema's key principal may not: a customer token
  * reads fields listing `scoped`, and fields listing `self` of the records they own.
  */
-export function customerMayRead(f: FieldDef, ctx: Pick<GqlContext, 'customer'>, owner: string | null | undefined): boolean {
+export function customerMayRead(f: FieldDef, ctx: Pick<AccessCaller, 'customer'>, owner: string | null | undefined): boolean {
   if (!ctx.customer) return false;
   const list = f.access?.read;
   if (!list) return true;
@@ -124,7 +129,7 @@ export function canWrite(f: FieldDef, who: ReadonlySet<Principal>): boolean {
  * when `data` sets a field whose `access.write` excludes every principal of the caller.
  * Setting a field to null is setting it. Defaults the server applies are not the caller's.
  */
-export function checkFieldWrites(ctx: Pick<GqlContext, 'principal' | 'customer'>, model: ModelDef, data: unknown, target: WriteTarget): void {
+export function checkFieldWrites(ctx: AccessCaller, model: ModelDef, data: unknown, target: WriteTarget): void {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
   let who: ReadonlySet<Principal> | undefined;
   for (const f of model.fields) {
@@ -135,7 +140,7 @@ export function checkFieldWrites(ctx: Pick<GqlContext, 'principal' | 'customer'>
 }
 
 /** Top-level fields of `model` that this request may not read on this record (content masking). */
-export function hiddenFor(model: ModelDef, key: ReadonlySet<Principal>, ctx: Pick<GqlContext, 'customer'>, owner: string | null | undefined): string[] {
+export function hiddenFor(model: ModelDef, key: ReadonlySet<Principal>, ctx: Pick<AccessCaller, 'customer'>, owner: string | null | undefined): string[] {
   return model.fields.filter((f) => !canRead(f, key) && !customerMayRead(f, ctx, owner)).map((f) => f.key);
 }
 

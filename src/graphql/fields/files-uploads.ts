@@ -1,12 +1,12 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { hasScope } from '../auth/scopes.ts';
-import { InternalError } from '../errors.ts';
-import { confirmUpload, createUpload } from '../files/signed.ts';
-import type { FilesRuntime } from '../files/runtime.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { hasScope } from '../../auth/scopes.ts';
+import { InternalError } from '../../errors.ts';
+import { confirmUpload, createUpload } from '../../files/signed.ts';
+import type { FilesRuntime } from '../../files/runtime.ts';
 import { FileType } from './files.ts';
-import { JSONScalar } from './scalars.ts';
-import type { GqlContext } from './context.ts';
+import { JSONScalar } from '../scalars.ts';
+import type { GqlContext } from '../context.ts';
 
 /**
  * The two-step upload of the Files family (files:write): `createFileUpload` answers where to PUT

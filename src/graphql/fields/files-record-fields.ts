@@ -2,9 +2,9 @@ import {
   GraphQLFloat, GraphQLID, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap,
 } from 'graphql';
-import { derivedPath, fileView, projectFiles, type FileRow } from '../files/store.ts';
+import { derivedPath, fileView, projectFiles, type FileRow } from '../../files/store.ts';
 import { FileType, FitEnum, FormatEnum } from './files.ts';
-import type { GqlContext } from './context.ts';
+import type { GqlContext } from '../context.ts';
 
 /**
  * `image`, `video` and `file` record fields (spec "Field types"). A field holds a file id (and,

@@ -1,10 +1,10 @@
 import type { ContentSql } from '../store/db.ts';
 import type { HookDef } from '../projects/actor.ts';
-import type { RecordAction } from '../content/types.ts';
-import type { BusEvent } from '../actors/bus.ts';
-import type { Statement } from '../content/tx.ts';
-import { run } from '../content/db.ts';
-import { HOOK_ATTEMPTS, newExecutionId, type ExecutionRow } from './store.ts';
+import type { RecordAction } from './types.ts';
+import type { BusEvent } from '../bus/bus.ts';
+import type { Statement } from './tx.ts';
+import { run } from './db.ts';
+import { HOOK_ATTEMPTS, newExecutionId, type ExecutionRow } from '../operations/store.ts';
 
 /**
  * Hooks (spec "Hook events"): a committed record change runs the operations of the hooks that

@@ -1,11 +1,11 @@
 import { GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
-import type { GqlContext } from './context.ts';
-import { JSONScalar } from './scalars.ts';
-import { requireScope } from './resolvers.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { PermissionDenied, Unauthenticated } from '../errors.ts';
-import { identityOf } from '../identity/identity.ts';
-import { listNotifications, markRead, preferencesOf, sendNotification, updatePreferences } from '../identity/notifications.ts';
+import type { GqlContext } from '../context.ts';
+import { JSONScalar } from '../scalars.ts';
+import { requireScope } from '../resolvers.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { PermissionDenied, Unauthenticated } from '../../errors.ts';
+import { identityOf } from '../../identity/identity.ts';
+import { listNotifications, markRead, preferencesOf, sendNotification, updatePreferences } from '../../identity/notifications.ts';
 
 /**
  * Notification fields (spec "Notification and preference"). A customer (key + token) reads

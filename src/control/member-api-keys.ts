@@ -1,10 +1,10 @@
 import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../actors/bus.ts';
+import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
 import type { KeyKind } from '../auth/principal.ts';
 import {
   createApiKey, deleteApiKey, getApiKey, listApiKeys, updateApiKey, type KeySummary, type KeyUpdate,
-} from '../auth/keys.ts';
+} from '../auth/api-keys.ts';
 import type { ControlCaller } from './credentials.ts';
 import { memberMay, projectOfCaller, requireMember } from './tenancy.ts';
 

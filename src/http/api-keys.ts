@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia';
 import { controlCaller, objectBody } from './control-request.ts';
 import type { Service } from '../service.ts';
-import { controlCreateKey, controlDeleteKey, controlListKeys, controlUpdateKey } from '../control/api-keys.ts';
+import { controlCreateKey, controlDeleteKey, controlListKeys, controlUpdateKey } from '../control/member-api-keys.ts';
 
 /**
  * API-key endpoints: management under `/v1/control/api-keys` (control keys), and

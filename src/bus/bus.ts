@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TxQuery } from './bus-contract.ts';
-import { PostgresTransport } from './bus-postgres.ts';
+import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TxQuery } from './contract.ts';
+import { PostgresTransport } from './postgres.ts';
 
 /**
  * The event bus. Events are delivered to local subscribers at once and, through a transport,
  * to every other process of the deployment, so several processes behave as one service
- * (CONTRACT §2). Two transports: PostgreSQL LISTEN/NOTIFY (the default, bus-postgres.ts) and
- * NATS JetStream through a transactional outbox (`SVC_BUS_URL=nats://…`, bus-nats.ts). A process
+ * (CONTRACT §2). Two transports: PostgreSQL LISTEN/NOTIFY (the default, postgres.ts) and
+ * NATS JetStream through a transactional outbox (`SVC_BUS_URL=nats://…`, nats/transport.ts). A process
  * ignores the echo of its own events for plain listeners; committed listeners hear every
  * process's events, its own included, once they are committed.
  */
-export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './bus-contract.ts';
+export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './contract.ts';
 
 /** `mark` is the event's place in a replayable bus (NATS), for committed listeners. */
 type Listener = (event: BusEvent, mark?: EventMark) => void;
@@ -27,7 +27,7 @@ export class EventBus {
   #transport: BusTransport | undefined;
 
   /**
-   * Bridges to PostgreSQL LISTEN/NOTIFY (see bus-postgres.ts for `notify` and `watchdogMs`);
+   * Bridges to PostgreSQL LISTEN/NOTIFY (see postgres.ts for `notify` and `watchdogMs`);
    * without a transport the bus is process-local.
    */
   async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {}): Promise<void> {

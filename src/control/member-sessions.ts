@@ -2,7 +2,7 @@ import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
 import { hashSecret, newId, newSecret } from '../ids.ts';
 import { BadUserInput, NotFound, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
-import { secretsKey } from '../secrets/vault.ts';
+import { secretsKey } from '../secrets-key.ts';
 import type { MemberRole } from './credentials.ts';
 
 /**

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { sign } from '../../src/operations/signing.ts';
-import { endpoint, opsProject, type Endpoint, type OpsProject } from './support.ts';
+import { endpoint, opsProject, type Endpoint, type OpsProject } from '../operations/support.ts';
 
 let server: TestServer;
 let ep: Endpoint;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
-import { checkFieldWrites, keyPrincipals, writerPrincipals } from '../../src/graphql/field-access.ts';
+import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { checkFieldWrites, keyPrincipals, writerPrincipals } from '../../src/content/field-access.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
 
 /** Field `access` rules (spec "Field definition"; docs/graphql.md "Field access"). */

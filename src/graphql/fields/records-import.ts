@@ -1,11 +1,11 @@
 import { GraphQLInputObjectType, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
-import { Conflict } from '../errors.ts';
-import { checkImport, createMany, existingKeys, type ImportInput } from '../content/import.ts';
-import type { GqlContext } from './context.ts';
-import { JSONScalar } from './scalars.ts';
-import { checkLocale, requireModelScope } from './resolvers.ts';
-import { checkFieldWrites } from './field-access.ts';
-import { commit, newTx, writeContext } from './writes.ts';
+import { Conflict } from '../../errors.ts';
+import { checkImport, createMany, existingKeys, type ImportInput } from '../../content/import.ts';
+import type { GqlContext } from '../context.ts';
+import { JSONScalar } from '../scalars.ts';
+import { checkLocale, requireModelScope } from '../resolvers.ts';
+import { checkFieldWrites } from '../../content/field-access.ts';
+import { commit, newTx, writeContext } from '../writes.ts';
 
 /**
  * `importRecords(records)`: creates up to 500 records in one transaction and one statement,

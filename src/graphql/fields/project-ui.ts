@@ -2,12 +2,12 @@ import {
   GraphQLBoolean, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
-import { listApps, listPlacements } from '../apps/store.ts';
-import { readDesignTokens } from '../config/design-tokens.ts';
-import { BadUserInput } from '../errors.ts';
-import type { GqlContext } from './context.ts';
-import { requireScope } from './resolvers.ts';
-import { DateTimeScalar, JSONScalar } from './scalars.ts';
+import { listApps, listPlacements } from '../../apps/store.ts';
+import { readDesignTokens } from '../../config/design-tokens.ts';
+import { BadUserInput } from '../../errors.ts';
+import type { GqlContext } from '../context.ts';
+import { requireScope } from '../resolvers.ts';
+import { DateTimeScalar, JSONScalar } from '../scalars.ts';
 
 /**
  * Project presentation for front-ends and editor UIs: `designTokens` (any key: a published

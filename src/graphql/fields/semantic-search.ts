@@ -2,21 +2,21 @@ import {
   GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
   type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLInterfaceType, type GraphQLNullableType,
 } from 'graphql';
-import type { KeyPrincipal } from '../auth/principal.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { requireScope as requireKeyScope } from '../auth/scopes.ts';
-import { BadUserInput } from '../errors.ts';
-import type { ModelDef } from '../projects/types.ts';
-import { readByIds, searchContent } from '../content/read.ts';
-import { decodeCursor, encodeCursor } from '../content/sql-builder.ts';
-import type { RecordNode } from '../content/types.ts';
-import { checkModelName, checkVector } from '../search/vectors.ts';
-import { deleteEmbedding, modelFor, similar, upsertEmbedding, type Hit, type VectorStore } from '../search/store.ts';
-import type { GqlContext } from './context.ts';
-import { checkCursor, LIMITS } from './limits.ts';
-import { node, pageSize, requireScope, targetedScope, type Connection } from './resolvers.ts';
-import type { ReadScope } from '../content/types.ts';
-import { DateTimeScalar } from './scalars.ts';
+import type { KeyPrincipal } from '../../auth/principal.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { requireScope as requireKeyScope } from '../../auth/scopes.ts';
+import { BadUserInput } from '../../errors.ts';
+import type { ModelDef } from '../../projects/types.ts';
+import { readByIds, searchContent } from '../../content/read.ts';
+import { decodeCursor, encodeCursor } from '../../content/sql-builder.ts';
+import type { RecordNode } from '../../content/types.ts';
+import { checkModelName, checkVector } from '../../search/vectors.ts';
+import { deleteEmbedding, modelFor, similar, upsertEmbedding, type Hit, type VectorStore } from '../../search/store.ts';
+import type { GqlContext } from '../context.ts';
+import { checkCursor, LIMITS } from '../limits.ts';
+import { node, pageSize, requireScope, targetedScope, type Connection } from '../resolvers.ts';
+import type { ReadScope } from '../../content/types.ts';
+import { DateTimeScalar } from '../scalars.ts';
 
 /**
  * Semantic search (docs/search.md): `upsertEmbedding` / `deleteEmbedding`

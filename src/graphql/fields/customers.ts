@@ -1,15 +1,15 @@
 import { GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
-import type { GqlContext } from './context.ts';
-import { JSONScalar } from './scalars.ts';
-import { requireScope } from './resolvers.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { updateAttributes } from '../identity/profiles.ts';
-import { segmentKeysOf } from './targeting.ts';
-import { identityOf } from '../identity/identity.ts';
+import type { GqlContext } from '../context.ts';
+import { JSONScalar } from '../scalars.ts';
+import { requireScope } from '../resolvers.ts';
+import { isPublicKey } from '../../auth/principal.ts';
+import { updateAttributes } from '../../identity/profiles.ts';
+import { segmentKeysOf } from '../targeting.ts';
+import { identityOf } from '../../identity/identity.ts';
 import {
   currentCustomer, loginCustomer, loginCustomerWithOtp, logoutCustomer, refreshCustomerToken, registerCustomer, requestCustomerOtp,
   type ProjectView,
-} from '../identity/accounts.ts';
+} from '../../identity/accounts.ts';
 
 /**
  * Customer auth fields of CONTRACT §8, in the schema of every key kind (public keys included:

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { EventBus, type BusEvent } from '../../src/actors/bus.ts';
-import { NatsTransport, subjectOf } from '../../src/actors/bus-nats.ts';
-import { NarrowListener } from '../../src/actors/bus-nats-narrow.ts';
+import { EventBus, type BusEvent } from '../../src/bus/bus.ts';
+import { NatsTransport, subjectOf } from '../../src/bus/nats/transport.ts';
+import { NarrowListener } from '../../src/bus/nats/narrow.ts';
 import { connect as natsConnect, RetentionPolicy, StorageType } from 'nats';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase } from '../support/db.ts';
