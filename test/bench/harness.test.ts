@@ -7,6 +7,7 @@ import { wrkResult } from '../../bench/drive.ts';
 import { evaluate, type ResultFile } from '../../bench/results.ts';
 import { readResults, resultsMarkdown } from '../../bench/results-md.ts';
 import { tableLines, ERROR_MARK } from '../../bench/report.ts';
+import { collabFigures } from '../../bench/collab.ts';
 
 /**
  * `bun bench` (issues 6 and 28): one cheap reference end to end (--quick, output parses, a result
@@ -110,6 +111,23 @@ describe('honest counting', () => {
     const r = wrkResult({ requests: 1000, bad: 250, duration_us: 2_000_000, p50_us: 1000, p99_us: 5000, errors: 3 });
     expect(r).toMatchObject({ requests: 750, rps: 375, errors: 253, latencyIncludesErrors: true });
     expect(wrkResult({ requests: 10, bad: 0, duration_us: 1_000_000, p50_us: 1, p99_us: 2, errors: 0 }).errors).toBe(0);
+  });
+
+  test('collaboration updates that never reach the peer in the window are errors, and no CPU tick is no measurement', () => {
+    const base = { editors: 2000, delivered: 0, p50: NaN, p99: NaN, errors: 0, cores: 0.1, rssMb: 100 };
+    const f = collabFigures({
+      service: { ...base, updatesPerSecond: 3000, deliveredPerSecond: 0, savesPerSecond: 8, pgCores: 0 },
+      reference: { ...base, updatesPerSecond: 3000, deliveredPerSecond: 2950, delivered: 14750, p50: 2, p99: 9, errors: 1 },
+      hocuspocus: 'did not start',
+    });
+    expect(f['collab/updates-per-cpu-second']).toEqual({ value: 0, unit: 'updates/CPU-s', errors: 3000 });
+    expect(f['collab/p99']).toBeUndefined();
+    expect(f['collab/pg-ms-per-save']).toBeUndefined();
+    expect(f['y-websocket/updates-per-cpu-second']).toEqual({ value: 29500, unit: 'updates/CPU-s', errors: 1 });
+    expect(f['y-websocket/p99']!.value).toBe(9);
+    expect(Object.keys(f).some((k) => k.startsWith('hocuspocus/'))).toBe(false);
+    const s = evaluate(f);
+    expect(s.find((x) => x.id === 'collab/y-websocket')).toMatchObject({ errors: 3001 });
   });
 
   test('a row with errors shows the count and is marked', () => {
