@@ -8,12 +8,18 @@ import type { LoadPlan, LoadResult } from './load.ts';
  * Drives one load run from a separate process: `wrk` when it is on PATH (and the plan is plain
  * requests), else bench/load.ts under Bun. `BENCH_LOADGEN=bun` forces our own generator.
  */
-const scratch = mkdtempSync(join(tmpdir(), 'svc-bench-load-'));
+let scratchDir: string | undefined;
 let seq = 0;
+
+/** The plan files' folder, made on first use (importing this module creates nothing). */
+function scratch(): string {
+  return (scratchDir ??= mkdtempSync(join(tmpdir(), 'svc-bench-load-')));
+}
 
 /** Removes the plan files (called once at the end of a run). */
 export function removeScratch(): void {
-  rmSync(scratch, { recursive: true, force: true });
+  if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
+  scratchDir = undefined;
 }
 
 export function wrkPath(): string | undefined {
@@ -71,7 +77,7 @@ async function collect(child: ReturnType<typeof startChild>, timeoutMs: number):
 }
 
 async function runWrk(wrk: string, plan: LoadPlan): Promise<LoadResult> {
-  const script = join(scratch, `plan-${seq++}.lua`);
+  const script = join(scratch(), `plan-${seq++}.lua`);
   writeFileSync(script, wrkScript(plan));
   const threads = String(Math.max(1, Math.min(4, Math.floor(cpus().length / 2))));
   const conns = String(Math.max(plan.connections, Number(threads)));
@@ -97,7 +103,7 @@ export function wrkResult(r: { requests: number; bad: number; duration_us: numbe
 }
 
 async function runBunLoad(plan: LoadPlan): Promise<LoadResult> {
-  const file = join(scratch, `plan-${seq++}.json`);
+  const file = join(scratch(), `plan-${seq++}.json`);
   writeFileSync(file, JSON.stringify(plan));
   const child = startChild(process.execPath, [join(import.meta.dir, 'load.ts'), file], { label: 'load' });
   const out = await collect(child, plan.warmupMs + plan.durationMs + 30_000);

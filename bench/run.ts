@@ -5,7 +5,7 @@
  * and prints one table; every run writes bench/results/<UTC timestamp>.json and regenerates
  * bench/RESULTS.md from the newest result of each scenario (bench/results.ts, results-md.ts).
  */
-import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createWritePeerTable, openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
@@ -70,11 +70,20 @@ function parse(argv: string[]): Options {
 
 let db: BenchDatabase | undefined;
 let exiting = false;
+/**
+ * Every temporary folder of the run (plan files, response bytes, the services' data folders, the
+ * embedded PostgreSQL, the children's own) goes under one folder, removed at the end: the
+ * children inherit TMPDIR, and os.tmpdir() reads it on every call.
+ */
+const RUN_TMP = mkdtempSync(join(tmpdir(), 'svc-bench-run-'));
+process.env.TMPDIR = RUN_TMP;
+
 async function cleanup(): Promise<void> {
   await stopAll();
   removeScratch();
   await db?.close();
   db = undefined;
+  rmSync(RUN_TMP, { recursive: true, force: true });
 }
 function onSignal(sig: string): void {
   if (exiting) return;
@@ -581,7 +590,11 @@ async function main(): Promise<number> {
     if (cmp) {
       parse(cmp.args); // the same checks as a plain run, before building anything
       clearTimeout(deadline); // each run it starts has its own
-      return await runCompare(cmp);
+      try {
+        return await runCompare(cmp);
+      } finally {
+        rmSync(RUN_TMP, { recursive: true, force: true });
+      }
     }
     o = parse(process.argv.slice(2));
   } catch (err) {
@@ -711,6 +724,7 @@ function writeResult(r: { rows: Row[]; before: Conditions; after: Conditions; qu
 process.on('SIGINT', () => onSignal('SIGINT'));
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('exit', killAllNow);
+process.on('exit', () => rmSync(RUN_TMP, { recursive: true, force: true }));
 const deadline = setTimeout(() => {
   console.error(`bench: gave up after ${process.env.BENCH_TIMEOUT || 1800} s`);
   void cleanup().finally(() => process.exit(1));
