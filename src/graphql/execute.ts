@@ -38,6 +38,8 @@ export interface Ready {
   compiled: CompiledQuery;
   operation: 'query' | 'mutation' | 'subscription';
   op: OperationDefinitionNode;
+  /** The parsed document (a subscribe() runs it; shared by every subscription of one text). */
+  document: DocumentNode;
   /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
   coerceWithGraphqlJs: boolean;
   /** Per variable, the argument it feeds: input errors name the argument. */
@@ -184,9 +186,9 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
  * Variables for the compiled document: coerced here by graphql-js when the document needs it
  * (variables.ts), else passed as given (graphql-jit coerces them itself).
  */
-export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
+export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined, checked = false): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
   // Checked before any coercion (which recurses, and would hand PostgreSQL what it cannot store).
-  const bad = checkVariables(raw, ready.argumentOf);
+  const bad = checked ? null : checkVariables(raw, ready.argumentOf);
   if (bad) return { errors: [bad] };
   const values = raw ?? {};
   if (!ready.coerceWithGraphqlJs) return { values };
@@ -236,7 +238,7 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
   const forJit = jitDocument(view.schema, doc, op);
   const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
   if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
-  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
+  return { ok: true, compiled, operation: op.operation, op, document: doc, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
 }
 
 function refused(errors: readonly GraphQLError[]): Executed {
@@ -284,6 +286,13 @@ export interface ExecuteOptions {
 export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<Executed> {
   if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string');
   const target = await targetOf(deps, principal, opts.customer);
+  // Prepared (a memo lookup for a known document) before the response key: the variables are
+  // bounded (depth, strings) before anything walks them recursively, JSON.stringify included
+  // (20,000 nested AND levels overflowed its stack: issue 27 item 13).
+  const prepared = prepareFor(target, req);
+  if (!prepared.ok) return refused(prepared.errors);
+  const badVariables = checkVariables(req.variables, prepared.argumentOf);
+  if (badVariables) return failed({ errors: [badVariables] });
   // Mutations are never cached: no response key (a SHA-256 of the document and its variables' JSON).
   const rc = opts.customer !== null || !deps.settings.responseCache || startsAsMutation(req.query) ? undefined : responseCache(target.actor);
   const responseKey = rc ? digest(principal.fingerprint, req.operationName ?? '', req.query, req.variables ? JSON.stringify(req.variables) : '') : '';
@@ -293,8 +302,6 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     if (hit) return hit;
   }
 
-  const prepared = prepareFor(target, req);
-  if (!prepared.ok) return refused(prepared.errors);
   if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
   if (prepared.operation === 'subscription') {
     const message = 'Subscriptions are served over WebSocket at /graphql/ws';
@@ -304,7 +311,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   const ctx = contextFor(deps, principal, target, opts.customer);
   ctx.clientIp = opts.clientIp ?? undefined;
   const gen = rc?.gen;
-  const variables = variablesFor(target, prepared, req.variables);
+  const variables = variablesFor(target, prepared, req.variables, true);
   if ('errors' in variables) return failed({ errors: variables.errors });
   let result: ExecutionResult;
   try {
