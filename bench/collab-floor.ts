@@ -14,7 +14,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cpuWindow, startChild, waitHttp } from './procs.ts';
 import { freePort } from '../src/store/ports.ts';
-import { hasNode } from './targets.ts';
+import { nodeForPeers } from './targets.ts';
+import { peerFile } from './peers.ts';
 
 const ROOMS = Number(process.env.BENCH_COLLAB_ROOMS || 1000);
 const LOADERS = 2;
@@ -31,7 +32,7 @@ interface Server {
 const servers: Server[] = [
   { name: 'relay', cmd: process.execPath, args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')], env: { FLOOR_MODE: 'relay' } },
   { name: 'apply', cmd: process.execPath, args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')], env: { FLOOR_MODE: 'apply' } },
-  ...(hasNode() ? [{ name: 'y-websocket', cmd: 'node', args: [join(import.meta.dir, '..', 'node_modules', 'y-websocket-server-ref', 'bin', 'server.js')] }] : []),
+  ...(nodeForPeers() ? [{ name: 'y-websocket', cmd: nodeForPeers()!, args: [peerFile('y-websocket', 'bin', 'server.js')] }] : []),
 ];
 
 async function once(s: Server): Promise<string> {

@@ -15,7 +15,11 @@
  * several generators) and exit.
  *
  * argv[2]: a JSON file { urls: (string | [string, string])[] (one per room, query included; a pair
- * puts the room's two editors on two servers), rate, warmupMs, durationMs }
+ * puts the room's two editors on two servers), rate, warmupMs, durationMs, hocuspocusToken? }
+ *
+ * With `hocuspocusToken` the editors speak the Hocuspocus protocol instead (the Hocuspocus peer):
+ * every frame is prefixed by the document name (the URL's path), and an editor first sends the
+ * Auth/Token message and its sync step 1; the Sync payloads are y-protocols' as above.
  */
 import * as Y from 'yjs';
 import * as decoding from 'lib0/decoding';
@@ -29,6 +33,7 @@ interface Plan {
   rate: number;
   warmupMs: number;
   durationMs: number;
+  hocuspocusToken?: string;
 }
 
 const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Plan;
@@ -49,20 +54,49 @@ interface Ed {
 /** Send times by the id of the update's first struct (`client:clock`). */
 const sentAt = new Map<string, number>();
 
+/** Hocuspocus frames: [document name][message type][payload]. */
+const HP_SYNC = 0;
+const HP_AUTH = 2;
+const HP_SYNC_REPLY = 4;
+function hpFrame(name: string, frame: Uint8Array): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarString(e, name);
+  encoding.writeUint8Array(e, frame);
+  return encoding.toUint8Array(e);
+}
+function hpAuth(name: string, token: string): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarString(e, name);
+  encoding.writeVarUint(e, HP_AUTH);
+  encoding.writeVarUint(e, 0); // AuthMessageType.Token
+  encoding.writeVarString(e, token);
+  return encoding.toUint8Array(e);
+}
+
 function connect(url: string): Promise<Ed> {
   const doc = new Y.Doc();
-  const ws = new WebSocket(url);
+  const hp = plan.hocuspocusToken;
+  const name = hp ? decodeURIComponent(new URL(url).pathname.slice(1)) : '';
+  const frame = hp ? (f: Uint8Array) => hpFrame(name, f) : (f: Uint8Array) => f;
+  const ws = new WebSocket(hp ? new URL('/', url).href : url);
   ws.binaryType = 'arraybuffer';
   const ed: Ed = { doc, ws, synced: false };
   doc.on('update', (u: Uint8Array, origin: unknown) => {
-    if (origin !== 'remote' && ws.readyState === WebSocket.OPEN) ws.send(updateFrame(u));
+    if (origin !== 'remote' && ws.readyState === WebSocket.OPEN) ws.send(frame(updateFrame(u)));
   });
   return new Promise((resolve, reject) => {
-    ws.addEventListener('open', () => ws.send(syncStep1Frame(doc)));
+    ws.addEventListener('open', () => {
+      if (hp) ws.send(hpAuth(name, hp));
+      ws.send(frame(syncStep1Frame(doc)));
+    });
     ws.addEventListener('message', (e) => {
       const data = new Uint8Array(e.data as ArrayBuffer);
       const decoder = decoding.createDecoder(data);
-      if (decoding.readVarUint(decoder) !== MESSAGE_SYNC) return;
+      if (hp) {
+        decoding.readVarString(decoder);
+        const t = decoding.readVarUint(decoder);
+        if (t !== HP_SYNC && t !== HP_SYNC_REPLY) return;
+      } else if (decoding.readVarUint(decoder) !== MESSAGE_SYNC) return;
       if (ed.synced) {
         // A peer's update: when was it sent?
         if (decoding.readVarUint(decoder) !== syncProtocol.messageYjsUpdate) return;
@@ -80,7 +114,7 @@ function connect(url: string): Promise<Ed> {
       const reply = encoding.createEncoder();
       encoding.writeVarUint(reply, MESSAGE_SYNC);
       const type = syncProtocol.readSyncMessage(decoder, reply, doc, 'remote');
-      if (encoding.length(reply) > 1) ws.send(encoding.toUint8Array(reply));
+      if (encoding.length(reply) > 1) ws.send(frame(encoding.toUint8Array(reply)));
       if (type === syncProtocol.messageYjsSyncStep2 && !ed.synced) {
         ed.synced = true;
         resolve(ed);

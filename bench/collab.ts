@@ -6,13 +6,14 @@ import { insertApiKey } from '../src/auth/api-keys.ts';
 import { freePort } from '../src/store/ports.ts';
 import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';
-import { hasNode, startService } from './targets.ts';
+import { nodeForPeers, startService } from './targets.ts';
+import { ensurePeers, peerFile, peerScript, peerVersion } from './peers.ts';
 import { pgCpuWindow } from './pg-cpu.ts';
 
 /**
  * Scenario `collab` (issue 14): ROOMS rooms × 2 editors, each typing RATE small updates per
  * second, against the service's gateway and, in the same run, the y-websocket server of the npm
- * registry (y-websocket 1.5.4's bin/server.js, installed as `y-websocket-server-ref`) under Node.
+ * registry (y-websocket 1.5.4's bin/server.js, installed by the bench into bench/.peers) under Node 22.
  * The load comes from bench/collab-load.ts in its own process. Reported beside the main table:
  * updates/s, update-to-peer p50/p99, server CPU (cores), peak RSS, and the service's saves/s.
  */
@@ -57,14 +58,14 @@ interface LoaderResult {
   latencies: number[];
 }
 
-async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string): Promise<CollabFigures> {
+async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string, hocuspocusToken?: string): Promise<CollabFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const warmupMs = quick ? 3_000 : 5_000;
   const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
   const per = Math.ceil(urls.length / LOADERS);
   const loaders = Array.from({ length: Math.ceil(urls.length / per) }, (_, i) => {
     const file = join(dir, `collab-${i}.json`);
-    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs }));
+    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs, hocuspocusToken }));
     const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: `collab-load-${i}`, cwd: join(import.meta.dir, '..') });
     let out = '';
     child.proc.stdout?.on('data', (c: Buffer) => void (out += c.toString()));
@@ -131,9 +132,10 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
   }
 }
 
-export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
+export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; hocuspocus: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
   let service: CollabFigures | string;
   let reference: CollabFigures | string;
+  let hocuspocus: CollabFigures | string = 'not run';
   let twoProcesses: CollabFigures | string | undefined;
   const svc = await startService(databaseUrl, { profile });
   const profileFile = svc.profile;
@@ -188,13 +190,14 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
   } finally {
     await svc.stop();
   }
-  if (!hasNode()) reference = 'node is not on PATH';
+  const node = nodeForPeers();
+  if (!node) reference = ensurePeers() ?? 'no Node to run y-websocket on';
   else {
     const port = await freePort();
-    const ref = startChild('node', [join(import.meta.dir, '..', 'node_modules', 'y-websocket-server-ref', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
+    const ref = startChild(node, [peerFile('y-websocket', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
     try {
       await waitHttp(`http://127.0.0.1:${port}/`, ref);
-      process.stderr.write('bench: collab reference y-websocket 1.5.4 server under Node … ');
+      process.stderr.write(`bench: collab reference y-websocket ${peerVersion('y-websocket')} server under Node 22 … `);
       const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
       const f = await drive(urls, [ref], quick);
       reference = f;
@@ -205,13 +208,37 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       await ref.stop('SIGTERM', 5_000);
     }
   }
-  return { service, reference, twoProcesses, profile: profileFile };
+  if (node) hocuspocus = await runHocuspocus(node, databaseUrl, quick);
+  return { service, reference, hocuspocus, twoProcesses, profile: profileFile };
+}
+
+/**
+ * The Hocuspocus peer (bench/references/hocuspocus.mjs) under the same load, its database
+ * extension saving to the bench database: PostgreSQL's backends are counted as for the service.
+ */
+async function runHocuspocus(node: string, databaseUrl: string, quick: boolean): Promise<CollabFigures | string> {
+  const port = await freePort();
+  const token = `hp_${crypto.randomUUID()}`;
+  const hp = startChild(node, [peerScript('hocuspocus.mjs')], { label: 'hocuspocus', env: { PORT: String(port), BENCH_DATABASE_URL: databaseUrl, BENCH_TOKEN: token } });
+  try {
+    await waitHttp(`http://127.0.0.1:${port}/`, hp, 60_000);
+    process.stderr.write(`bench: collab peer Hocuspocus ${peerVersion('@hocuspocus/server')} (database extension on the bench database, auth hook) under Node 22 … `);
+    const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
+    const f = await drive(urls, [hp], quick, databaseUrl, token);
+    process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+    return f;
+  } catch (err) {
+    process.stderr.write('failed\n');
+    return (err as Error).message.split('\n')[0]!.slice(0, 160);
+  } finally {
+    await hp.stop('SIGTERM', 5_000);
+  }
 }
 
 const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
 /** The `## Collaboration` section of the results. */
-export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
+export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
   // Per update the server got through (delivered), not per update offered: a server that falls
   // behind would otherwise be credited with updates still waiting in its socket buffers.
   const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
@@ -227,7 +254,8 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
     '| server | editors | updates/s sent / delivered | p50 ms | p99 ms | server CPU (cores) | delivered updates per CPU-second | peak RSS MB | saves/s | PostgreSQL cores | generator cores | load average |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
-    row('y-websocket 1.5.4 server (Node)', r.reference),
+    row(`y-websocket ${peerVersion('y-websocket')} server (Node 22)`, r.reference),
+    ...(r.hocuspocus === undefined ? [] : [row(`Hocuspocus ${peerVersion('@hocuspocus/server')} + database extension (Node 22)`, r.hocuspocus)]),
     ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
   ];
   const s = r.service;
@@ -238,4 +266,28 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
   for (const [n, f] of [['svc', s], ['reference', ref]] as const) if (typeof f !== 'string' && f.errors > 0) lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
   lines.push('');
   return lines;
+}
+
+/**
+ * The collaboration figures for the result file: delivered updates per CPU-second of the server
+ * alone and of the server plus PostgreSQL's backends (the service saves rooms there; a peer that
+ * persists, such as Hocuspocus with its database extension, is counted the same way), p99, and
+ * PostgreSQL CPU per room save.
+ */
+export function collabFigures(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string }): Record<string, { value: number; unit: string; errors?: number }> {
+  const out: Record<string, { value: number; unit: string; errors?: number }> = {};
+  for (const [name, f] of [['collab', r.service], ['y-websocket', r.reference], ['hocuspocus', r.hocuspocus ?? 'not run']] as const) {
+    if (typeof f === 'string' || !f.cores) continue;
+    const delivered = f.deliveredPerSecond ?? f.updatesPerSecond;
+    // Honest counting: closed sockets are errors, and so are updates that did not reach the peer
+    // within the window (a server lagging seconds behind must not read as a cheap one).
+    const lost = delivered < 0.9 * f.updatesPerSecond ? Math.round(f.updatesPerSecond - delivered) : 0;
+    const errors = f.errors + lost;
+    out[`${name}/updates-per-cpu-second`] = { value: delivered / f.cores, unit: 'updates/CPU-s', errors };
+    out[`${name}/updates-per-cpu-second-with-pg`] = { value: delivered / (f.cores + (f.pgCores ?? 0)), unit: 'updates/CPU-s', errors };
+    if (Number.isFinite(f.p99)) out[`${name}/p99`] = { value: f.p99, unit: 'ms', errors };
+    // /proc counts CPU in 10 ms ticks: no tick in the window is no measurement, not 0 ms.
+    if (f.savesPerSecond && f.pgCores) out[`${name}/pg-ms-per-save`] = { value: (1000 * f.pgCores) / f.savesPerSecond, unit: 'ms', errors };
+  }
+  return out;
 }

@@ -8,12 +8,18 @@ import type { LoadPlan, LoadResult } from './load.ts';
  * Drives one load run from a separate process: `wrk` when it is on PATH (and the plan is plain
  * requests), else bench/load.ts under Bun. `BENCH_LOADGEN=bun` forces our own generator.
  */
-const scratch = mkdtempSync(join(tmpdir(), 'svc-bench-load-'));
+let scratchDir: string | undefined;
 let seq = 0;
+
+/** The plan files' folder, made on first use (importing this module creates nothing). */
+function scratch(): string {
+  return (scratchDir ??= mkdtempSync(join(tmpdir(), 'svc-bench-load-')));
+}
 
 /** Removes the plan files (called once at the end of a run). */
 export function removeScratch(): void {
-  rmSync(scratch, { recursive: true, force: true });
+  if (scratchDir) rmSync(scratchDir, { recursive: true, force: true });
+  scratchDir = undefined;
 }
 
 export function wrkPath(): string | undefined {
@@ -43,11 +49,20 @@ request = function()
   for k, v in pairs(h) do wrk.headers[k] = v end
   return wrk.format()
 end
+-- A response that is not 200, or carries a GraphQL "errors" entry, is an error, not throughput.
+bad = 0
+local threads = {}
+setup = function(thread) table.insert(threads, thread) end
+response = function(status, headers, body)
+  if status ~= 200 or (body and string.find(body, '"errors"', 1, true)) then bad = bad + 1 end
+end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    e.status + e.connect + e.read + e.write + e.timeout))
+  local b = 0
+  for _, t in ipairs(threads) do b = b + (t:get("bad") or 0) end
+  io.write(string.format('WRKJSON {"requests":%d,"bad":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"errors":%d}\\n',
+    summary.requests, b, summary.duration, latency:percentile(50), latency:percentile(99),
+    e.connect + e.read + e.write + e.timeout))
 end
 `;
 }
@@ -62,7 +77,7 @@ async function collect(child: ReturnType<typeof startChild>, timeoutMs: number):
 }
 
 async function runWrk(wrk: string, plan: LoadPlan): Promise<LoadResult> {
-  const script = join(scratch, `plan-${seq++}.lua`);
+  const script = join(scratch(), `plan-${seq++}.lua`);
   writeFileSync(script, wrkScript(plan));
   const threads = String(Math.max(1, Math.min(4, Math.floor(cpus().length / 2))));
   const conns = String(Math.max(plan.connections, Number(threads)));
@@ -75,13 +90,20 @@ async function runWrk(wrk: string, plan: LoadPlan): Promise<LoadResult> {
   const out = await collect(child, plan.durationMs + 15_000);
   const m = /WRKJSON (\{.*\})/.exec(out);
   if (!m) throw new Error(`wrk printed no summary: ${child.tail()}`);
-  const r = JSON.parse(m[1]!) as { requests: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+  const r = JSON.parse(m[1]!) as { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+  return wrkResult(r);
+}
+
+/** wrk's summary → a LoadResult: answered requests that were errors (`bad`) are not throughput. */
+export function wrkResult(r: { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number }): LoadResult {
   const seconds = r.duration_us / 1e6;
-  return { requests: r.requests, seconds, rps: r.requests / seconds, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors: r.errors };
+  const ok = Math.max(0, r.requests - r.bad);
+  const errors = r.bad + r.errors;
+  return { requests: ok, seconds, rps: ok / seconds, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, ...(errors > 0 ? { latencyIncludesErrors: true, firstError: `wrk: ${r.bad} error responses, ${r.errors} socket errors or timeouts` } : {}) };
 }
 
 async function runBunLoad(plan: LoadPlan): Promise<LoadResult> {
-  const file = join(scratch, `plan-${seq++}.json`);
+  const file = join(scratch(), `plan-${seq++}.json`);
   writeFileSync(file, JSON.stringify(plan));
   const child = startChild(process.execPath, [join(import.meta.dir, 'load.ts'), file], { label: 'load' });
   const out = await collect(child, plan.warmupMs + plan.durationMs + 30_000);

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../src/store/ports.ts';
-import { rssWindow, startChild, waitHttp, type Child } from './procs.ts';
+import { cpuWindow, rssWindow, startChild, waitHttp, type Child } from './procs.ts';
 import { seedProject, gql } from './seed.ts';
 import { startService } from './targets.ts';
 
@@ -26,6 +26,8 @@ interface Measured {
   p50: number;
   p99: number;
   rssMb: number | undefined;
+  /** The server's own CPU (from /proc, so the load generators on the same box do not count) per delivered event, µs. */
+  cpuUsPerDelivery?: number;
 }
 
 const ROOT = join(import.meta.dir, '..');
@@ -65,6 +67,7 @@ async function drive(label: string, config: Record<string, unknown> & { subscrib
       failed += Number(m[2]);
     }
     await Bun.sleep(500);
+    const cpu = cpuWindow(server.pid);
     const t0: number[] = [];
     const began = performance.now();
     for (let k = 0; k < config.writes; k++) {
@@ -75,6 +78,7 @@ async function drive(label: string, config: Record<string, unknown> & { subscrib
     }
     const doneEnd = Date.now() + 15_000;
     while (!clients.every((c) => c.text().includes('DONE')) && Date.now() < doneEnd) await Bun.sleep(50);
+    const used = cpu.end();
     for (const c of clients) await c.child.stop('SIGTERM', 10_000);
     const rssMb = rss.end();
     const latencies: number[] = [];
@@ -91,7 +95,7 @@ async function drive(label: string, config: Record<string, unknown> & { subscrib
     latencies.sort((a, b) => a - b);
     const q = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN);
     const seconds = (last - t0[0]!) / 1000;
-    const r: Measured = { connected, failed, deliveries: latencies.length, expected: connected * config.writes, perSecond: latencies.length / seconds, p50: q(0.5), p99: q(0.99), rssMb };
+    const r: Measured = { connected, failed, deliveries: latencies.length, expected: connected * config.writes, perSecond: latencies.length / seconds, p50: q(0.5), p99: q(0.99), rssMb, cpuUsPerDelivery: used && latencies.length ? (used.cpuSeconds * 1e6) / latencies.length : undefined };
     process.stderr.write(`p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.perSecond.toFixed(0)} deliveries/s\n`);
     return r;
   } finally {
@@ -99,7 +103,14 @@ async function drive(label: string, config: Record<string, unknown> & { subscrib
   }
 }
 
-export async function runFanout(databaseUrl: string, names: readonly FanoutName[], quick: boolean): Promise<{ lines: string[]; notes: string[] }> {
+export interface FanoutFigures {
+  name: FanoutName;
+  svc?: Measured;
+  relay?: Measured;
+  na?: string;
+}
+
+export async function runFanout(databaseUrl: string, names: readonly FanoutName[], quick: boolean): Promise<{ lines: string[]; notes: string[]; results: FanoutFigures[] }> {
   const subscribers = Number(process.env.BENCH_FANOUT_SUBSCRIBERS || 10_000);
   // 10,000 subscribers × 5 writes/s = 50,000 deliveries/s, which the 2-core bench box can
   // still receive; at higher rates the load generator, not the gateway, sets the latency.
@@ -109,7 +120,7 @@ export async function runFanout(databaseUrl: string, names: readonly FanoutName[
   const svc = await startService(databaseUrl, { env: { REALTIME_PORT: String(rport), SVC_REALTIME_CONNECTIONS_PER_IDENTITY: String(subscribers * 2 + 10) } });
   const relayPort = await freePort();
   const relay = startChild(process.execPath, [join(import.meta.dir, 'references', 'relay.ts')], { label: 'relay', cwd: ROOT, env: { PORT: String(relayPort) } });
-  const results: { name: string; svc?: Measured; relay?: Measured; na?: string }[] = [];
+  const results: FanoutFigures[] = [];
   const notes: string[] = [];
   try {
     await waitHttp(`http://127.0.0.1:${relayPort}/health`, relay);
@@ -157,18 +168,19 @@ export async function runFanout(databaseUrl: string, names: readonly FanoutName[
     '',
     `${subscribers.toLocaleString('en-US')} subscribers of one channel on one gateway process; ${writes} writes at ${ratePerSec}/s, one at a time (GraphQL \`createNote\` for the service, POST /publish for the relay). Latency is from the start of the write to each subscriber's delivery, over all deliveries. The subscribers are held by ${CLIENTS} load-generator processes (bench/fanout-client.ts) and the writes are made by the bench process; on this shared 2-core box their event loops are part of the latency on both sides. Target: p99 under 100 ms, RSS under 1 GiB.`,
     '',
-    '| scenario | subscribers | deliveries/s | p50 ms | p99 ms | peak RSS MB | p99 × relay | deliveries/s ÷ relay |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | subscribers | deliveries/s | p50 ms | p99 ms | peak RSS MB | p99 × relay | deliveries/s ÷ relay | server CPU µs per delivery | × relay | subscribers per core at 5 events/s |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of results) {
     if (!r.svc || !r.relay) {
-      lines.push(`| ${r.name} | n/a (${r.na ?? 'not run'}) | | | | | | |`);
+      lines.push(`| ${r.name} | n/a (${r.na ?? 'not run'}) | | | | | | | | | |`);
       continue;
     }
     const mode = r.name === 'fanout-sse' ? 'sse' : 'ws';
-    lines.push(`| relay-${mode} (reference) | ${r.relay.connected} | ${f(r.relay.perSecond, 0)} | ${f(r.relay.p50)} | ${f(r.relay.p99)} | ${f(r.relay.rssMb, 0)} | 1.00 | 1.00 |`);
-    lines.push(`| ${r.name} | ${r.svc.connected} | ${f(r.svc.perSecond, 0)} | ${f(r.svc.p50)} | ${f(r.svc.p99)} | ${f(r.svc.rssMb, 0)} | ${f(r.svc.p99 / r.relay.p99, 2)} | ${f(r.svc.perSecond / r.relay.perSecond, 2)} |`);
+    const perCore = (us: number | undefined) => (us ? f(1e6 / (us * ratePerSec), 0) : 'n/a');
+    lines.push(`| relay-${mode} (reference) | ${r.relay.connected} | ${f(r.relay.perSecond, 0)} | ${f(r.relay.p50)} | ${f(r.relay.p99)} | ${f(r.relay.rssMb, 0)} | 1.00 | 1.00 | ${f(r.relay.cpuUsPerDelivery, 2)} | 1.00 | ${perCore(r.relay.cpuUsPerDelivery)} |`);
+    lines.push(`| ${r.name} | ${r.svc.connected} | ${f(r.svc.perSecond, 0)} | ${f(r.svc.p50)} | ${f(r.svc.p99)} | ${f(r.svc.rssMb, 0)} | ${f(r.svc.p99 / r.relay.p99, 2)} | ${f(r.svc.perSecond / r.relay.perSecond, 2)} | ${f(r.svc.cpuUsPerDelivery, 2)} | ${r.svc.cpuUsPerDelivery && r.relay.cpuUsPerDelivery ? f(r.svc.cpuUsPerDelivery / r.relay.cpuUsPerDelivery, 2) : 'n/a'} | ${perCore(r.svc.cpuUsPerDelivery)} |`);
   }
   lines.push('');
-  return { lines, notes };
+  return { lines, notes, results };
 }

@@ -25,6 +25,11 @@ export interface LoadPlan {
   durationMs: number;
 }
 
+/**
+ * Counting (issue 28): `requests`, `rps` and the latencies cover successful operations only — an
+ * HTTP status other than 200, a GraphQL `errors` entry, a network error or a timeout
+ * (`REQUEST_TIMEOUT_MS`) is an error, counted in `errors` and never as throughput.
+ */
 export interface LoadResult {
   requests: number;
   seconds: number;
@@ -33,7 +38,14 @@ export interface LoadResult {
   p99: number;
   errors: number;
   firstError?: string;
+  /** How long the warm-up actually ran (until the rate was steady, `steadyWarmup`). */
+  warmupMs?: number;
+  /** wrk only: its percentiles include the failed requests' latencies (it cannot separate them). */
+  latencyIncludesErrors?: boolean;
 }
+
+/** A request that has not answered after this long is an error (and its loop moves on). */
+export const REQUEST_TIMEOUT_MS = Number(process.env.BENCH_REQUEST_TIMEOUT_MS || 10_000);
 
 const CREATE = 'mutation($nk: String, $d: NoteInput!) { createNote(naturalKey: $nk, data: $d) { _id } }';
 const BATCH = 'mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }';
@@ -42,7 +54,7 @@ const PEER_CREATE = 'mutation($n: NoteInput!) { createNote(input: { note: $n }) 
 const PEER_PUBLISH = 'mutation($id: UUID!, $at: Datetime!) { updateNoteByRowId(input: { rowId: $id, notePatch: { publishedAt: $at } }) { note { rowId } } }';
 
 async function post(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, keepalive: true });
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, keepalive: true, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
   const text = await res.text();
   return { ok: res.status === 200 && !text.includes('"errors"'), text };
 }
@@ -54,56 +66,58 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
   let counter = 0;
   let measuring = false;
   let stop = false;
-  const fail = (text: string) => {
-    if (!measuring) return;
-    errors++;
-    firstError ??= text.slice(0, 300);
+  const fail = (text: string): false => {
+    if (measuring) {
+      errors++;
+      firstError ??= text.slice(0, 300);
+    }
+    return false;
   };
-  const one = async (): Promise<void> => {
+  /** One operation; true only when every request of it succeeded. */
+  const one = async (): Promise<boolean> => {
     const n = counter++;
     const headers = plan.headerSets[n % plan.headerSets.length]!;
     if (plan.mode === 'request') {
       const r = await post(plan.url, headers, plan.body!);
-      if (!r.ok) fail(r.text);
-      return;
+      return r.ok || fail(r.text);
     }
     const nk = `w-${process.pid}-${n}`;
     const data = { title: `Written ${n}`, slug: nk, summary: 'written by the bench', rating: n % 100, featured: n % 2 === 0 };
     if (plan.mode === 'batch100') {
       const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { ...data, slug: `${nk}-${i}` } }));
       const b = await post(plan.url, headers, JSON.stringify({ query: BATCH, variables: { ops } }));
-      if (!b.ok) fail(b.text);
-      return;
+      return b.ok || fail(b.text);
     }
     if (plan.mode === 'peer-write' || plan.mode === 'peer-create') {
       const c = await post(plan.url, headers, JSON.stringify({ query: PEER_CREATE, variables: { n: data } }));
       const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { note?: { rowId?: string } } } }).data?.createNote?.note?.rowId : undefined;
       if (!id) return fail(c.text);
-      if (plan.mode === 'peer-create') return;
+      if (plan.mode === 'peer-create') return true;
       const p = await post(plan.url, headers, JSON.stringify({ query: PEER_PUBLISH, variables: { id, at: new Date().toISOString() } }));
-      if (!p.ok) fail(p.text);
-      return;
+      return p.ok || fail(p.text);
     }
     const c = await post(plan.url, headers, JSON.stringify({ query: CREATE, variables: { nk, d: data } }));
     const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { _id?: string } } }).data?.createNote?._id : undefined;
     if (!id) return fail(c.text);
-    if (plan.mode === 'create') return;
+    if (plan.mode === 'create') return true;
     const p = await post(plan.url, headers, JSON.stringify({ query: PUBLISH, variables: { id } }));
-    if (!p.ok) fail(p.text);
+    return p.ok || fail(p.text);
   };
   const loop = async () => {
     while (!stop) {
       const t0 = performance.now();
+      let ok = false;
       try {
-        await one();
+        ok = await one();
       } catch (err) {
         fail((err as Error).message);
       }
-      if (measuring) lat.push(performance.now() - t0);
+      // A failed operation is never throughput, and its (often fast) latency is not a sample.
+      if (measuring && ok) lat.push(performance.now() - t0);
     }
   };
   const loops = Array.from({ length: plan.connections }, loop);
-  await Bun.sleep(plan.warmupMs);
+  const warmupMs = await steadyWarmup(plan.warmupMs, () => counter);
   measuring = true;
   const t0 = performance.now();
   await Bun.sleep(plan.durationMs);
@@ -113,7 +127,35 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
   await Promise.all(loops);
   lat.sort((a, b) => a - b);
   const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : 0);
-  return { requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors, firstError };
+  return { requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors, firstError, warmupMs: Math.round(warmupMs) };
+}
+
+/** Warm-up windows: the rate counts as steady when three successive windows agree within this share. */
+const WINDOW_MS = 500;
+const STEADY = 0.1;
+
+/**
+ * Warms the target until its rate is steady (issue 28, item 6): at least `minMs`, then until the
+ * operations started in each of three successive 500 ms windows agree within 10 % (the JIT has
+ * compiled the hot path, caches are full), at most 2 × `minMs` + 3 s on a box too noisy to
+ * settle. Returns how long it ran; the result records it.
+ */
+export async function steadyWarmup(minMs: number, started: () => number): Promise<number> {
+  if (minMs <= 0) return 0;
+  const t0 = performance.now();
+  const maxMs = minMs * 2 + 3_000;
+  const rates: number[] = [];
+  let last = started();
+  while (true) {
+    await Bun.sleep(WINDOW_MS);
+    const now = started();
+    rates.push(now - last);
+    last = now;
+    const spent = performance.now() - t0;
+    const w = rates.slice(-3);
+    const steady = w.length === 3 && Math.max(...w) > 0 && (Math.max(...w) - Math.min(...w)) / Math.max(...w) <= STEADY;
+    if ((spent >= minMs && steady) || spent >= maxMs) return spent;
+  }
 }
 
 if (import.meta.main) {

@@ -37,9 +37,12 @@ export async function pgCpuWindow(databaseUrl: string): Promise<PgCpu> {
     for (const { pid } of rows) {
       const c = backendCpu(pid);
       if (c === undefined) {
-        local = false;
+        // Unreadable: PostgreSQL is on another machine — or this backend just exited (a
+        // client closing its pool), which later samples must not take for the former.
+        if (initial && first.size === 0) local = false;
         continue;
       }
+      local = true;
       // A backend first seen after the start used all its CPU inside the window (near enough).
       if (!first.has(pid)) first.set(pid, initial ? c : 0);
       last.set(pid, c);

@@ -1,6 +1,5 @@
-import { cpus, totalmem } from 'node:os';
-import { execFileSync } from 'node:child_process';
 import type { LoadResult } from './load.ts';
+import type { Figure, RowJson } from './results.ts';
 
 /** One row of the table: a scenario of the service or a reference, measured or `n/a (reason)`. */
 export interface Row {
@@ -12,9 +11,12 @@ export interface Row {
   na?: string;
 }
 
-export const COLUMNS = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-node', '× write-ceiling'] as const;
+export const COLUMNS = ['scenario', 'req/s', 'errors', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-jit', '× yoga-cached', '× write-ceiling'] as const;
 
-const PEERS = ['ceiling-jit', 'postgraphile', 'yoga-node'] as const;
+const PEERS = ['ceiling-jit', 'postgraphile', 'yoga-jit', 'yoga-cached'] as const;
+
+/** A row measured with failed requests is marked beside its name (its req/s counts successes only). */
+export const ERROR_MARK = ' ⚠ errors';
 
 function peerName(peer: string, shape: Row['shape'], row: string): string {
   // Writes: each row has its own peer row (`write` → `postgraphile/write`, `write/create` → `postgraphile/create`).
@@ -29,7 +31,7 @@ export function tableLines(rows: Row[]): string[] {
   const lines = [`| ${COLUMNS.join(' | ')} |`, `|${COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`];
   for (const r of rows) {
     if (!r.result) {
-      lines.push(`| ${r.name} | n/a (${(r.na ?? 'not run').replace(/\|/g, '/')}) | | | | | | | |`);
+      lines.push(`| ${r.name} | n/a (${(r.na ?? 'not run').replace(/\|/g, '/')}) | | | | | | | | | |`);
       continue;
     }
     const ratios = PEERS.map((p) => {
@@ -42,60 +44,26 @@ export function tableLines(rows: Row[]): string[] {
     const ceiling = byName.get('write-ceiling')?.result;
     ratios.push(r.shape === 'write' && !r.reference && r.name !== 'write/batch100' && ceiling && ceiling.rps > 0 ? (r.result.rps / ceiling.rps).toFixed(3) : '');
     const rss = r.result.rssMb === undefined ? 'n/a' : f(r.result.rssMb, 0);
-    lines.push(`| ${r.name} | ${f(r.result.rps, 0)} | ${f(r.result.p50, 2)} | ${f(r.result.p99, 2)} | ${rss} | ${ratios.join(' | ')} |`);
+    const errors = r.result.errors ?? 0;
+    lines.push(`| ${r.name}${errors > 0 ? ERROR_MARK : ''} | ${f(r.result.rps, 0)} | ${errors} | ${f(r.result.p50, 2)} | ${f(r.result.p99, 2)} | ${rss} | ${ratios.join(' | ')} |`);
   }
   return lines;
 }
 
-export interface Machine {
-  date: string;
-  cores: string;
-  memory: string;
-  bun: string;
-  node: string;
-  postgres: string;
-  loadgen: string;
-  run: string;
+const UNITS: Record<Row['shape'], string> = { read: 'req/s', filtered: 'req/s', write: 'ops/s', operations: 'executions/s', provision: 'req/s', files: 'req/s' };
+
+/** The rows as data for the result file, errors and all. */
+export function rowsJson(rows: Row[]): RowJson[] {
+  return rows.map((r) =>
+    r.result
+      ? { name: r.name, shape: r.shape, reference: r.reference, rps: r.result.rps, p50Ms: r.result.p50, p99Ms: r.result.p99, ...(r.result.rssMb !== undefined ? { rssMb: r.result.rssMb } : {}), requests: r.result.requests, errors: r.result.errors ?? 0, ...(r.result.firstError ? { firstError: r.result.firstError } : {}), seconds: r.result.seconds, ...(r.result.warmupMs !== undefined ? { warmupMs: r.result.warmupMs } : {}) }
+      : { name: r.name, shape: r.shape, reference: r.reference, na: r.na ?? 'not run' },
+  );
 }
 
-/** The `node` the Node references run on (Bun's own process.versions.node is its compat level). */
-function nodeOnPath(): string {
-  try {
-    return execFileSync('node', ['--version']).toString().trim().replace(/^v/, '');
-  } catch {
-    return 'not installed';
-  }
-}
-
-export function describeMachine(postgres: string, loadgen: string, run: string): Machine {
-  const cs = cpus();
-  return {
-    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    cores: `${cs.length} × ${cs[0]?.model.trim() ?? 'unknown CPU'}`,
-    memory: `${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
-    bun: Bun.version,
-    node: nodeOnPath(),
-    postgres,
-    loadgen,
-    run,
-  };
-}
-
-export function resultsMarkdown(rows: Row[], m: Machine, notes: string[]): string {
-  return [
-    '# Benchmark results',
-    '',
-    'Written by `bun bench` (see bench/README.md). Ratios are req/s of the row divided by req/s of the',
-    'reference answering the same query shape (read, filtered) in the same run; higher is better for the row.',
-    '',
-    `- Date: ${m.date}`,
-    `- Machine: ${m.cores}, ${m.memory} memory`,
-    `- Bun ${m.bun}; Node ${m.node}; PostgreSQL ${m.postgres}`,
-    `- Load generator: ${m.loadgen}`,
-    `- Run: ${m.run}`,
-    '',
-    ...tableLines(rows),
-    '',
-    ...(notes.length ? ['Notes:', '', ...notes.map((n) => `- ${n}`), ''] : []),
-  ].join('\n');
+/** Each measured row's throughput as a figure named like the row (successful operations only). */
+export function rowFigures(rows: Row[]): Record<string, Figure> {
+  const out: Record<string, Figure> = {};
+  for (const r of rows) if (r.result) out[r.name] = { value: r.result.rps, unit: UNITS[r.shape], errors: r.result.errors ?? 0 };
+  return out;
 }

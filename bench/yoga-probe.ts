@@ -12,6 +12,7 @@ import { buildSchema, parse } from 'graphql';
 import { compileQuery, isCompiledQuery } from 'graphql-jit';
 import { runPlan } from './load.ts';
 import { freePort } from '../src/store/ports.ts';
+import { ensurePeers, PEER_DIR } from './peers.ts';
 
 const SDL = 'type Item { id: ID! title: String! rating: Int! } type Query { items(first: Int!): [Item!]! }';
 const items = (n: number) => Array.from({ length: n }, (_, i) => ({ id: String(i), title: `t${i}`, rating: i }));
@@ -22,7 +23,9 @@ async function serve(kind: string, port: number): Promise<void> {
     // What @elysiajs/graphql-yoga mounts: a Yoga instance answering the route's Request.
     // Imported by a computed name: its type declarations redefine DOM globals (ReadableStream)
     // for the whole program, which breaks Bun's stream types elsewhere.
-    const yogaModule = 'graphql-yoga';
+    // Yoga is a benchmark peer, installed into bench/.peers (bench/peers.ts), not a dependency.
+    ensurePeers();
+    const yogaModule = Bun.resolveSync('graphql-yoga', PEER_DIR);
     const { createSchema, createYoga } = await import(yogaModule);
     const y = createYoga({ schema: createSchema({ typeDefs: SDL, resolvers: { Query: { items: (_: unknown, a: { first: number }) => items(a.first) } } }), graphiql: false });
     new Elysia().all('/graphql', ({ request }) => y.fetch(request), { parse: 'none' }).listen(port);
@@ -48,7 +51,8 @@ async function importCost(): Promise<string> {
   const code = "const t=performance.now(); const r0=process.memoryUsage().rss; await import('graphql-yoga'); console.log(JSON.stringify({ ms: performance.now()-t, mb: (process.memoryUsage().rss-r0)/1048576 }))";
   const out = await new Promise<string>((res) => {
     let s = '';
-    const p = spawn(process.execPath, ['-e', code], { cwd: import.meta.dir });
+    ensurePeers();
+    const p = spawn(process.execPath, ['-e', code], { cwd: PEER_DIR });
     p.stdout.on('data', (c) => (s += c));
     p.on('exit', () => res(s.trim()));
   });
