@@ -77,6 +77,12 @@ export async function createProject(
 }
 
 /** Loads a project of the caller's tenant, or fails as if it did not exist. */
+/** A tenant's display name, or null for an unknown id. */
+export async function tenantName(sql: Sql, tenantId: string): Promise<string | null> {
+  const [row] = await sql<{ name: string }[]>`select name from tenants where id = ${tenantId}`;
+  return row?.name ?? null;
+}
+
 export async function projectOfCaller(sql: Sql, caller: ControlCaller, projectId: unknown): Promise<{ id: string; tenantId: string }> {
   const member = requireMember(caller);
   if (typeof projectId !== 'string' || projectId === '') throw new BadUserInput('project is required');

@@ -1,6 +1,7 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
+import { executionExists } from '../operations/store.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { JSONScalar } from './scalars.ts';
 
@@ -130,8 +131,7 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
         if (!hasScope(ctx.principal, 'operations:read')) throw missingScope('operations:read');
         if (!/^[A-Za-z0-9_-]{1,128}$/.test(args.id)) throw new BadUserInput('id is not an execution id');
         // Another project's execution reads as unknown: nothing is said about it.
-        const [row] = await ctx.svc.sql`select 1 as ok from operation_executions where id = ${args.id} and project_id = ${ctx.snapshot.id}`;
-        if (!row) throw new NotFound(`No execution "${args.id}"`);
+        if (!(await executionExists(ctx.svc.sql, ctx.snapshot.id, args.id))) throw new NotFound(`No execution "${args.id}"`);
         return iterate(sourceOf(ctx), ctx.snapshot.id, `jobs:${args.id}`, (d) => d);
       },
       resolve: (payload) => payload,

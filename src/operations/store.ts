@@ -141,6 +141,12 @@ export async function getExecution(sql: Sql, projectId: string, id: string): Pro
   return row ?? null;
 }
 
+/** Whether the execution exists in the project (another project's reads as unknown). */
+export async function executionExists(sql: Sql, projectId: string, id: string): Promise<boolean> {
+  const [row] = await sql`select 1 as ok from operation_executions where id = ${id} and project_id = ${projectId}`;
+  return row !== undefined;
+}
+
 export interface ListFilter {
   status?: string;
   operationKey?: string;
