@@ -156,7 +156,10 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
       : name === 'ceiling-static'
         ? [[name, 'read', body(READ_DOC)]]
         : [[name, 'read', body(READ_DOC)], [`${name}/filtered`, 'filtered', body(FILTERED_DOC)]];
-  if (name === 'yoga-node' && !hasNode()) return void shapes.forEach(([n, s]) => naRow(n, s, true, 'node is not on PATH'));
+  if (name === 'yoga-node' && !hasNode()) {
+    for (const [n, s] of shapes) naRow(n, s, true, 'node is not on PATH');
+    return;
+  }
   let target: Target | undefined;
   try {
     if (name === 'ceiling-static' && !readBytes.file) {

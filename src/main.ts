@@ -3,7 +3,7 @@ import { startServer } from './server.ts';
 
 /** `npm start`: the API and the realtime gateway in one process (CONTRACT §1–2). */
 async function main(): Promise<void> {
-  let settings;
+  let settings: ReturnType<typeof readSettings>;
   try {
     settings = readSettings();
   } catch (err) {
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
     console.error('svc: start-up took longer than 60 s; giving up');
     process.exit(1);
   }, 60_000);
-  let running;
+  let running: Awaited<ReturnType<typeof startServer>>;
   try {
     running = await startServer(settings);
   } catch (err) {

@@ -103,7 +103,10 @@ export class RoomSync {
       case 'sync-step2':
       case 'update': {
         const refused = refusedPlaces(conn.rule, this.doc, f.update, f.decoded);
-        if (refused.length === 0) return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+        if (refused.length === 0) {
+          this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+          return;
+        }
         // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
         skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);
         this.#host.refused();

@@ -30,7 +30,7 @@ const MAX_TEXT = 1000;
 /** A client-given filename reduced to a safe last path segment (no `..`, slashes or controls). */
 export function safeFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this strips from file names
   const clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
   return clean === '' ? 'file' : clean;
 }

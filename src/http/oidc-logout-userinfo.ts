@@ -80,7 +80,7 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
     }
     if (typeof projectId !== 'string') return fail(401, 'invalid_token', 'the access token is invalid or expired');
     const id = identityOf(svc.bus);
-    let who;
+    let who: Awaited<ReturnType<typeof id.tokens.verify>>;
     try {
       who = await id.tokens.verify(token, projectId);
     } catch {

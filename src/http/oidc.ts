@@ -126,6 +126,7 @@ export function oidcRoutes(svc: Service) {
     const land = landing(b);
     const cookies: string[] = [];
     if (b.request?.prompt !== 'login' && land && browserSessionAllowed(b.party, land)) {
+      // biome-ignore lint/correctness/useHookAtTopLevel: not a hook; it uses up (checks and renews) the browser session
       const bs = await useBrowserSession(svc.sql, cookieOf(request, cookieName(b.party.projectId)), { projectId: b.party.projectId, host: site.host, maxAge: b.request?.max_age ?? null });
       if (bs) {
         const payload = await loginKnownCustomer(identityOf(svc.bus), b.project, bs.customerId);

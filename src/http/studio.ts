@@ -21,7 +21,7 @@ function json(body: unknown, status = 200, headers: Record<string, string> = {})
 
 /** Sign-in posts are JSON only: a cross-site form cannot send them without a CORS preflight. */
 function jsonBody(request: Request, body: unknown): Record<string, unknown> {
-  const type = request.headers.get('content-type')?.split(';')[0]!.trim().toLowerCase();
+  const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') throw new BadUserInput('Send the body as application/json');
   return objectBody(body);
 }
