@@ -18,6 +18,8 @@ import { MetricsRegistry } from './metrics/registry.ts';
 import { RequestLog } from './metrics/requests.ts';
 import { poolConnections } from './store/pools.ts';
 import { OperationsRuntime } from './operations/runtime.ts';
+import { ReleaseClock } from './releases/schedule.ts';
+import { publishTarget } from './releases/publish.ts';
 import { closeIdentity, startIdentity } from './identity/identity.ts';
 import { CollabRooms } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
@@ -120,6 +122,9 @@ export async function openService(settings: Settings): Promise<Service> {
   // Signing keys (created on the first start of the deployment) and the revocation list.
   const { tokens } = await startIdentity({ sql, bus, settings });
   const operations = new OperationsRuntime({ sql, bus, dataDir: settings.dataDir, baseUrl: settings.baseUrl, role: settings.role, settings: settings.operations });
+  // Scheduled releases go live on the operations scheduler's tick (src/releases/schedule.ts).
+  const releaseClock = new ReleaseClock({ sql, writes, target: async (id) => publishTarget((await projects.get(id)).snapshot) });
+  operations.scheduler?.also('releases', (now) => releaseClock.tick(now));
   const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }), writes });
   await collab.start();
   const files = new FilesRuntime(sql, bus, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir, role: settings.role });

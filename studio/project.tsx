@@ -5,12 +5,14 @@ import { projectConfig, type ProjectConfig } from './models.ts';
 import { BASE, match, onLink } from './router.ts';
 import { RecordList } from './records.tsx';
 import { lazy } from './lazy.tsx';
+import { ReleasesPanel } from './releases.tsx';
 import { CustomersPanel, FilesPanel, KeysPanel, OperationsPanel, SchedulesPanel } from './panels.tsx';
 
 const RecordScreen = lazy(() => import('./editor/record-screen.tsx').then((m) => m.RecordScreen));
 const Explorer = lazy(() => import('./explorer.tsx').then((m) => m.Explorer));
 
 const SECTIONS = [
+  ['releases', 'Releases'],
   ['files', 'Files'],
   ['keys', 'API keys'],
   ['customers', 'Customers'],
@@ -56,6 +58,7 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
     const model = models.find((m) => m.key === key);
     if (rec && model) body = <RecordScreen key={rec.id} project={project} config={config} model={model} recordId={rec.id!} />;
     else if (list && model) body = <RecordList key={model.key} project={project} model={model} />;
+    else if (here === '/releases') body = <ReleasesPanel project={project} />;
     else if (here === '/files') body = <FilesPanel project={project} />;
     else if (here === '/keys') body = <KeysPanel project={project} />;
     else if (here === '/customers') body = <CustomersPanel project={project} />;

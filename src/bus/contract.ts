@@ -36,6 +36,8 @@ export type BusEvent =
       resultJson: unknown;
       errorJson: unknown;
     }
+  /** A release went live (src/releases/publish.ts); realtime delivers it on `changes:*`. */
+  | { type: 'release.published'; projectId: string; releaseId: string; name: string; records: number; userId: string | null }
   | { type: 'custom'; topic: string; projectId: string; data: Record<string, unknown> };
 
 /** Runs one statement in the caller's transaction (Bun's SQL or postgres.js, via content/db.ts `run`). */

@@ -9,6 +9,32 @@ const COLS = `r.id, r.model_key, r.natural_key, r.has_draft, r.created_at, r.upd
 const CONTENT_COLS = `c.record_id as id, c.model_key, c.data, c.variants`;
 
 /**
+ * Where a read finds content: `record_content`, or for a release preview (ReadScope.release) the
+ * published content with the release's versions in their place, shaped like `record_content`
+ * (stage 'published'), so every read statement keeps its text around it. A record in the
+ * release shows its working version (item without a version) or the pinned version's content
+ * (release_items.data, one entry per locale); every other record its published content.
+ */
+export function contentSource(p: Params, scope: ReadScope): string {
+  if (scope.release === undefined) return 'record_content';
+  const project = p.add(scope.projectId);
+  const rel = p.add(scope.release);
+  return `(select k.record_id, k.project_id, k.model_key, k.stage, k.locale, k.data, k.search, k.updated_at, k.variants
+      from record_content k
+      where k.project_id = ${project} and k.stage = 'published'
+        and not exists (select 1 from release_items i where i.release_id = ${rel} and i.record_id = k.record_id)
+    union all
+    select k.record_id, k.project_id, k.model_key, 'published', k.locale, k.data, k.search, k.updated_at, k.variants
+      from release_items i join record_content k on k.record_id = i.record_id and k.stage = 'draft'
+      where i.release_id = ${rel} and i.project_id = ${project} and i.version is null
+    union all
+    select i.record_id, i.project_id, i.model_key, 'published', e.key, e.value, ''::tsvector, i.added_at,
+        (select w.variants from record_content w where w.record_id = i.record_id and w.stage = 'draft' and w.locale = e.key)
+      from release_items i cross join lateral jsonb_each(i.data) e
+      where i.release_id = ${rel} and i.project_id = ${project} and i.version is not null)`;
+}
+
+/**
  * The reader's row restrictions (model `access.read`, ReadScope.rows) as conditions on the
  * records join `r`. With `modelKey` (one-model reads) only that model's rule, else all of them.
  * Empty when nothing is restricted, so the common statements keep their text.
@@ -57,7 +83,7 @@ export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKe
   const stage = p.add(scope.stage);
   const loc = p.add(scope.locale);
   const text = `select distinct on (c.record_id) ${COLS}
-    from record_content c join records r on r.id = c.record_id
+    from ${contentSource(p, scope)} c join records r on r.id = c.record_id
     where c.project_id = ${project} and c.record_id = any(${idList})
       and c.stage = ${stage} and c.locale in (${loc}, ${p.add(scope.defaultLocale)})${models}${rowsSql(p, scope)}
     order by c.record_id, (c.locale = ${loc}) desc`;
@@ -70,7 +96,7 @@ export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKe
  * A scope with row restrictions (customers' reads) takes byIdsStatement, which applies them.
  */
 export function writtenStatement(scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): { text: string; params: unknown[] } {
-  if (scope.rows) return byIdsStatement(scope, ids, modelKeys);
+  if (scope.rows || scope.release !== undefined) return byIdsStatement(scope, ids, modelKeys);
   return {
     text: `select * from svc_records_by_ids($1::text, $2::text[], $3::text, $4::text, $5::text, $6::text[])`,
     params: [scope.projectId, [...ids], scope.stage, scope.locale, scope.defaultLocale, modelKeys ? [...modelKeys] : null],
@@ -95,7 +121,7 @@ export async function readOne(sql: Sql | ContentSql, scope: ReadScope, model: Mo
     if (v === undefined || v === null) continue;
     conds.push(`c.data @> ${p.add(JSON.stringify({ [k]: v }))}::jsonb and (c.data->>${literalKey(k)}) is not null`);
   }
-  const text = `select ${COLS} from record_content c join records r on r.id = c.record_id
+  const text = `select ${COLS} from ${contentSource(p, scope)} c join records r on r.id = c.record_id
     where ${conds.join(' and ')}${rowsSql(p, scope, model.key)} order by (c.locale = ${loc}) desc, c.record_id limit 1`;
   const [row] = await run<ContentRow>(sql, text, p.values);
   return row ?? null;
@@ -144,9 +170,10 @@ export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model
   const limit = p.add(String(args.first + 1), 'text');
   const withRecord = args.withRecord !== false || restrictsModel(scope, model.key);
   const cols = withRecord ? COLS : CONTENT_COLS;
-  const from = withRecord ? `from record_content c join records r on r.id = c.record_id` : `from record_content c`;
+  const src = contentSource(p, scope);
+  const from = withRecord ? `from ${src} c join records r on r.id = c.record_id` : `from ${src} c`;
   const text = args.withTotal
-    ? `with matched as (select c.record_id from record_content c${restrictsModel(scope, model.key) ? ' join records r on r.id = c.record_id' : ''} where ${base})
+    ? `with matched as (select c.record_id from ${src} c${restrictsModel(scope, model.key) ? ' join records r on r.id = c.record_id' : ''} where ${base})
        select ${cols}${sortSelect(keys)}, (select count(*) from matched) as _total ${from}
        where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`
     : `select ${cols}${sortSelect(keys)} ${from} where ${base} and ${after} order by ${orderSql(keys)} limit (${limit})::int`;
@@ -160,7 +187,7 @@ export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model
       // An empty page still owes the total; only then a second, cheap count runs.
       const q = new Params();
       const join = restrictsModel(scope, model.key) ? ' join records r on r.id = c.record_id' : '';
-      const cnt = `select count(*)::int as n from record_content c${join} where ${[
+      const cnt = `select count(*)::int as n from ${contentSource(q, scope)} c${join} where ${[
         `c.project_id = ${slice(q, scope.projectId)}`,
         `c.model_key = ${slice(q, model.key)}`,
         `c.stage = ${q.add(scope.stage)}`,
@@ -190,7 +217,7 @@ export async function searchContent(sql: Sql | ContentSql, scope: ReadScope, mod
   conds.push(`c.search @@ websearch_to_tsquery('simple', ${q})`);
   const rows = rowsSql(p, scope);
   const text = `select ${COLS}, ts_rank(c.search, websearch_to_tsquery('simple', ${q})) as _rank, count(*) over () as _total
-    from record_content c join records r on r.id = c.record_id
+    from ${contentSource(p, scope)} c join records r on r.id = c.record_id
     where ${conds.join(' and ')}${rows}
     order by _rank desc, c.record_id asc limit (${p.add(String(first + 1))})::int offset (${p.add(String(offset))})::int`;
   const found = await run<SearchRow>(sql, text, p.values);

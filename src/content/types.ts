@@ -28,12 +28,14 @@ export interface RecordNode {
   _variantId: string;
   /** The customer who owns the record (null: nobody; undefined: not read). */
   _owner: string | null | undefined;
+  /** The release a preview read looks through (references resolve through it too); absent otherwise. */
+  _release?: string;
   [field: string]: unknown;
 }
 
 export const SYSTEM_FIELDS = new Set([
   '_id', '_modelKey', '_createdAt', '_updatedAt', '_publishedAt', '_hasDraft', 'naturalKey', 'content', '_stage', '_locale',
-  '_context', '_targeting', '_variantId', '_owner',
+  '_context', '_targeting', '_variantId', '_owner', '_release',
 ]);
 
 /** The raw row every read query returns. */
@@ -72,6 +74,12 @@ export interface ReadScope {
   targeting?: Targeting;
   /** Owner-only and closed models for this reader (absent: no restriction). */
   rows?: RowAccess;
+  /**
+   * Read the site as it will be once this release is live (stage 'published' with the
+   * release's versions in place; src/content/read.ts `contentSource`). Checked to be the
+   * project's before a scope carries it.
+   */
+  release?: string;
 }
 
 export function toNode(row: ContentRow, model: ModelDef | undefined, scope: ReadScope): RecordNode {
@@ -93,6 +101,7 @@ export function toNode(row: ContentRow, model: ModelDef | undefined, scope: Read
     _variantId: variant ? variant.id : DEFAULT_VARIANT,
     _owner: row.owner_customer_id,
   };
+  if (scope.release !== undefined) node._release = scope.release;
   if (model) {
     for (const f of model.fields) {
       if (SYSTEM_FIELDS.has(f.key)) continue;

@@ -71,16 +71,16 @@ export function newRecordId(): string {
   return `${msPrefix}${seq.toString(16).padStart(6, '0')}${randomHex6()}`;
 }
 
-const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
+export const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
 
 /** Fields whose text goes into the search vector, in model order (searchText in validate.ts). */
-function searchKeys(model: ModelDef): string[] {
+export function searchKeys(model: ModelDef): string[] {
   return model.fields
     .filter((f) => !f.access?.read && (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')))
     .map((f) => f.key);
 }
 
-const requiredKeys = (model: ModelDef): string[] => model.fields.filter((f) => f.required).map((f) => f.key);
+export const requiredKeys = (model: ModelDef): string[] => model.fields.filter((f) => f.required).map((f) => f.key);
 
 /**
  * A value too large for its field's btree index (src/content/indexes.ts) is the client's input.

@@ -60,6 +60,8 @@ export interface GqlContext {
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */
   targeting?: Targeting | Promise<Targeting>;
+  /** Releases a read of this request previews, checked once each (graphql/resolvers.ts). */
+  releases?: Map<string, Promise<string>>;
 }
 
 /** Names generated from model and field keys (CONTRACT §4). */

@@ -13,6 +13,7 @@ interface Batch {
   stage: Stage;
   locale: string;
   targeting: Targeting;
+  release: string | undefined;
   ids: Map<string, { resolve: (n: RecordNode | null) => void; reject: (e: unknown) => void }[]>;
 }
 
@@ -32,14 +33,15 @@ export class RecordLoader {
   ) {}
 
   /** `targeting`: the context of the record that links (its variant choice carries over). */
-  load(id: string, stage: Stage, locale: string, targeting: Targeting = ANONYMOUS): Promise<RecordNode | null> {
-    const ck = `${stage}\0${locale}\0${targeting.key}\0${id}`;
+  load(id: string, stage: Stage, locale: string, targeting: Targeting = ANONYMOUS, release?: string): Promise<RecordNode | null> {
+    // A release preview (`release:`) reads through the release: its own batch and cache entries.
+    const bk = release === undefined ? `${stage}\0${locale}\0${targeting.key}` : `${stage}\0${locale}\0${targeting.key}\0${release}`;
+    const ck = `${bk}\0\0${id}`;
     const cached = this.#cache.get(ck);
     if (cached) return cached;
-    const bk = `${stage}\0${locale}\0${targeting.key}`;
     let batch = this.#batches.get(bk);
     if (!batch) {
-      batch = { stage, locale, targeting, ids: new Map() };
+      batch = { stage, locale, targeting, release, ids: new Map() };
       this.#batches.set(bk, batch);
       const b = batch;
       queueMicrotask(() => {
@@ -58,6 +60,7 @@ export class RecordLoader {
 
   async #dispatch(b: Batch): Promise<void> {
     const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale, targeting: b.targeting, rows: this.rows };
+    if (b.release !== undefined) scope.release = b.release;
     try {
       const rows = await readByIds(this.sql, scope, [...b.ids.keys()], this.restrictTo);
       for (const [id, waiters] of b.ids) {

@@ -236,14 +236,14 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)));
+              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)));
               return nodes.filter((x) => x !== null);
             },
           };
         }
         return {
           type,
-          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting) : null),
+          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting, n._release) : null),
         };
       }
       case 'model': {
@@ -264,7 +264,7 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting)))).filter((x) => x !== null);
+              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)))).filter((x) => x !== null);
             },
           };
         }

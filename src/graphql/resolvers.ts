@@ -9,6 +9,7 @@ import type { GqlContext } from './context.ts';
 import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
+import { releaseExists } from '../releases/store.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
@@ -46,8 +47,25 @@ export function readScope(ctx: GqlContext, args: { locale?: string | null; previ
 /** readScope plus the targeting context (which variant each record shows). */
 export async function targetedScope(ctx: GqlContext, args: Record<string, any>): Promise<ReadScope> {
   const scope = readScope(ctx, args);
+  if (args.release !== undefined && args.release !== null) scope.release = await releaseOf(ctx, args);
   scope.targeting = await targetingFor(ctx, args.context);
   return scope;
+}
+
+/**
+ * `release: ID` (secret keys with drafts:read): the site as it will look once the release is
+ * live. The release must be this project's (NOT_FOUND otherwise, never another project's view);
+ * checked once per request and id. Never stored in any cache.
+ */
+async function releaseOf(ctx: GqlContext, args: Record<string, any>): Promise<string> {
+  if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
+  if (args.preview === true) throw new BadUserInput('release and preview cannot be combined: a release read previews the release', { field: 'release' });
+  ctx.noStore = true;
+  const id = String(args.release);
+  const known = (ctx.releases ??= new Map());
+  let p = known.get(id);
+  if (!p) known.set(id, (p = releaseExists(ctx.svc.sql, ctx.snapshot.id, id)));
+  return p;
 }
 
 /** A customer reading a model with `self`-readable fields needs each record's owner (the records join). */

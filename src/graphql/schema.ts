@@ -26,6 +26,7 @@ import { fileUploadMutations } from './fields/files-uploads.ts';
 import { secretMutations, secretQueries } from './fields/secrets.ts';
 import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './fields/semantic-search.ts';
 import { projectUiQueries } from './fields/project-ui.ts';
+import { releaseMutations, releaseQueries } from './fields/releases.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -68,7 +69,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   // Secret keys may read as a given targeting context (graphql/targeting.ts); public keys read as themselves.
   const readArgs: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind)
     ? { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } }
-    : { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean }, context: { type: ReadContextInput } };
+    : { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean }, release: { type: GraphQLID }, context: { type: ReadContextInput } };
   const contextArg: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind) ? {} : { context: { type: ReadContextInput } };
 
   for (const model of models.values()) {
@@ -132,6 +133,11 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
       },
     };
     if (canWrite) Object.assign(mutation, batchMutation(types), importMutation());
+    // Releases span models: secret keys that see every model (graphql/releases.ts).
+    if (canWrite) {
+      Object.assign(query, releaseQueries());
+      Object.assign(mutation, releaseMutations());
+    }
   }
 
   Object.assign(query, fileQueries(principal));

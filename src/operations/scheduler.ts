@@ -86,6 +86,8 @@ export class Scheduler {
   readonly #clock: () => Date;
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
+  /** Other due work run on the same tick (the release clock, src/releases/schedule.ts). */
+  readonly #also: { name: string; run: (now: Date) => Promise<unknown> }[] = [];
 
   constructor(sql: Sql, bus: EventBus, clock: () => Date = () => new Date()) {
     this.#sql = sql;
@@ -95,9 +97,30 @@ export class Scheduler {
 
   start(tickMs: number): void {
     this.#timer ??= setInterval(() => {
-      this.#ticking ??= this.tick().catch((err) => console.error('scheduler:', (err as Error).message)).finally(() => (this.#ticking = undefined));
+      this.#ticking ??= this.tick()
+        .catch((err) => console.error('scheduler:', (err as Error).message))
+        .then(() => this.#runAlso())
+        .finally(() => (this.#ticking = undefined));
     }, tickMs);
     this.#timer.unref?.();
+  }
+
+  /**
+   * Adds due work to every tick: `run(now)` fires what is due and must itself make each firing
+   * happen once across processes (every worker ticks).
+   */
+  also(name: string, run: (now: Date) => Promise<unknown>): void {
+    this.#also.push({ name, run });
+  }
+
+  async #runAlso(): Promise<void> {
+    for (const a of this.#also) {
+      try {
+        await a.run(this.#clock());
+      } catch (err) {
+        console.error(`scheduler (${a.name}):`, (err as Error).message);
+      }
+    }
   }
 
   async stop(): Promise<void> {

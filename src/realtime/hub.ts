@@ -57,6 +57,13 @@ export function framesOf(e: BusEvent): { projectId: string; channels: string[]; 
         channels: [`changes:${e.modelKey}`, 'changes:*'],
         event: { event: `record.${e.action}`, data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId } },
       };
+    case 'release.published':
+      // After the records' own events (they commit together, announced in order).
+      return {
+        projectId: e.projectId,
+        channels: ['changes:*'],
+        event: { event: 'release.published', data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId } },
+      };
     case 'execution.changed':
       return {
         projectId: e.projectId,

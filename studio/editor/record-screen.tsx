@@ -9,6 +9,7 @@ import type { FormCtx } from './field-props.ts';
 import { colorOf, joinRoom, type Room } from './collab.ts';
 import { History } from './history.tsx';
 import { settle } from './settle.ts';
+import { AddToRelease } from '../releases.tsx';
 
 interface Props {
   project: ProjectRef;
@@ -217,6 +218,7 @@ function Editor({ project, config, model, recordId }: Props) {
             : <button type="button" disabled={busy || !room} onClick={() => void act('Draft saved', saveDraft)}>Save draft</button>}
           <button type="button" disabled={busy || !room} onClick={() => void publish()}>Publish</button>
           {record?._publishedAt && model.versioned !== false && <button type="button" class="ghost" disabled={busy} onClick={() => void unpublish()}>Unpublish</button>}
+          {model.versioned !== false && room && <AddToRelease project={project} modelKey={model.key} recordId={recordId} before={saveDraft} />}
           <span class="grow" />
           <button type="button" class="danger" disabled={busy} onClick={() => void remove()}>Delete</button>
         </div>

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
+import { addMember, PASSWORD, StudioBrowser } from './support.ts';
+
+/**
+ * Releases in the Studio, in headless Chromium, as an editor: create a release, add the record
+ * being edited to it from the editor (with what was typed), see it listed, publish it; the
+ * public API then serves the record.
+ */
+let server: TestServer;
+let chrome: StudioBrowser;
+let ctx: BrowserContext;
+let page: Page;
+let projectId: string;
+let ownerKey: string;
+let publicKey: string;
+
+async function control(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const out = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
+  return out;
+}
+
+const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
+const live = async (id: string) => {
+  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: 'query($id: ID!) { note(_id: $id) { title } }', variables: { id } }) });
+  return ((await res.json()) as any).data.note;
+};
+
+beforeAll(async () => {
+  server = await startTestServer();
+  const b = await bootstrapProject(server, 'releases');
+  projectId = b.projectId;
+  ownerKey = b.ownerKey;
+  const pushed = await control('POST', `/projects/${projectId}/config`, {
+    config: { key: 'releases', name: 'Releases', project: { id: projectId, tenantId: b.tenantId }, models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }] },
+  });
+  if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
+  publicKey = (await control('POST', '/api-keys', { name: 'web', type: 'public', project: projectId, scopes: ['records:read'] })).key;
+  const link = await addMember(server, ownerKey, 'editor@acme.test', 'editor', projectId);
+  chrome = await StudioBrowser.launch();
+  ctx = await chrome.context(1280, 860);
+  page = await ctx.newPage();
+  await page.goto(link);
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+}, 60_000);
+
+afterAll(async () => {
+  await chrome?.close();
+  await server?.stop();
+});
+
+describe('releases in the Studio', () => {
+  test('an editor creates a release, adds the record being edited, and publishes the release', async () => {
+    await page.goto(url('/releases'));
+    await page.getByRole('heading', { name: 'Releases' }).waitFor();
+    await page.getByLabel('New release').fill('Autumn issue');
+    await page.getByRole('button', { name: 'Create release' }).click();
+    await page.getByRole('status').filter({ hasText: 'Release created' }).waitFor();
+    await page.getByRole('cell', { name: 'Autumn issue', exact: true }).waitFor();
+
+    // A new note, edited in its room, then added to the release from the editor.
+    await page.goto(url('/m/note/r/new'));
+    await page.getByLabel('Title').fill('Leaves');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.waitForURL(/\/r\/rec_/);
+    const id = page.url().split('/r/')[1]!;
+    const title = page.getByLabel('Title');
+    await title.waitFor();
+    await title.click();
+    await page.keyboard.press('End');
+    await page.keyboard.type(' fall');
+    expect(await page.getByLabel('Release').inputValue()).toMatch(/^rel_/);
+    await page.getByRole('button', { name: 'Add to release' }).click();
+    await page.getByText('Added to Autumn issue').waitFor();
+    await page.getByLabel('In releases').filter({ hasText: 'Autumn issue' }).waitFor();
+    expect(await live(id)).toBeNull();
+
+    // The list shows it; publishing it makes the record live with what was typed.
+    await page.getByRole('link', { name: 'Releases' }).click();
+    const list = page.getByRole('list', { name: 'Records in Autumn issue' });
+    await list.getByText(`note ${id}`).waitFor();
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Publish release' }).click();
+    await page.getByRole('status').filter({ hasText: 'Published Autumn issue' }).waitFor();
+    await page.locator('.badge.published').waitFor();
+    expect(await live(id)).toEqual({ title: 'Leaves fall' });
+    expect(chrome.consoleErrors).toEqual([]);
+  }, 90_000);
+});
