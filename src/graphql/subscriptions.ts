@@ -1,7 +1,7 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
-import { executionExists } from '../operations/store.ts';
+import { executionCreator } from '../operations/store.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { JSONScalar } from './scalars.ts';
 
@@ -128,10 +128,14 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
       type: new nn(ExecutionEvent),
       args: { id: { type: new nn(GraphQLString) } },
       subscribe: async (_r, args: { id: string }, ctx) => {
-        if (!hasScope(ctx.principal, 'operations:read')) throw missingScope('operations:read');
+        const mayReadAll = hasScope(ctx.principal, 'operations:read');
+        // Without operations:read, only the customer who executed it follows an execution.
+        if (!mayReadAll && !ctx.customer) throw missingScope('operations:read');
         if (!/^[A-Za-z0-9_-]{1,128}$/.test(args.id)) throw new BadUserInput('id is not an execution id');
         // Another project's execution reads as unknown: nothing is said about it.
-        if (!(await executionExists(ctx.svc.sql, ctx.snapshot.id, args.id))) throw new NotFound(`No execution "${args.id}"`);
+        const row = await executionCreator(ctx.svc.sql, ctx.snapshot.id, args.id);
+        if (!mayReadAll && row?.createdBy !== ctx.customer?.customerId) throw missingScope('operations:read');
+        if (!row) throw new NotFound(`No execution "${args.id}"`);
         return iterate(sourceOf(ctx), ctx.snapshot.id, `jobs:${args.id}`, (d) => d);
       },
       resolve: (payload) => payload,

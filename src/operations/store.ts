@@ -141,10 +141,10 @@ export async function getExecution(sql: Sql, projectId: string, id: string): Pro
   return row ?? null;
 }
 
-/** Whether the execution exists in the project (another project's reads as unknown). */
-export async function executionExists(sql: Sql, projectId: string, id: string): Promise<boolean> {
-  const [row] = await sql`select 1 as ok from operation_executions where id = ${id} and project_id = ${projectId}`;
-  return row !== undefined;
+/** Who started the execution (a customer id, or null), or null when the project has no such execution. */
+export async function executionCreator(sql: Sql, projectId: string, id: string): Promise<{ createdBy: string | null } | null> {
+  const [row] = await sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${id} and project_id = ${projectId}`;
+  return row ? { createdBy: row.created_by } : null;
 }
 
 export interface ListFilter {
