@@ -4,7 +4,7 @@ import { markRunning } from './store/data-dir.ts';
 
 /** `npm start`: the API and the realtime gateway in one process (CONTRACT §1–2). */
 async function main(): Promise<void> {
-  let settings;
+  let settings: ReturnType<typeof readSettings>;
   try {
     settings = readSettings();
   } catch (err) {
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
     console.error('svc: start-up took longer than 60 s; giving up');
     process.exit(1);
   }, 60_000);
-  let running;
+  let running: Awaited<ReturnType<typeof startServer>>;
   try {
     running = await startServer(settings);
   } catch (err) {

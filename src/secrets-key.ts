@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Keyring } from './crypto/hmac.ts';
 
 /**
  * The deployment's secrets key (the vault's, docs/secrets.md): from `SVC_SECRETS_KEY` (any
@@ -34,6 +35,22 @@ export function secretsKey(dataDir: string): Buffer {
   const fromEnv = process.env.SVC_SECRETS_KEY;
   if (fromEnv) return createHash('sha256').update(fromEnv).digest();
   return fileKey(dataDir, true)!;
+}
+
+/**
+ * The deployment's secrets key and the ones it replaced (docs/secrets.md, rotation): the values
+ * listed in `SVC_SECRETS_KEY_PREVIOUS` (comma-separated, hashed like `SVC_SECRETS_KEY`) and a
+ * generated `SVC_DATA_DIR/secrets-key` left behind by a move to `SVC_SECRETS_KEY`. The vault
+ * decrypts with any of them; HMACs made with the secrets key verify under any of them.
+ */
+export function secretsKeyring(dataDir: string): Keyring & { current: Buffer; previous: readonly Buffer[] } {
+  const current = secretsKey(dataDir);
+  const previous: Buffer[] = (process.env.SVC_SECRETS_KEY_PREVIOUS ?? '').split(',').map((s) => s.trim()).filter(Boolean).map((old) => createHash('sha256').update(old).digest());
+  if (process.env.SVC_SECRETS_KEY) {
+    const generated = fileKey(dataDir, false);
+    if (generated) previous.push(generated);
+  }
+  return { current, previous: previous.filter((k) => !k.equals(current)) };
 }
 
 /** Names a vault key without revealing it: the first 8 bytes of its SHA-256, hex. */

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 export function lazy<P extends object>(load: () => Promise<ComponentType<P>>): ComponentType<P> {
   let loaded: ComponentType<P> | undefined;
   let pending: Promise<ComponentType<P>> | undefined;
+  // biome-ignore lint/correctness/noComponentHookFactories: made once per screen at module load (a lazy chunk), not per render
   return function Lazy(props: P) {
     const [C, setC] = useState<ComponentType<P> | undefined>(() => loaded);
     const [error, setError] = useState('');

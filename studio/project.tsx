@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { canAdmin, type ProjectRef } from './api.ts';
 import { projectConfig, type ProjectConfig } from './models.ts';
@@ -51,7 +52,7 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
       </ul>
     </nav>
   );
-  let body;
+  let body: ComponentChildren;
   if (error) body = <p role="alert" class="error">{error}</p>;
   else if (!config) body = <p aria-busy="true" class="muted">Loading…</p>;
   else {

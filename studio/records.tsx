@@ -89,10 +89,12 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
         <span class="grow" />
         {canEdit(project.role) && <button type="button" onClick={() => navigate(`/p/${encodeURIComponent(project.id)}/m/${model.key}/r/new`)}>New {model.name || model.key}</button>}
       </div>
+      {/* biome-ignore lint/a11y/useSemanticElements: a form with role=search is the landmark; <search> would need its own form inside */}
       <form class="filters" role="search" onSubmit={(e) => { e.preventDefault(); reset(); setApplied(search.trim()); }}>
         <label>Search<input type="search" aria-label="Search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="Words in any text field" /></label>
         {/* aria-label: a wrapping label would name a select after its options too ("FeaturedAnyYesNo"). */}
         {queryable.map((f) => (
+          // biome-ignore lint/a11y/noLabelWithoutControl: the control (a select or an input, by field type) is inside the label
           <label key={f.key}>{labelOf(f)}
             {f.type === 'enum' ? (
               <select aria-label={labelOf(f)} value={filters[f.key] ?? ''} onChange={(e) => setFilter(f.key, e.currentTarget.value)}>

@@ -150,7 +150,7 @@ export function AddToRelease({ project, modelKey, recordId, before }: { project:
   if (rows.length === 0) return <span class="muted release-picker">No open releases</span>;
   return (
     <span class="release-picker">
-      {inRelease.length > 0 && <span class="badge scheduled" aria-label="In releases">In {inRelease.map((r) => r.name).join(', ')}</span>}
+      {inRelease.length > 0 && <span class="badge scheduled" role="note" aria-label="In releases">In {inRelease.map((r) => r.name).join(', ')}</span>}
       <select aria-label="Release" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
         {rows.map((r) => <option key={r.id} value={r.id}>{r.name}</option>)}
       </select>

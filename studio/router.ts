@@ -9,13 +9,15 @@ export function currentPath(): string {
 }
 
 const listeners = new Set<() => void>();
-window.addEventListener('popstate', () => listeners.forEach((fn) => fn()));
+window.addEventListener('popstate', () => {
+  for (const fn of listeners) fn();
+});
 
 export function navigate(path: string, replace = false): void {
   const url = BASE + path;
   if (replace) history.replaceState(null, '', url);
   else history.pushState(null, '', url);
-  listeners.forEach((fn) => fn());
+  for (const fn of listeners) fn();
   window.scrollTo(0, 0);
 }
 

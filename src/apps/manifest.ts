@@ -1,4 +1,4 @@
-import { EgressError, fetchCapped, type EgressPolicy } from '../operations/egress.ts';
+import { EgressError, fetchCapped, type EgressPolicy, type EgressResponse } from '../operations/egress.ts';
 
 /**
  * App manifests (docs/apps.md): fetched from the app's https `source` at push time under the
@@ -46,7 +46,7 @@ export async function fetchManifest(source: string, policy: EgressPolicy, opts: 
   }
   if (url.protocol !== 'https:') throw new ManifestError('source must be an https URL');
   const maxBytes = opts.maxBytes ?? MANIFEST_MAX_BYTES;
-  let res;
+  let res: EgressResponse;
   try {
     res = await fetchCapped(url.toString(), { method: 'GET', headers: { accept: 'application/json', 'user-agent': 'svc-apps' }, signal: AbortSignal.timeout(opts.timeoutMs ?? MANIFEST_TIMEOUT_MS), policy, maxBytes, httpsOnly: true, ...(opts.ca ? { ca: opts.ca } : {}) });
   } catch (err) {

@@ -260,6 +260,12 @@ function summary(r: KeyRow): KeySummary {
 }
 
 /** Keys of a tenant, optionally only those serving one project (bound to it or allow-listing it). */
+/** The project a key belongs to (null for a tenant key or an unknown id). */
+export async function projectOfKey(sql: Sql, keyId: string): Promise<string | null> {
+  const [row] = await sql<{ project_id: string | null }[]>`select project_id from api_keys where id = ${keyId}`;
+  return row?.project_id ?? null;
+}
+
 export async function listApiKeys(sql: Sql, tenantId: string, projectId?: string | null): Promise<KeySummary[]> {
   const rows = await sql<KeyRow[]>`
     select * from api_keys

@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { safeEqual } from '../crypto/hmac.ts';
 import { PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
 import { kindOfKey } from './api-keys.ts';
@@ -113,7 +114,7 @@ export class Gate {
     if (!this.#metricsToken) return;
     const auth = headerOf(headers, 'authorization');
     const given = auth === null ? null : bearerToken(auth);
-    if (given !== null && timingSafeEqual(createHash('sha256').update(given).digest(), this.#metricsToken)) return;
+    if (given !== null && safeEqual(createHash('sha256').update(given).digest(), this.#metricsToken)) return;
     throw new Unauthenticated(AUTH_REQUIRED, undefined, { 'www-authenticate': 'Bearer' });
   }
 

@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { sign, verify } from '../crypto/hmac.ts';
 
 /**
  * The member-session credential (the Studio's sign-in, docs/studio.md) as the gate sees it: a
@@ -15,14 +15,12 @@ export const CSRF_PARAM = 'csrf';
 const TOKEN = /^ms_[0-9a-f]{64}$/;
 
 export function csrfTokenOf(sessionToken: string): string {
-  return createHmac('sha256', sessionToken).update('svc/studio/csrf').digest('base64url');
+  return sign(sessionToken, 'svc/studio/csrf', 'base64url');
 }
 
 export function csrfMatches(sessionToken: string, given: string | null): boolean {
   if (!given || given.length > 100) return false;
-  const want = Buffer.from(csrfTokenOf(sessionToken));
-  const got = Buffer.from(given);
-  return got.length === want.length && timingSafeEqual(got, want);
+  return verify(sessionToken, 'svc/studio/csrf', given, 'base64url');
 }
 
 /** The session token of a `Cookie` header, or null (absent or not of our shape). */

@@ -139,7 +139,10 @@ export class PostgresTransport implements BusTransport {
    */
   #heard(msg: Message): void {
     const deliver = (events: BusEvent[]) => this.#sink?.heard(msg.origin, events);
-    if (!msg.refs && !this.#inbound) return deliver(msg.events!);
+    if (!msg.refs && !this.#inbound) {
+      deliver(msg.events!);
+      return;
+    }
     const prev = this.#inbound ?? Promise.resolve();
     const next: Promise<void> = prev
       .then(async () => deliver(msg.refs ? await this.#load(msg.refs) : msg.events!))

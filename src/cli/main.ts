@@ -41,7 +41,7 @@ export async function runCli(
     return 2;
   }
   const { command } = found;
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs(argv.slice(command.path.length), command.flags);
   } catch (err) {

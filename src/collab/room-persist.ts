@@ -267,6 +267,7 @@ export class RoomSaver {
     let gone = false;
     tx.prelude = {
       statement: draftStatement(info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale, check?.expr ?? null),
+      // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
       then: (rows) => {
         const draft = draftOf(rows, info.locale, info.defaultLocale);
         if (draft === null) {

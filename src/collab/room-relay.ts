@@ -71,7 +71,10 @@ export class RoomRelay {
 
   /** Sends a Yjs (0) or awareness (1) update of `room` to the other processes that have it open. */
   send(room: Room, kind: 0 | 1, data: Uint8Array, userId: string | null): void {
-    if (this.#wire) return this.#wire.update(room.key, this.#processId, kind, userId, data);
+    if (this.#wire) {
+      this.#wire.update(room.key, this.#processId, kind, userId, data);
+      return;
+    }
     // Batched: whatever queued while the previous batch was in flight goes in one statement
     // (rows + one NOTIFY), so the database work per keystroke falls as the load rises.
     this.#relayQueue.push({ room: room.key, kind, userId, data });
@@ -126,7 +129,10 @@ export class RoomRelay {
   }
 
   #notify(n: Exclude<Notice, { t: 'u' | 'b' }>): void {
-    if (this.#wire) return this.#wire.send(n);
+    if (this.#wire) {
+      this.#wire.send(n);
+      return;
+    }
     this.#relayChain = this.#relayChain
       .then(() => this.#sql`select pg_notify(${CHANNEL}, ${JSON.stringify(n)})`)
       .catch(() => {});
@@ -135,7 +141,10 @@ export class RoomRelay {
   /** A room's subject on NATS: updates go straight to the room, in arrival order. */
   #onWire(n: RoomNotice): void {
     if (n.p === this.#processId) return;
-    if (n.t !== 'u') return this.#handle(n);
+    if (n.t !== 'u') {
+      this.#handle(n);
+      return;
+    }
     this.#registry.peek(n.r)?.remote(n.k, new Uint8Array(Buffer.from(n.d, 'base64')), n.u);
   }
 

@@ -110,7 +110,8 @@ export class RoomSync {
         if (refused.length === 0) {
           // A field or the document past its limit: TooLargeError, the socket closes with 4413.
           checkSize(this.doc, this.size, f.update, f.decoded, SIZE_LIMITS);
-          return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+          this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+          return;
         }
         // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
         skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);

@@ -150,7 +150,10 @@ export class Room implements Actor {
   }
 
   frame(conn: Conn, data: Uint8Array): void {
-    if (!this.#direct()) return this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
+    if (!this.#direct()) {
+      this.#mailbox.tell({ t: 'frame', conn, data }, (e) => this.#fail(conn, e));
+      return;
+    }
     // Handling the frame now is the order the mailbox would keep (frames are handled
     // synchronously), without a promise and a microtask per keystroke.
     this.#lastUse = Date.now();
@@ -167,7 +170,10 @@ export class Room implements Actor {
   }
 
   remote(kind: 0 | 1, data: Uint8Array, userId: string | null): void {
-    if (!this.#direct()) return this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
+    if (!this.#direct()) {
+      this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
+      return;
+    }
     try {
       this.#sync.remote(kind, data, userId);
     } catch (err) {

@@ -108,7 +108,7 @@ function checkModels(c: Checker, v: unknown): Set<string> | null {
   const keys = new Set<string>();
   for (const m of models) if (c.isObject(m) && typeof m.key === 'string') keys.add(m.key);
   c.unique(models.map((m, i) => ({ key: c.isObject(m) ? m.key : undefined, path: `models[${i}].key` })), 'model key');
-  models.forEach((m, i) => checkModel(c, m, `models[${i}]`, keys));
+  for (const [i, m] of models.entries()) checkModel(c, m, `models[${i}]`, keys);
   return keys;
 }
 

@@ -72,7 +72,10 @@ export function ruleErrors(v: unknown, path: string, allowSegmentNodes: boolean)
     if (out.length >= 10) return;
     if (++nodes > MAX_NODES) return void out.push({ path: p, message: `at most ${MAX_NODES} rule nodes` });
     if (depth > MAX_DEPTH) return void out.push({ path: p, message: `rules nest at most ${MAX_DEPTH} deep` });
-    if (Array.isArray(n)) return n.forEach((x, i) => walk(x, `${p}[${i}]`, depth + 1));
+    if (Array.isArray(n)) {
+      for (const [i, x] of n.entries()) walk(x, `${p}[${i}]`, depth + 1);
+      return;
+    }
     if (typeof n !== 'object' || n === null) return void out.push({ path: p, message: 'a rule must be an object' });
     const r = n as Record<string, unknown>;
     switch (r.type) {
@@ -91,9 +94,11 @@ export function ruleErrors(v: unknown, path: string, allowSegmentNodes: boolean)
       case 'and':
       case 'or':
         if (!Array.isArray(r.rules)) return void out.push({ path: `${p}.rules`, message: `a ${r.type} group needs a rules list` });
-        return r.rules.forEach((x, i) => walk(x, `${p}.rules[${i}]`, depth + 1));
+        for (const [i, x] of r.rules.entries()) walk(x, `${p}.rules[${i}]`, depth + 1);
+        return;
       case 'not':
-        return walk(r.rule, `${p}.rule`, depth + 1);
+        walk(r.rule, `${p}.rule`, depth + 1);
+        return;
       case 'segment':
         if (!allowSegmentNodes) return void out.push({ path: `${p}.type`, message: 'segment rules cannot name other segments' });
         if (typeof r.key !== 'string' || r.key.length === 0 || r.key.length > 100) out.push({ path: `${p}.key`, message: 'key must name a segment' });

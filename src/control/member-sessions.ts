@@ -1,8 +1,9 @@
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { sign, verify } from '../crypto/hmac.ts';
 import type { Sql } from '../store/db.ts';
 import { hashSecret, newId, newSecret } from '../ids.ts';
 import { BadUserInput, NotFound, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
-import { secretsKey } from '../secrets-key.ts';
+import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import type { MemberRole } from './credentials.ts';
 
 /**
@@ -163,8 +164,9 @@ async function tenantNames(sql: Sql, ids: string[]): Promise<{ id: string; name:
   return sql<{ id: string; name: string }[]>`select id, name from tenants where id in ${sql(ids)} order by name`;
 }
 
+const codeSigned = (tenantId: string, email: string, code: string) => `member-otp\0${tenantId}\0${email}\0${code}`;
 function codeHash(dataDir: string, tenantId: string, email: string, code: string): string {
-  return createHmac('sha256', secretsKey(dataDir)).update(`member-otp\0${tenantId}\0${email}\0${code}`).digest('hex');
+  return sign(secretsKey(dataDir), codeSigned(tenantId, email, code), 'hex');
 }
 
 /**
@@ -197,11 +199,8 @@ export async function loginWithCode(deps: SessionDeps, input: { email?: unknown;
   const rows = await deps.sql<{ tenant_id: string; code_hash: string }[]>`
     select tenant_id, code_hash from member_codes
     where email = ${email} and expires_at > now() and attempts < ${CODE_TRIES} limit 20`;
-  const hit = rows.find((r) => {
-    const want = Buffer.from(codeHash(deps.dataDir, r.tenant_id, email, code));
-    const got = Buffer.from(r.code_hash);
-    return want.length === got.length && timingSafeEqual(want, got);
-  });
+  const keyring = secretsKeyring(deps.dataDir);
+  const hit = rows.find((r) => verify(keyring, codeSigned(r.tenant_id, email, code), r.code_hash, 'hex'));
   if (!hit) {
     if (rows.length) await deps.sql`update member_codes set attempts = attempts + 1 where email = ${email} and tenant_id in ${deps.sql(rows.map((r) => r.tenant_id))}`;
     throw new Unauthenticated(INVALID_CODE);

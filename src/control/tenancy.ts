@@ -77,6 +77,18 @@ export async function createProject(
 }
 
 /** Loads a project of the caller's tenant, or fails as if it did not exist. */
+/** The ids of a tenant's projects. */
+export async function projectIdsOfTenant(sql: Sql, tenantId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`select id from projects where tenant_id = ${tenantId}`;
+  return rows.map((r) => r.id);
+}
+
+/** A tenant's display name, or null for an unknown id. */
+export async function tenantName(sql: Sql, tenantId: string): Promise<string | null> {
+  const [row] = await sql<{ name: string }[]>`select name from tenants where id = ${tenantId}`;
+  return row?.name ?? null;
+}
+
 export async function projectOfCaller(sql: Sql, caller: ControlCaller, projectId: unknown): Promise<{ id: string; tenantId: string }> {
   const member = requireMember(caller);
   if (typeof projectId !== 'string' || projectId === '') throw new BadUserInput('project is required');

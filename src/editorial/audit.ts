@@ -46,11 +46,11 @@ export const auditOn = (): boolean => process.env.SVC_AUDIT !== 'off';
 
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 // Stored values are bounded and hold no control characters (PostgreSQL text refuses NUL).
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this removes
 const CONTROL = /[\u0000-\u001f\u007f]/g;
 const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this detects
 const ODD = /[\u0000-\u001f\u007f\uD800-\uDFFF]/;
 
 function clip(v: string | null | undefined, max: number): string | null {

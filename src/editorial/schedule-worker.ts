@@ -84,6 +84,7 @@ async function fireRecordAction(due: DueAction, deps: WorkerDeps): Promise<void>
   const recordId = due.record_id;
   tx.prelude = {
     statement: claimStatement(due.id),
+    // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
     then: (rows) => {
       if (rows.length === 0) throw new AlreadyFired();
       const step = due.action === 'unpublish'

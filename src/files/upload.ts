@@ -30,7 +30,7 @@ const MAX_TEXT = 1000;
 /** A client-given filename reduced to a safe last path segment (no `..`, slashes or controls). */
 export function safeFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this strips from file names
   let clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
   // The cut must not split a surrogate pair (a lone half is not UTF-8).
   if (/[\ud800-\udbff]$/.test(clean)) clean = clean.slice(0, -1).trim();

@@ -45,6 +45,7 @@ const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const MAX_ID = 200;
 const MAX_KEYS = 100;
 // No control characters: the id is echoed in responses and logs.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the check is that none is present
 const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
 
 function isHttpUrl(v: string): boolean {

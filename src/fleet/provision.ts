@@ -218,7 +218,7 @@ export class Provisioner {
     }
     const events: BusEvent[] = [];
     if (step === 'group_joined' || (step === 'branding_set' && row.branding && Object.keys(row.branding).length > 0)) events.push({ type: 'project.changed', projectId: done.project_id });
-    (done.key_ids ?? []).forEach((keyId, i) => events.push({ type: 'key.changed', keyId, keyHash: done.key_hashes?.[i] ?? null }));
+    for (const [i, keyId] of (done.key_ids ?? []).entries()) events.push({ type: 'key.changed', keyId, keyHash: done.key_hashes?.[i] ?? null });
     for (const e of events) await bus.publish(e);
     delete done.key_ids;
     delete done.key_hashes;

@@ -257,7 +257,7 @@ function checkLiteral(value: ValueNode): InputProblem | null {
       if (bad) return { path, reason: bad };
     } else if (v.kind === Kind.LIST || v.kind === Kind.OBJECT) {
       if (depth >= LIMITS.maxInputDepth) return { path, reason: `values may nest at most ${LIMITS.maxInputDepth} levels deep` };
-      if (v.kind === Kind.LIST) v.values.forEach((x, i) => stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 }));
+      if (v.kind === Kind.LIST) for (const [i, x] of v.values.entries()) stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
       else for (const f of v.fields) stack.push({ v: f.value, path: path ? `${path}.${f.name.value}` : f.name.value, depth: depth + 1 });
     }
   }

@@ -255,12 +255,13 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
         };
         const unknown = ops.filter((op) => op.action !== 'create' && !op.modelKey).map((op) => op._id!);
         if (unknown.length === 0) build(new Map());
+        // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
         else tx.prelude = { statement: modelKeysOf(ctx.snapshot.id, unknown), then: (rows) => build(new Map(rows.map((r) => [String(r.id), String(r.model_key)]))) };
         const done = await commit(ctx, tx);
         const nodes = new Map<string, ReturnType<typeof node>>();
         if (created) {
           const rows = done.rows(created);
-          out.forEach((d, i) => nodes.set(`${d.locale}\0${d._id}`, rows[i] ? node(ctx, rows[i]!, draftScope(ctx, d.locale)) : null));
+          for (const [i, d] of out.entries()) nodes.set(`${d.locale}\0${d._id}`, rows[i] ? node(ctx, rows[i]!, draftScope(ctx, d.locale)) : null);
         }
         for (const r of reads) {
           const scope = draftScope(ctx, r.locale);

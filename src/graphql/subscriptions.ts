@@ -1,6 +1,7 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
+import { executionCreator } from '../operations/store.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { JSONScalar } from './scalars.ts';
 
@@ -132,8 +133,8 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
         if (!mayReadAll && !ctx.customer) throw missingScope('operations:read');
         if (!/^[A-Za-z0-9_-]{1,128}$/.test(args.id)) throw new BadUserInput('id is not an execution id');
         // Another project's execution reads as unknown: nothing is said about it.
-        const [row] = await ctx.svc.sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${args.id} and project_id = ${ctx.snapshot.id}`;
-        if (!mayReadAll && row?.created_by !== ctx.customer?.customerId) throw missingScope('operations:read');
+        const row = await executionCreator(ctx.svc.sql, ctx.snapshot.id, args.id);
+        if (!mayReadAll && row?.createdBy !== ctx.customer?.customerId) throw missingScope('operations:read');
         if (!row) throw new NotFound(`No execution "${args.id}"`);
         return iterate(sourceOf(ctx), ctx.snapshot.id, `jobs:${args.id}`, (d) => d);
       },

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { callerOf, controlCaller } from './control-request.ts';
-import { projectOfCaller } from '../control/tenancy.ts';
+import { projectIdsOfTenant, projectOfCaller } from '../control/tenancy.ts';
+import { projectOfKey } from '../auth/api-keys.ts';
 import { PermissionDenied } from '../errors.ts';
 import { auditFrom, listAudit, parseAuditQuery, recordAudit, type AuditWho } from '../editorial/audit.ts';
 
@@ -26,8 +27,7 @@ export function auditRoutes(svc: Service) {
       } else if (c.projectId !== null) {
         scope = { projectIds: [c.projectId], tenantId: null };
       } else {
-        const rows = await svc.sql<{ id: string }[]>`select id from projects where tenant_id = ${c.tenantId}`;
-        scope = { projectIds: rows.map((r) => r.id), tenantId: c.tenantId };
+        scope = { projectIds: await projectIdsOfTenant(svc.sql, c.tenantId), tenantId: c.tenantId };
       }
     }
     const page = await listAudit(svc.sql, { ...scope, since: q.since, actor: q.actor, first: q.first, after: q.after });
@@ -67,7 +67,7 @@ export function auditAfterResponse(svc: Service, ctx: { request: Request; route:
   const targetId = lastParam ?? named ?? null;
   const write = async () => {
     // A key created for a project answers with its id only: its project is the key's.
-    const project = projectId ?? (targetId?.startsWith('key_') ? ((await svc.sql<{ project_id: string | null }[]>`select project_id from api_keys where id = ${targetId}`)[0]?.project_id ?? null) : null);
+    const project = projectId ?? (targetId?.startsWith('key_') ? await projectOfKey(svc.sql, targetId) : null);
     await recordAudit(svc.sql, { projectId: project, tenantId: caller.kind === 'member' ? caller.tenantId : null }, who, from, [
       { action: `${request.method} ${route}`, kind: statics.join('.') || 'control', id: targetId },
     ]);

@@ -161,7 +161,7 @@ function toRequest(body: unknown): GraphqlRequest {
 async function readPost(request: Request): Promise<GraphqlRequest | GraphqlRequest[]> {
   // GraphQL over HTTP: a POST says what its body is. Only JSON is read (a form or text/plain
   // post, which a browser sends cross-site without asking, is refused unread).
-  const type = request.headers.get('content-type')?.split(';')[0]!.trim().toLowerCase();
+  const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (!type) throw new BadUserInput('POST /graphql needs a Content-Type: application/json header');
   if (type !== 'application/json') throw new BadUserInput(`POST /graphql takes application/json, not ${type.slice(0, 100)}`);
   const length = Number(request.headers.get('content-length') ?? 0);

@@ -7,6 +7,7 @@ import { redirectWith, scopedClaims, wireClientId, type Site } from '../identity
 import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { endBrowserSession, sessionCookie } from '../identity/oidc/browser.ts';
 import { postLogoutAllowed, readIdTokenHint } from '../identity/oidc/logout.ts';
+import { userinfoOf } from '../identity/oidc/codes.ts';
 import { renderErrorPage, renderInfoPage } from '../identity/oidc/page.ts';
 import { cookieOf, cookiesWithPrefix, html, JSON_HEADERS, redirect, type HostedLogin, type RouteFn } from './oidc-site.ts';
 
@@ -79,17 +80,13 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
     }
     if (typeof projectId !== 'string') return fail(401, 'invalid_token', 'the access token is invalid or expired');
     const id = identityOf(svc.bus);
-    let who;
+    let who: Awaited<ReturnType<typeof id.tokens.verify>>;
     try {
       who = await id.tokens.verify(token, projectId);
     } catch {
       return fail(401, 'invalid_token', 'the access token is invalid or expired');
     }
-    const [s] = await svc.sql<{ oidc_scopes: string[] | null; oidc_issuer: string | null; email: string; name: string | null; email_verified_at: Date | null; allowed_origins: string[] | null }[]>`
-      select s.oidc_scopes, s.oidc_issuer, c.email, c.name, c.email_verified_at, r.allowed_origins
-      from customer_sessions s join customers c on c.id = s.customer_id
-      left join relying_parties r on r.project_id = s.project_id and r.key = s.oidc_client_id
-      where s.id = ${who.sessionId} and s.project_id = ${projectId} and c.disabled_at is null`;
+    const s = await userinfoOf(svc.sql, projectId, who.sessionId);
     if (!s || !s.oidc_scopes?.includes('openid') || s.oidc_issuer !== site.issuer) return fail(403, 'insufficient_scope', 'the token was not issued with the openid scope by this provider');
     const claims = { sub: who.customerId, ...scopedClaims(s.oidc_scopes, { email: s.email, name: s.name, emailVerified: s.email_verified_at !== null }) };
     // A browser app may read it from the origins its party lists.

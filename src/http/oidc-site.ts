@@ -1,6 +1,7 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sign, verify } from '../crypto/hmac.ts';
 import type { Service } from '../service.ts';
-import { secretsKey } from '../secrets-key.ts';
+import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import { DomainDirectory } from '../identity/oidc/hosts.ts';
 import { defaultSite, domainSite, type Site } from '../identity/oidc/protocol.ts';
 
@@ -84,15 +85,13 @@ export function hostedLogin(svc: Service) {
     return { token: hmac(`csrf\0${cookie}`), setCookie, cookie };
   }
 
-  const hmac = (s: string) => createHmac('sha256', key()).update(s).digest('base64url');
+  const hmac = (s: string) => sign(key(), s, 'base64url');
 
   /** Whether a posted form carries the token of the browser's CSRF cookie. */
   function csrfValid(request: Request, sent: unknown): boolean {
     const cookie = cookieOf(request, CSRF_COOKIE);
     if (!cookie) return false;
-    const want = Buffer.from(hmac(`csrf\0${cookie}`));
-    const got = typeof sent === 'string' ? Buffer.from(sent) : Buffer.alloc(0);
-    return got.length === want.length && timingSafeEqual(got, want);
+    return typeof sent === 'string' && verify(secretsKeyring(svc.settings.dataDir), `csrf\0${cookie}`, sent, 'base64url');
   }
 
   return { base, authPath, siteOf, secure, csrfOf, csrfValid, hmac };

@@ -3,7 +3,7 @@ import type { Service } from '../service.ts';
 import { SvcError } from '../errors.ts';
 import { identityOf } from '../identity/identity.ts';
 import { loginCustomer, loginCustomerWithOtp, loginKnownCustomer, registerCustomer, requestCustomerOtp, type AuthPayload, type ProjectView } from '../identity/accounts.ts';
-import { sessionOfRefreshToken } from '../identity/customer-sessions.ts';
+import { dropBrowserLoginSession, sessionOfRefreshToken } from '../identity/customer-sessions.ts';
 import { browserSessionAllowed, checkAuthorize, discoveryDocument, parseClientId, redirectWith, tokenError, wireClientId, type AuthorizeRequest, type Party, type Site } from '../identity/oidc/protocol.ts';
 import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { exchangeCode, issueCode, refreshGrant } from '../identity/oidc/codes.ts';
@@ -107,7 +107,7 @@ export function oidcRoutes(svc: Service) {
     if (!b.request) {
       // A bare login only needed the browser session; drop the tokens it made.
       const s = await sessionOfRefreshToken(svc.sql, b.party.projectId, payload.refreshToken);
-      if (s) await svc.sql`update customer_sessions set revoked_at = now(), revoked_reason = 'browser_login' where id = ${s.sessionId} and revoked_at is null`;
+      if (s) await dropBrowserLoginSession(svc.sql, s.sessionId);
       if (b.party.postLoginUrl) return redirect(b.party.postLoginUrl, cookies);
       return html(renderInfoPage('You are signed in', `Signed in as ${payload.customer.email}. You can close this page.`), 200, cookies);
     }
@@ -126,6 +126,7 @@ export function oidcRoutes(svc: Service) {
     const land = landing(b);
     const cookies: string[] = [];
     if (b.request?.prompt !== 'login' && land && browserSessionAllowed(b.party, land)) {
+      // biome-ignore lint/correctness/useHookAtTopLevel: not a hook; it uses up (checks and renews) the browser session
       const bs = await useBrowserSession(svc.sql, cookieOf(request, cookieName(b.party.projectId)), { projectId: b.party.projectId, host: site.host, maxAge: b.request?.max_age ?? null });
       if (bs) {
         const payload = await loginKnownCustomer(identityOf(svc.bus), b.project, bs.customerId);

@@ -20,7 +20,7 @@ export function operationRoutes(svc: Service) {
     if (!memberMay(c, perm, p.id)) throw new PermissionDenied(perm === 'config:read' ? 'This role may not read this project' : 'This role may not change this project');
     return p.id;
   };
-  const deps = { sql: svc.sql, bus: svc.bus, secrets: svc.operations.secrets, retryBaseMs: svc.operations.retryBaseMs };
+  const deps = { sql: svc.sql, bus: svc.bus, secrets: svc.operations.secrets, executions: svc.operations.executions, retryBaseMs: svc.operations.retryBaseMs };
   return new Elysia({ name: 'svc.operations' })
     .post('/v1/operations/executions/:id/callback', async ({ params, request }) =>
       applyCallback(deps, params.id, await request.text(), request.headers.get('x-svc-signature')), { parse: 'none' })

@@ -6,6 +6,7 @@ import {
   acceptInvite, createLoginCodes, loginWithCode, loginWithPassword, projectsOfLogin, revokeSession, sessionOf, SESSION_DAYS, type NewSession,
 } from '../control/member-sessions.ts';
 import { sendMail } from '../identity/mailer.ts';
+import { tenantName } from '../control/tenancy.ts';
 import { ASSET_PREFIX, buildExplorer, buildStudio, graphiqlHtml, Lazy, studioHtml, type StudioAsset } from '../studio/bundle.ts';
 import { objectBody } from './control-request.ts';
 
@@ -20,7 +21,7 @@ function json(body: unknown, status = 200, headers: Record<string, string> = {})
 
 /** Sign-in posts are JSON only: a cross-site form cannot send them without a CORS preflight. */
 function jsonBody(request: Request, body: unknown): Record<string, unknown> {
-  const type = request.headers.get('content-type')?.split(';')[0]!.trim().toLowerCase();
+  const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (type !== 'application/json') throw new BadUserInput('Send the body as application/json');
   return objectBody(body);
 }
@@ -110,11 +111,10 @@ export function studioRoutes(svc: Service) {
       const login = token ? await sessionOf(svc.sql, token) : null;
       // Signed out is a normal state of the page, not an error (200, so no console noise).
       if (!token || !login) return json({ signedIn: false });
-      const [tenant] = await svc.sql<{ name: string }[]>`select name from tenants where id = ${login.tenantId}`;
       return json({
         signedIn: true,
         email: login.email,
-        tenant: { id: login.tenantId, name: tenant?.name ?? login.tenantId },
+        tenant: { id: login.tenantId, name: (await tenantName(svc.sql, login.tenantId)) ?? login.tenantId },
         csrf: csrfTokenOf(token),
         roles: login.rows.map((r) => ({ role: r.role, projectId: r.projectId })),
         projects: await projectsOfLogin(svc.sql, login),

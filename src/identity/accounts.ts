@@ -1,9 +1,10 @@
-import { createHmac, randomInt, timingSafeEqual } from 'node:crypto';
+import { randomInt } from 'node:crypto';
+import { sign, verify } from '../crypto/hmac.ts';
 import type { Sql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { secretsKey } from '../secrets-key.ts';
+import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
 import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './customer-sessions.ts';
@@ -221,8 +222,9 @@ export async function loginCustomer(id: Identity, project: ProjectView, input: {
   return login(id, project, { id: row.id, email: row.email, name: row.name });
 }
 
+const codeSigned = (projectId: string, email: string, code: string) => `otp\0${projectId}\0${email}\0${code}`;
 function codeHash(dataDir: string, projectId: string, email: string, code: string): string {
-  return createHmac('sha256', secretsKey(dataDir)).update(`otp\0${projectId}\0${email}\0${code}`).digest('hex');
+  return sign(secretsKey(dataDir), codeSigned(projectId, email, code), 'hex');
 }
 
 /** Always true for a well-formed email (no account enumeration); the code goes by mail. */
@@ -259,13 +261,13 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
   const code = input.code.trim();
   const subs = subjects(email, ip);
   const attempt = await takeAttempt(id.sql, project.id, subs);
-  const want = Buffer.from(codeHash(id.mail.settings.dataDir, project.id, email, code));
+  const keyring = secretsKeyring(id.mail.settings.dataDir);
   const matched = await id.sql.begin(async (tx) => {
     const rows = await tx<{ id: string; code_hash: string }[]>`
       select id, code_hash from customer_otps
       where project_id = ${project.id} and email = ${email} and used_at is null and expires_at > now() and attempts < ${OTP_TRIES}
       order by created_at desc limit 3 for update`;
-    const hit = rows.find((r) => r.code_hash.length === want.length && timingSafeEqual(Buffer.from(r.code_hash), want));
+    const hit = rows.find((r) => verify(keyring, codeSigned(project.id, email, code), r.code_hash, 'hex'));
     if (!hit) {
       if (rows.length) await tx`update customer_otps set attempts = attempts + 1 where id in ${tx(rows.map((r) => r.id))}`;
       return false;

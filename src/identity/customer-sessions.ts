@@ -106,6 +106,14 @@ export async function revokeSession(sql: Sql, tokens: TokenService, projectId: s
   return true;
 }
 
+/**
+ * Ends the session a bare hosted login made only to set the browser session (no party wants its
+ * tokens, and none has seen them, so there is nothing to announce).
+ */
+export async function dropBrowserLoginSession(sql: Sql, sessionId: string): Promise<void> {
+  await sql`update customer_sessions set revoked_at = now(), revoked_reason = 'browser_login' where id = ${sessionId} and revoked_at is null`;
+}
+
 /** The session a refresh token belongs to (rotated or not), within the project; null when unknown. */
 export async function sessionOfRefreshToken(sql: Sql, projectId: string, refreshToken: string): Promise<{ sessionId: string; customerId: string } | null> {
   if (typeof refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(refreshToken)) return null;

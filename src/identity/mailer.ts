@@ -1,9 +1,10 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hmac, type Keyring, sign, verify } from '../crypto/hmac.ts';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nodemailer from 'nodemailer';
 import type { Sql } from '../store/db.ts';
-import { secretsKey } from '../secrets-key.ts';
+import { secretsKeyring } from '../secrets-key.ts';
 
 /**
  * The one mailer of customer mail (one-time codes, welcome mail, notifications). SMTP through
@@ -37,13 +38,16 @@ export interface Mail {
 /** Lists a recipient cannot leave (the mail is the login itself). */
 const TRANSACTIONAL = new Set(['otp']);
 
-function unsubscribeKey(dataDir: string): Buffer {
-  return createHmac('sha256', secretsKey(dataDir)).update('svc/unsubscribe').digest();
+/** The links' own key, derived from the secrets key (and from each previous one, for rotation). */
+const unsubscribeKey = (secretsKey: Buffer) => hmac(secretsKey, 'svc/unsubscribe');
+function unsubscribeKeys(dataDir: string): Keyring {
+  const { current, previous } = secretsKeyring(dataDir);
+  return { current: unsubscribeKey(current), previous: previous.map(unsubscribeKey) };
 }
 
 export function unsubscribeToken(dataDir: string, projectId: string, email: string, list: string): string {
   const body = Buffer.from(JSON.stringify({ p: projectId, e: email, l: list })).toString('base64url');
-  const sig = createHmac('sha256', unsubscribeKey(dataDir)).update(body).digest('base64url');
+  const sig = sign(unsubscribeKeys(dataDir), body, 'base64url');
   return `${body}.${sig}`;
 }
 
@@ -52,9 +56,7 @@ export function readUnsubscribeToken(dataDir: string, token: unknown): { project
   if (typeof token !== 'string' || token.length > 2048) return null;
   const [body, sig, extra] = token.split('.');
   if (!body || !sig || extra !== undefined) return null;
-  const want = createHmac('sha256', unsubscribeKey(dataDir)).update(body).digest();
-  const got = Buffer.from(sig, 'base64url');
-  if (got.length !== want.length || !timingSafeEqual(got, want)) return null;
+  if (!verify(unsubscribeKeys(dataDir), body, sig, 'base64url')) return null;
   try {
     const v = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { p?: unknown; e?: unknown; l?: unknown };
     if (typeof v.p !== 'string' || typeof v.e !== 'string' || typeof v.l !== 'string') return null;

@@ -29,7 +29,15 @@ export function callbackUrl(baseUrl: string, id: string): string {
   return `${baseUrl}/v1/operations/executions/${id}/callback`;
 }
 
-export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSignal): Promise<void> {
+/**
+ * What a call came back with: the endpoint took it (202: callbacks finish it), an outcome to
+ * write, or nothing to write (cancelled: already written; shutdown: handed back; superseded: a
+ * newer attempt runs).
+ */
+export type Answer = { kind: 'accepted' } | { kind: 'outcome'; outcome: Outcome } | { kind: 'dropped' };
+
+/** Calls the endpoint once; writes nothing (the execution's actor records the answer, `record`). */
+export async function call(deps: CallDeps, row: ExecutionRow, signal: AbortSignal): Promise<Answer> {
   const payload = JSON.stringify({
     executionId: row.id,
     operationKey: row.operation_key,
@@ -37,7 +45,6 @@ export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSi
     input: row.input ?? null,
     callbackUrl: callbackUrl(deps.baseUrl, row.id),
   });
-  let outcome: Outcome;
   try {
     const { secret } = await deps.secrets.current(row.project_id);
     const headers = {
@@ -49,22 +56,28 @@ export async function perform(deps: CallDeps, row: ExecutionRow, signal: AbortSi
       'x-svc-signature': sign(secret, payload),
     };
     const res = await post(row.url, payload, headers, signal, deps.policy);
-    if (res.status === 202) {
-      const moved = await markAccepted(deps.sql, row.id, deps.owner, row.attempts);
-      if (moved) await announce(deps.bus, [moved]);
-      return;
-    }
-    outcome = interpret(res.status, res.body, res.truncated);
+    if (res.status === 202) return { kind: 'accepted' };
+    return { kind: 'outcome', outcome: interpret(res.status, res.body, res.truncated) };
   } catch (err) {
     const reason = signal.aborted ? (signal.reason as AbortReason) : null;
     // A cancel already wrote `cancelled`; a shutdown hands the execution back (dispatcher.stop);
     // superseded: this worker claimed the execution again for a newer attempt.
-    if (reason === 'cancelled' || reason === 'shutdown' || reason === 'superseded') return;
-    if (reason === 'timeout') outcome = { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } };
-    else if (err instanceof EgressError) outcome = { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } };
-    else outcome = { status: 'failed', error: { status: null, body: null, reason: 'unreachable', message: (err as Error).message?.slice(0, 300) ?? 'the call failed' } };
+    if (reason === 'cancelled' || reason === 'shutdown' || reason === 'superseded') return { kind: 'dropped' };
+    if (reason === 'timeout') return { kind: 'outcome', outcome: { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } } };
+    if (err instanceof EgressError) return { kind: 'outcome', outcome: { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } } };
+    return { kind: 'outcome', outcome: { status: 'failed', error: { status: null, body: null, reason: 'unreachable', message: (err as Error).message?.slice(0, 300) ?? 'the call failed' } } };
   }
-  await finish(deps, row, outcome);
+}
+
+/** Writes what a call's answer means, under this worker's claim of that attempt, and announces it. */
+export async function record(deps: CallDeps, row: ExecutionRow, answer: Answer): Promise<void> {
+  if (answer.kind === 'dropped') return;
+  if (answer.kind === 'accepted') {
+    const moved = await markAccepted(deps.sql, row.id, deps.owner, row.attempts);
+    if (moved) await announce(deps.bus, [moved]);
+    return;
+  }
+  await finish(deps, row, answer.outcome);
 }
 
 function interpret(status: number, body: string, truncated: boolean): Outcome {

@@ -1,9 +1,8 @@
-import type { Sql } from '../store/db.ts';
-import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, Conflict, NotFound, PayloadTooLarge, Unauthenticated } from '../errors.ts';
-import { announce, applyOutcome, failOrRetry, TERMINAL, view, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
+import { TERMINAL, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
 import type { SigningSecrets } from './signing.ts';
 import { MAX_RESPONSE_BYTES } from './egress.ts';
+import type { CallbackDeps, Executions } from './execution-actor.ts';
 
 /**
  * Progress callbacks (CONTRACT §9): an endpoint that answered 202 POSTs
@@ -15,7 +14,7 @@ import { MAX_RESPONSE_BYTES } from './egress.ts';
 const CALLBACK_STATUSES = new Set(['running', 'completed', 'failed']);
 
 export async function applyCallback(
-  deps: { sql: Sql; bus: EventBus; secrets: SigningSecrets; retryBaseMs: number },
+  deps: { secrets: SigningSecrets; executions: Executions } & CallbackDeps,
   id: string,
   raw: string,
   signature: string | null,
@@ -50,11 +49,6 @@ export async function applyCallback(
       : status === 'failed'
         ? { status: 'failed', error: body.error ?? { reason: 'reported_by_endpoint' }, progressMessage: (message as string | undefined) ?? undefined }
         : { status: 'running', progressPct: pct === undefined ? undefined : pct === null ? null : Math.round(pct as number), progressMessage: message === undefined ? undefined : (message as string | null) };
-  // A hook's endpoint reporting failure is retried like a failed call (back-off, dead letter).
-  const moved = outcome.status === 'failed' && row.trigger === 'hook'
-    ? await failOrRetry(deps.sql, id, null, 'failed', outcome.error, deps.retryBaseMs)
-    : await applyOutcome(deps.sql, id, null, outcome);
-  if (!moved) throw new Conflict(`Execution ${id} already finished`);
-  await announce(deps.bus, [moved]);
-  return view(moved);
+  // Written by the execution's actor in this process, in order with its call's own answer.
+  return deps.executions.ask(id, { kind: 'callback', row, outcome });
 }

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { BusEvent } from '../bus/bus.ts';
 import { announce, TERMINAL, type ExecutionRow } from './store.ts';
-import { perform, type AbortReason, type CallDeps } from './call.ts';
+import type { CallDeps } from './call.ts';
+import type { Executions } from './execution-actor.ts';
 
 /**
- * Claims pending executions and runs each as an in-process actor (one AbortController, one
- * deadline timer, one call). Runs in processes with SVC_ROLE all or worker. The database is
+ * Claims pending executions and hands each to its actor (execution-actor.ts: one mailbox, one
+ * call, one deadline timer), on the process's execution registry. Runs in processes with SVC_ROLE all or worker. The database is
  * the queue: a claim is one statement with FOR UPDATE SKIP LOCKED, so processes never take the
  * same row; a claim carries a lease this worker renews while the call is in flight, and a row
  * whose lease ran out (the process died) is claimed again by anyone (at-least-once).
@@ -35,7 +36,9 @@ export class Dispatcher {
   readonly owner = `wrk_${randomBytes(8).toString('hex')}`;
   readonly #deps: CallDeps;
   readonly #opts: DispatcherOptions;
-  readonly #runs = new Map<string, AbortController>();
+  readonly #executions: Executions;
+  /** Calls in flight in this process (claimed, not yet answered). */
+  #calling = 0;
   #stopped = true;
   #wake: (() => void) | null = null;
   #poked = false;
@@ -44,8 +47,9 @@ export class Dispatcher {
   #unsubscribe: (() => void) | undefined;
   #lastSweep = 0;
 
-  constructor(deps: Omit<CallDeps, 'owner'>, opts: DispatcherOptions) {
+  constructor(deps: Omit<CallDeps, 'owner'>, executions: Executions, opts: DispatcherOptions) {
     this.#deps = { ...deps, owner: this.owner };
+    this.#executions = executions;
     this.#opts = opts;
   }
 
@@ -55,7 +59,7 @@ export class Dispatcher {
   }
 
   get inFlight(): number {
-    return this.#runs.size;
+    return this.#calling;
   }
 
   start(): void {
@@ -80,7 +84,7 @@ export class Dispatcher {
     if (e.status === 'pending') this.poke();
     else if (TERMINAL.has(e.status)) {
       // Cancelled (or finished by a callback) while our call is in flight: stop the call.
-      this.#runs.get(e.executionId)?.abort('cancelled' satisfies AbortReason);
+      this.#executions.tellIfLive(e.executionId, { kind: 'stop', reason: 'cancelled' });
       this.poke();
     }
   }
@@ -99,7 +103,7 @@ export class Dispatcher {
         if (!this.#stopped) console.error('operations dispatcher:', (err as Error).message);
       }
       if (this.#stopped) break;
-      if (claimed > 0 && this.#runs.size < this.#opts.capacity) continue;
+      if (claimed > 0 && this.#calling < this.#opts.capacity) continue;
       await this.#sleep(this.#opts.pollMs);
     }
   }
@@ -124,37 +128,33 @@ export class Dispatcher {
   }
 
   async #claim(): Promise<number> {
-    const room = this.#opts.capacity - this.#runs.size;
+    const room = this.#opts.capacity - this.#calling;
     if (room <= 0) return 0;
     // One statement (sql/026_operations_claim.sql): the advisory lock every dispatcher takes,
     // then the claim under a snapshot taken after it, so `busy` counts every committed claim.
     const rows = await this.#deps.sql<ExecutionRow[]>`
       select * from operations_claim(${this.owner}, ${room}, ${this.#opts.projectConcurrency}, ${this.#opts.leaseAttempts}, ${this.#opts.leaseMs})`;
     if (!rows.length) return 0;
-    for (const row of rows) this.#start(row);
+    for (const row of rows) await this.#start(row);
     await announce(this.#deps.bus, rows);
     return rows.length;
   }
 
-  #start(row: ExecutionRow): void {
-    // Claimed again while an earlier attempt's call still runs here (a callback sent a hook back
-    // to pending): that call is stale; its answers could not apply anyway (they name its attempt).
-    this.#runs.get(row.id)?.abort('superseded' satisfies AbortReason);
-    const controller = new AbortController();
-    this.#runs.set(row.id, controller);
-    const timer = setTimeout(() => controller.abort('timeout' satisfies AbortReason), row.timeout_ms);
-    perform(this.#deps, row, controller.signal)
-      .catch((err) => console.error(`operations: execution ${row.id}:`, (err as Error).message))
-      .finally(() => {
-        clearTimeout(timer);
-        if (this.#runs.get(row.id) === controller) this.#runs.delete(row.id);
-        if (!this.#stopped) this.poke();
-      });
+  async #start(row: ExecutionRow): Promise<void> {
+    this.#calling++;
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      this.#calling--;
+      if (!this.#stopped) this.poke();
+    };
+    await this.#executions.tell(row.id, { kind: 'claimed', row, deps: this.#deps, ended: end });
   }
 
   /** Keeps the leases of in-flight calls; runs every leaseMs / 3. */
   async #renew(): Promise<void> {
-    if (this.#runs.size === 0) return;
+    if (this.#calling === 0) return;
     await this.#deps.sql`
       update operation_executions set lease_until = now() + ${this.#opts.leaseMs}::int * interval '1 millisecond'
       where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted`.catch(() => {});
@@ -205,7 +205,7 @@ export class Dispatcher {
     clearInterval(this.#leaseTimer);
     this.#wake?.();
     await this.#loop;
-    for (const c of this.#runs.values()) c.abort('shutdown' satisfies AbortReason);
+    await Promise.all(this.#executions.live().filter((a) => a.calling).map((a) => a.ask({ kind: 'stop', reason: 'shutdown' }).catch(() => {})));
     const back = await this.#deps.sql<ExecutionRow[]>`
       update operation_executions set status = 'pending', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0), updated_at = now()
       where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted returning *`.catch(() => [] as ExecutionRow[]);

@@ -1,4 +1,5 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sign as hmacSign, verify as hmacVerify } from '../crypto/hmac.ts';
 import type { Sql } from '../store/db.ts';
 import { decrypt, encrypt } from '../secrets/vault.ts';
 import { secretsKey } from '../secrets-key.ts';
@@ -82,16 +83,14 @@ export class SigningSecrets {
     const parsed = parseSignature(header);
     if (!parsed || Math.abs(nowMs / 1000 - parsed.t) > SIGNATURE_TOLERANCE_S) return false;
     const versions = await this.versions(projectId);
-    return versions.some((v, i) => {
-      // The previous version stays valid for a grace period after the newest was created.
-      if (i > 0 && nowMs - versions[0]!.createdAt > ROTATION_GRACE_MS) return false;
-      return parsed.v1.some((sig) => safeEqualHex(sig, hmac(v.secret, parsed.t, body)));
-    });
+    // The previous version stays valid for a grace period after the newest was created.
+    const accepted = versions.filter((v, i) => i === 0 || nowMs - versions[0]!.createdAt <= ROTATION_GRACE_MS).map((v) => v.secret);
+    return parsed.v1.some((sig) => hmacVerify(accepted, `${parsed.t}.${body}`, sig, 'hex'));
   }
 }
 
 function hmac(secret: string, t: number, body: string): string {
-  return createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  return hmacSign(secret, `${t}.${body}`, 'hex');
 }
 
 /** The header value for a body: what endpoints verify, and what they send back on callbacks. */
@@ -110,8 +109,4 @@ function parseSignature(header: string | null): { t: number; v1: string[] } | nu
     else if (k === 'v1' && v && /^[0-9a-f]{64}$/.test(v)) v1.push(v);
   }
   return t === null || v1.length === 0 ? null : { t, v1 };
-}
-
-function safeEqualHex(a: string, b: string): boolean {
-  return a.length === b.length && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'));
 }

@@ -141,6 +141,12 @@ export async function getExecution(sql: Sql, projectId: string, id: string): Pro
   return row ?? null;
 }
 
+/** Who started the execution (a customer id, or null), or null when the project has no such execution. */
+export async function executionCreator(sql: Sql, projectId: string, id: string): Promise<{ createdBy: string | null } | null> {
+  const [row] = await sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${id} and project_id = ${projectId}`;
+  return row ? { createdBy: row.created_by } : null;
+}
+
 export interface ListFilter {
   status?: string;
   operationKey?: string;

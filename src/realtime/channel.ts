@@ -112,7 +112,10 @@ export class ChannelActor implements Actor {
       const after = Number(n);
       if (epoch === this.#epoch && Number.isInteger(after)) {
         for (const e of this.#replay) if (e.seq > after && wants(e.model) && !sink.write(e.bytes)) return void this.#streamModels.delete(sink);
-      } else if (fromLog && parseStreamId(lastEventId)) return this.#resume(sink, lastEventId, fromLog);
+      } else if (fromLog && parseStreamId(lastEventId)) {
+        this.#resume(sink, lastEventId, fromLog);
+        return;
+      }
     }
     this.#sse.add(sink);
   }

@@ -159,7 +159,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
       d.frames = 0;
     }
     if (++d.frames > FRAMES_PER_WINDOW) return ws.close(CloseCode.TooManyRequests, 'Too many control frames');
-    let frame;
+    let frame: ReturnType<typeof parseControlFrame>;
     try {
       frame = parseControlFrame(raw);
     } catch (err) {

@@ -51,6 +51,7 @@ export async function publishRelease(writes: WriteCommitter, target: PublishTarg
         order by i.record_id for update of r`,
       params: [releaseId, target.projectId],
     },
+    // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
     then: (raw) => {
       const rows = raw as unknown as (ItemRow & { at: Date | string | null })[];
       if (rows.length === 0) throw new NotFound(`No release with id "${releaseId}"`);

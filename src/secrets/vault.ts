@@ -1,10 +1,10 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { Settings } from '../env.ts';
 import type { Sql } from '../store/db.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';
-import { fileKey, keyIdOf, secretsKey } from '../secrets-key.ts';
+import { keyIdOf, secretsKey, secretsKeyring } from '../secrets-key.ts';
 import { newId } from '../ids.ts';
 
 /**
@@ -27,16 +27,9 @@ export interface VaultKeys {
 }
 
 export function vaultKeys(dataDir: string): VaultKeys {
-  const current = secretsKey(dataDir);
+  const { current, previous } = secretsKeyring(dataDir);
   const byId = new Map<string, Buffer>([[keyIdOf(current), current]]);
-  for (const old of (process.env.SVC_SECRETS_KEY_PREVIOUS ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
-    const k = createHash('sha256').update(old).digest();
-    byId.set(keyIdOf(k), k);
-  }
-  if (process.env.SVC_SECRETS_KEY) {
-    const generated = fileKey(dataDir, false);
-    if (generated) byId.set(keyIdOf(generated), generated);
-  }
+  for (const k of previous) byId.set(keyIdOf(k), k);
   return { current, currentId: keyIdOf(current), byId };
 }
 

@@ -105,6 +105,7 @@ function Asset({ field, value, onChange, ctx, id }: FieldProps) {
   return (
     <div class="asset">
       {v?.url && kind === 'image' && <img src={v.url} alt={v.alt ?? ''} class="preview" />}
+      {/* biome-ignore lint/a11y/useMediaCaption: a preview of the editor's own upload, which has no caption file */}
       {v?.url && kind === 'video' && <video src={v.url} controls class="preview" />}
       {v?.url && kind === 'file' && <a href={v.url} target="_blank" rel="noreferrer">{v.name ?? v.url}</a>}
       {!ctx.readOnly && <input id={id} type="file" accept={ACCEPT[kind]} disabled={busy} onChange={(e) => void onFile(e.currentTarget.files?.[0])} aria-label={`Upload ${labelOf(field)}`} />}
@@ -157,6 +158,7 @@ function ListInput(p: FieldProps) {
     <div class="list" id={id}>
       <ol>
         {items.map((item, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: list items have no identity of their own; the position is what is edited
           <li key={i}>
             {inner === 'text' ? <input type="text" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, e.currentTarget.value)} />
               : inner === 'number' ? <input type="number" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, Number(e.currentTarget.value))} />
@@ -182,6 +184,7 @@ function Blocks(p: FieldProps) {
   return (
     <div class="blocks" id={id}>
       {blocks.map((b, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: blocks have no id; the position is what is edited (moves re-render the list)
         <div class="block" key={i}>
           <div class="bar"><strong>{String(b.type)}</strong><span class="grow" />
             {!ctx.readOnly && <>
@@ -241,8 +244,8 @@ export function Field(p: Omit<FieldProps, 'id'> & { id?: string }) {
   return (
     <div class={`field type-${p.field.type}`} data-field={p.field.key}>
       <label for={grouped ? undefined : id} id={`${id}-label`}>
-        {labelOf(p.field)}{p.field.required && <span aria-label="required"> *</span>}
-        {editors.map((u) => <span key={u.name} class="dot" style={{ background: u.color }} title={`${u.name} is editing`} aria-label={`${u.name} is editing`} />)}
+        {labelOf(p.field)}{p.field.required && <span role="img" aria-label="required"> *</span>}
+        {editors.map((u) => <span key={u.name} role="img" class="dot" style={{ background: u.color }} title={`${u.name} is editing`} aria-label={`${u.name} is editing`} />)}
       </label>
       <Widget {...p} id={id} />
     </div>

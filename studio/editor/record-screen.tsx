@@ -210,6 +210,7 @@ function Editor({ project, config, model, recordId }: Props) {
       <div role="tablist" class="tabs" aria-label="Record">
         {!placements.some((p) => p.hideContentTab) && <button type="button" role="tab" aria-selected={tab === 'content'} onClick={() => setTab('content')}>Content</button>}
         <button type="button" role="tab" aria-selected={tab === 'history'} onClick={() => setTab('history')}>History</button>
+        {/* biome-ignore lint/suspicious/noArrayIndexKey: placements are the config's fixed list; the tab ids name them by position too */}
         {placements.map((p, i) => <button key={i} type="button" role="tab" aria-selected={tab === `placement-${i}`} onClick={() => setTab(`placement-${i}`)}>{p.tabName ?? `Panel ${i + 1}`}</button>)}
       </div>
       {error && <p role="alert" class="error">{error}</p>}
@@ -224,6 +225,7 @@ function Editor({ project, config, model, recordId }: Props) {
       ) : <p class="muted" aria-busy="true">Joining the record’s room…</p>)}
       {tab === 'history' && record && <History project={project} model={model} recordId={recordId} current={{ ...record.content, ...values }} canWrite={writer} onRestored={() => void reload()} />}
       {placements.map((p, i) => tab === `placement-${i}` && (
+        // biome-ignore lint/suspicious/noArrayIndexKey: placements are the config's fixed list; the tab ids name them by position too
         <iframe key={i} class="placement" title={p.tabName ?? `Panel ${i + 1}`} sandbox="allow-scripts allow-forms allow-popups allow-same-origin"
           src={`${p.url}${p.url.includes('?') ? '&' : '?'}${new URLSearchParams({ projectId: project.id, modelKey: model.key, recordId, locale: locale ?? '' })}`} />
       ))}

@@ -15,7 +15,7 @@ const LAYERS: [number, RegExp][] = [
   [3, /^(http|cli)\//], // adapters: HTTP listeners, the CLI (talks HTTP)
   [2, /^service\.ts$/], // the composition root
   [1, /^(auth|projects|content|config|identity|secrets|operations|realtime|collab|files|control|graphql|fleet|studio|billing|search|apps|releases|documents|editorial)\//], // capabilities
-  [0, /^(actors|bus|store|metrics)\/|^(errors|ids|env|root-token|secrets-key|gateway-module)\.ts$/], // runtime and foundations
+  [0, /^(actors|bus|crypto|store|metrics)\/|^(errors|ids|env|root-token|secrets-key|gateway-module)\.ts$/], // runtime and foundations
 ];
 const NAMES = ['foundation', 'capability', 'service', 'adapter', 'entry'];
 

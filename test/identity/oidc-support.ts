@@ -58,11 +58,11 @@ export function formOf(page: string, step: string, provider?: string): { action:
   const found = forms.find((f) => f.includes(`name="step" value="${step}"`) && (!provider || f.includes(`name="provider" value="${provider}"`)));
   if (!found) throw new Error(`no ${step} form on the page`);
   const form = new URLSearchParams();
-  for (const m of found.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1]!, unescape(m[2]!));
-  return { action: unescape(/action="([^"]*)"/.exec(found)![1]!), form };
+  for (const m of found.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1]!, unescapeHtml(m[2]!));
+  return { action: unescapeHtml(/action="([^"]*)"/.exec(found)![1]!), form };
 }
 
-const unescape = (s: string) => s.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)));
+const unescapeHtml = (s: string) => s.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)));
 
 /** A relying party's authorize URL with fresh PKCE, state and nonce. */
 export async function authRequest(config: oidc.Configuration, redirect_uri: string, extra: Record<string, string> = {}) {

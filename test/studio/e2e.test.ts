@@ -158,7 +158,7 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     // The text of an element, leaving out other editors' cursor labels (y-prosemirror widgets).
     const converged = ([sel, prop, w]: string[]) => {
       const el = (globalThis as any).document.querySelector(sel)?.cloneNode(true);
-      el?.querySelectorAll('.ProseMirror-yjs-cursor').forEach((c: any) => c.remove());
+      for (const c of el?.querySelectorAll('.ProseMirror-yjs-cursor') ?? []) c.remove();
       return el?.[prop!] === w;
     };
     const summaryDone = ['#f-summary', 'value', want];

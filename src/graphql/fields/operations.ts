@@ -79,7 +79,10 @@ export function pascal(key: string): string {
  */
 function requireExecute(ctx: GqlContext, operationKey: string): void {
   const scope = `operations:execute:${operationKey}`;
-  if (ctx.customer && isPublicKey(ctx.principal.kind)) return requireScope(ctx.customer.scopes, scope);
+  if (ctx.customer && isPublicKey(ctx.principal.kind)) {
+    requireScope(ctx.customer.scopes, scope);
+    return;
+  }
   requireScope(ctx.principal, scope);
   if (ctx.customer) requireScope(ctx.customer.scopes, scope);
 }

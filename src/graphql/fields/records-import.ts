@@ -46,6 +46,7 @@ export function importMutation(): GraphQLFieldConfigMap<unknown, GqlContext> {
         if (checked.length > 0) {
           tx.prelude = {
             statement: existingKeys(ctx.snapshot.id, args.records),
+            // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
             then: (rows) => {
               const have = new Set(rows.map((r) => `${r.model_key}\0${r.natural_key}`));
               const fresh = checked.filter((c) => !have.has(`${c.model.key}\0${c.naturalKey}`));

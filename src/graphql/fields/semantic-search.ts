@@ -200,8 +200,8 @@ export async function semanticSearchConnection(ctx: GqlContext, models: readonly
     const text = await searchContent(ctx.svc.readSql, scope, keys, query, pool, 0);
     const fused = new Map<string, number>();
     // Only vectors pointing the query's way are evidence: a record at or past 90° gets no vector rank.
-    semantic.filter((h) => h.score > 0).forEach((h, i) => fused.set(h.recordId, (fused.get(h.recordId) ?? 0) + 1 / (RRF_K + i + 1)));
-    text.rows.forEach((r, i) => fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1)));
+    for (const [i, h] of semantic.filter((h) => h.score > 0).entries()) fused.set(h.recordId, (fused.get(h.recordId) ?? 0) + 1 / (RRF_K + i + 1));
+    for (const [i, r] of text.rows.entries()) fused.set(r.id, (fused.get(r.id) ?? 0) + 1 / (RRF_K + i + 1));
     ranked = [...fused].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([id]) => id);
   }
   const page = ranked.slice(offset, offset + first);

@@ -29,6 +29,26 @@ export interface CodeGrant {
   authTime: Date;
 }
 
+/** What the userinfo endpoint releases about a session, or null (unknown, other project, customer disabled). */
+export interface UserinfoRow {
+  oidc_scopes: string[] | null;
+  oidc_issuer: string | null;
+  email: string;
+  name: string | null;
+  email_verified_at: Date | null;
+  /** The origins of the party the session was issued to (CORS for browser apps). */
+  allowed_origins: string[] | null;
+}
+
+export async function userinfoOf(sql: Sql, projectId: string, sessionId: string): Promise<UserinfoRow | null> {
+  const [s] = await sql<UserinfoRow[]>`
+    select s.oidc_scopes, s.oidc_issuer, c.email, c.name, c.email_verified_at, r.allowed_origins
+    from customer_sessions s join customers c on c.id = s.customer_id
+    left join relying_parties r on r.project_id = s.project_id and r.key = s.oidc_client_id
+    where s.id = ${sessionId} and s.project_id = ${projectId} and c.disabled_at is null`;
+  return s ?? null;
+}
+
 export async function issueCode(sql: Sql, g: CodeGrant): Promise<string> {
   const code = newSecret('ac_');
   await sql.begin(async (tx) => {

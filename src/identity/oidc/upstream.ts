@@ -1,5 +1,6 @@
 import * as client from 'openid-client';
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sign } from '../../crypto/hmac.ts';
 import type { Sql } from '../../store/db.ts';
 import { hashSecret, newId } from '../../ids.ts';
 import { readSecret } from '../../secrets/vault.ts';
@@ -120,7 +121,7 @@ async function configurationOf(sql: Sql, dataDir: string, projectId: string, p: 
 export class UpstreamError extends Error {}
 
 const scopesOf = (p: Provider) => p.config.scopes ?? (p.config.issuer ? ['openid', 'email', 'profile'] : ['email']);
-const derive = (dataDir: string, what: string, state: string) => createHmac('sha256', secretsKey(dataDir)).update(`upstream-${what}\0${state}`).digest('base64url');
+const derive = (dataDir: string, what: string, state: string) => sign(secretsKey(dataDir), `upstream-${what}\0${state}`, 'base64url');
 
 export interface StartInput {
   projectId: string;
