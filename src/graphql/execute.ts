@@ -163,8 +163,9 @@ export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
 }
 
 /** The resolver context of one request (a fresh loader: batching is per request). */
-export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null): GqlContext {
+export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0): GqlContext {
   const { snapshot, entry } = target;
+  const published = deps.replicas ? deps.replicas.route(snapshot.id, lsn) : deps.readSql;
   // Model `access.read`: owner-only and closed models of this reader (usually none).
   const access = modelRowAccess(snapshot.models, requestReaders({ principal, customer }));
   const rows = access.owned.length || access.closed.length ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null } : undefined;
@@ -173,7 +174,8 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
     principal,
     snapshot,
     models: entry.view.models,
-    loader: new RecordLoader(deps.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
+    published,
+    loader: new RecordLoader(deps.readSql, published, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
     noStore: false,
     customer,
     rows,
@@ -278,6 +280,11 @@ export interface ExecuteOptions {
   customer: CustomerPrincipal | null;
   /** The client's address (login throttling), asked when a resolver needs it. */
   clientIp?: (() => string | null) | null;
+  /**
+   * The commit LSN the client presented (`x-svc-lsn`, store/replicas.ts): published reads wait
+   * for a replica that has replayed it, and skip the response cache (it may predate the write).
+   */
+  lsn?: number;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
@@ -285,7 +292,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string');
   const target = await targetOf(deps, principal, opts.customer);
   // Mutations are never cached: no response key (a SHA-256 of the document and its variables' JSON).
-  const rc = opts.customer !== null || !deps.settings.responseCache || startsAsMutation(req.query) ? undefined : responseCache(target.actor);
+  const rc = opts.customer !== null || !deps.settings.responseCache || opts.lsn || startsAsMutation(req.query) ? undefined : responseCache(target.actor);
   const responseKey = rc ? digest(principal.fingerprint, req.operationName ?? '', req.query, req.variables ? JSON.stringify(req.variables) : '') : '';
   if (rc) {
     const hit = rc.entries.get(responseKey);
@@ -301,7 +308,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     return refused([new GraphQLError(message, { originalError: new BadUserInput(message) })]);
   }
 
-  const ctx = contextFor(deps, principal, target, opts.customer);
+  const ctx = contextFor(deps, principal, target, opts.customer, opts.lsn);
   ctx.clientIp = opts.clientIp ?? undefined;
   const gen = rc?.gen;
   const variables = variablesFor(target, prepared, req.variables);

@@ -1,7 +1,8 @@
 import { Elysia } from 'elysia';
 import type { Gate } from '../auth/gate.ts';
 import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
-import { execute, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
+import { execute, schemaSdl, startsAsMutation, type GraphqlRequest } from '../graphql/execute.ts';
+import { lsnHeaders, presentedLsn } from './replica-lsn.ts';
 import type { Executed } from '../graphql/response-cache.ts';
 import type { GraphqlDeps } from '../graphql/context.ts';
 import { LIMITS } from '../graphql/limits.ts';
@@ -170,10 +171,12 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       // Every operation of a batch counts against the key's limit.
       rate = await gate.charge(caller.key, batch ? batch.length : 1);
       // A customer token makes the read per customer: never shared, never in the response cache.
-      const opts = { method, customer: caller.customer, clientIp };
+      const opts = { method, customer: caller.customer, clientIp, lsn: presentedLsn(request.headers, deps.replicas) };
+      // A write's response names its commit's position (read replicas, http/replica-lsn.ts).
+      const wrote = deps.replicas && (batch ?? [req as GraphqlRequest]).some((one) => startsAsMutation(one.query));
       if (!batch) {
         const r = await execute(deps, caller.key, req as GraphqlRequest, opts);
-        return json(statusOf(r, media), bodyOf(r, production), rate, media, r.cacheControl);
+        return json(statusOf(r, media), bodyOf(r, production), wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl);
       }
       const results: { body: string; cacheControl: string }[] = [];
       for (const one of batch) {
@@ -186,7 +189,7 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       }
       // The batch is only as cacheable as its least cacheable answer.
       const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
-      return json(200, `[${results.map((r) => r.body).join(',')}]`, rate, media, cacheControl);
+      return json(200, `[${results.map((r) => r.body).join(',')}]`, wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, cacheControl);
     } catch (err) {
       return failure(err, production, rate, media);
     }
