@@ -163,9 +163,11 @@ export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
 }
 
 /** The resolver context of one request (a fresh loader: batching is per request). */
-export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0): GqlContext {
+export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0, live = false): GqlContext {
   const { snapshot, entry } = target;
-  const published = deps.replicas ? deps.replicas.route(snapshot.id, lsn) : deps.readSql;
+  // A request reads from one replica chosen now; a subscription's context (live) is routed per
+  // statement, as it outlives the changes whose events it resolves (store/replicas.ts).
+  const published = !deps.replicas ? deps.readSql : live ? deps.replicas.live(snapshot.id) : deps.replicas.route(snapshot.id, lsn);
   // Model `access.read`: owner-only and closed models of this reader (usually none).
   const access = modelRowAccess(snapshot.models, requestReaders({ principal, customer }));
   const rows = access.owned.length || access.closed.length ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null } : undefined;

@@ -74,6 +74,23 @@ export class RoutedReads {
   }
 }
 
+/**
+ * Reads of a long-lived context (a subscription's, resolved again for every event): routed
+ * afresh for each statement, so each event's reads honour the floor its change raised.
+ */
+class LiveReads extends RoutedReads {
+  constructor(
+    private readonly projectId: string,
+    private readonly replicas: ReadReplicas,
+  ) {
+    super(undefined, replicas);
+  }
+
+  override run<T>(text: string, params: unknown[]): Promise<T[]> {
+    return this.replicas.route(this.projectId).run<T>(text, params);
+  }
+}
+
 export class Replica {
   state: ReplicaState = 'down';
   replayLsn = 0;
@@ -201,6 +218,11 @@ export class ReadReplicas {
       return this.#primaryReader;
     }
     return new RoutedReads(undefined, this, floor);
+  }
+
+  /** A reader routed per statement (subscriptions: their context outlives many changes). */
+  live(projectId: string): RoutedReads {
+    return new LiveReads(projectId, this);
   }
 
   /** A replica in rotation that has replayed `lsn`, within waitMs; else undefined (the primary). */

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
+import { createClient } from 'graphql-ws';
 import postgres from 'postgres';
 import type { Subprocess } from 'bun';
 import { onDatabase, skipStandby, startStandbyPair, type StandbyPair } from '../support/standby.ts';
@@ -131,6 +132,42 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
       expect(row!.paused).toBe(true);
     } finally {
       await pair.resumeReplay();
+    }
+  }, 120_000);
+
+  test('realtime: a subscriber of another process that hears the change and reads at once (no x-svc-lsn) gets the new content', async () => {
+    const events: any[] = [];
+    const ws = createClient({ url: `${other!.url.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: pk }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
+    const off = ws.subscribe({ query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' }, { next: (v) => events.push(v.data), error: () => {}, complete: () => {} });
+    try {
+      // Subscribed once an event reaches it (the subscription is set up asynchronously).
+      await until(async () => {
+        await publish('warm-up');
+        expect(events.length).toBeGreaterThan(0);
+      }, 30_000);
+      await pair.pauseReplay();
+      try {
+        for (let i = 0; i < 3; i++) {
+          const seen = events.length;
+          // The update's event (a draft change) comes first; the publish's is the one to read after.
+          const heard = new Promise<string | undefined>((resolve) => {
+            const t = setInterval(() => {
+              if (events.slice(seen).some((e) => e.recordChanged.action === 'published')) {
+                clearInterval(t);
+                // The event's process reads right away: the standby (paused) still has the old title.
+                void title(pk, {}, other!.url).then(resolve, resolve);
+              }
+            }, 1);
+          });
+          await publish(`live-${i}`);
+          expect(await heard).toBe(`live-${i}`);
+        }
+      } finally {
+        await pair.resumeReplay();
+      }
+    } finally {
+      off();
+      await ws.dispose();
     }
   }, 120_000);
 
