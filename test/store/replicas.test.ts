@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { formatLsn, parseLsn } from '../../src/store/replicas.ts';
+import { readSettings } from '../../src/env.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
 
 /**
@@ -259,4 +260,34 @@ describe('LSN text', () => {
     );
     expect(parseLsn('16/B374D848')).toBe(0x16 * 2 ** 32 + 0xb374d848);
   }, 60_000);
+});
+
+describe('without DATABASE_READ_URL nothing changes', () => {
+  let server: TestServer;
+  afterAll(() => server?.stop());
+
+  test('no x-svc-lsn or cookie on writes, an x-svc-lsn sent is ignored, /health has no replicas', async () => {
+    server = await startTestServer();
+    expect(server.svc.replicas).toBeUndefined();
+    const p = await gqlProject(server, POST);
+    const sk = await p.key('sk', ALL_SECRET);
+    const c = await p.gql(sk, 'mutation { createPost(data: { title: "a" }) { _id } }');
+    expect(c.body.errors).toBeUndefined();
+    expect(c.headers.get('x-svc-lsn')).toBeNull();
+    expect(c.headers.get('set-cookie')).toBeNull();
+    const r = await p.gql(sk, '{ posts(preview: true) { totalCount } }', undefined, { 'x-svc-lsn': 'not-an-lsn' });
+    expect(r.status).toBe(200);
+    expect(r.body.data.posts.totalCount).toBe(1);
+    const health = (await (await fetch(`${server.apiUrl}/health`)).json()) as any;
+    expect(health.replicas).toBeUndefined();
+  }, 60_000);
+
+  test('DATABASE_READ_URL and the replica settings are checked at start with one clear line', () => {
+    expect(readSettings({}).replicas).toBeUndefined();
+    expect(readSettings({ DATABASE_READ_URL: ' postgres://a@h1/db , postgresql://b@h2:5433/db ' }).replicas).toEqual({ urls: ['postgres://a@h1/db', 'postgresql://b@h2:5433/db'], maxLagMs: 5000, pollMs: 100, waitMs: 250 });
+    expect(() => readSettings({ DATABASE_READ_URL: 'mysql://x/y' })).toThrow('DATABASE_READ_URL must be comma-separated postgres:// URLs');
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://secret:pw@h/db,not a url' })).toThrow(/^DATABASE_READ_URL must be/);
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_MAX_LAG_MS: '-1' })).toThrow('SVC_REPLICA_MAX_LAG_MS');
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_WAIT_MS: 'x' })).toThrow('SVC_REPLICA_WAIT_MS');
+  });
 });
