@@ -26,8 +26,9 @@ import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabLines, runCollab } from './collab.ts';
 import { runFanout3 } from './fanout-3proc.ts';
+import { pushTrustedRead, runFirstAfterRestart, runRevalidate, TRUSTED_BODY, TRUSTED_SCENARIOS, trustedRatios } from './trusted.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', 'files', ...FANOUT, 'fanout-3proc', 'collab'] as const;
+export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', 'files', ...FANOUT, 'fanout-3proc', 'collab', ...TRUSTED_SCENARIOS] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -188,7 +189,7 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
 
 async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
   const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : s === 'provision' ? 'provision' : s === 'files' ? 'files' : 'read');
-  const cachedNeeded = wanted.filter((s) => s !== 'read-uncached');
+  const cachedNeeded = wanted.filter((s) => s !== 'read-uncached' && s !== 'read-trusted-uncached' && s !== 'first-after-restart');
   let svc: (Target & { rootToken: string; gatewayUrl: string }) | undefined;
   let seeded: Seeded | undefined;
   const unavailable: Partial<Record<Scenario, string>> = {};
@@ -199,6 +200,8 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
     notes.push(...seeded.notes);
     await seedArticles(svc.url, seeded);
     const text = await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
+    // Trusted-document rows (bench/trusted.ts): the read document, pushed once.
+    if (wanted.some((w) => (TRUSTED_SCENARIOS as readonly string[]).includes(w))) await pushTrustedRead(svc.url, seeded);
     readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
     writeFileSync(readBytes.file, text);
   } catch (err) {
@@ -214,6 +217,12 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
       try {
         if (name === 'read-cached') {
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [pub]));
+        } else if (name === 'read-trusted') {
+          await preflight(svc.endpoint, TRUSTED_BODY, pub);
+          await measure(name, 'read', false, svc, planFor(o, svc.endpoint, TRUSTED_BODY, [pub]));
+        } else if (name === 'revalidate-304') {
+          const plan = planFor(o, svc.endpoint, undefined, [pub]);
+          rows.push({ name, shape: 'read', reference: false, result: { ...(await runRevalidate(svc, s.publicKey, plan)), rssMb: undefined } });
         } else if (name === 'auth-mixed') {
           const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
           await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
@@ -271,14 +280,25 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
     await svc.stop();
     if (svc.profile) profiles.push(svc.profile);
   }
-  if (wanted.includes('read-uncached') && !unavailable['read-uncached']) {
+  if (wanted.includes('first-after-restart')) {
+    try {
+      notes.push((await runFirstAfterRestart(() => startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' } }), s.publicKey)).note);
+    } catch (err) {
+      notes.push(`first-after-restart: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`);
+    }
+  }
+  if ((wanted.includes('read-uncached') && !unavailable['read-uncached']) || wanted.includes('read-trusted-uncached')) {
     // A second service process on the same database with the response cache off.
     let un: Target | undefined;
     try {
       un = await startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' }, profile: o.profile === 'read-uncached' ? o.profile : undefined });
       await preflight(un.endpoint, body(READ_DOC), pub);
-      await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
-      if (customerToken) await runCustomerAb(o, un, s, customerToken);
+      if (wanted.includes('read-uncached')) await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
+      if (wanted.includes('read-trusted-uncached')) {
+        await preflight(un.endpoint, TRUSTED_BODY, pub);
+        await measure('read-trusted-uncached', 'read', false, un, planFor(o, un.endpoint, TRUSTED_BODY, [pub]));
+      }
+      if (customerToken && wanted.includes('read-uncached')) await runCustomerAb(o, un, s, customerToken);
     } catch (err) {
       unavailable['read-uncached'] = (err as Error).message;
     } finally {
@@ -619,6 +639,7 @@ async function main(): Promise<number> {
     return (r.reference ? 0 : 100) + i * 2 + (r.name.includes('/') ? 1 : 0);
   };
   rows.sort((a, b) => order(a) - order(b));
+  notes.push(...trustedRatios(rows));
   const wrk = wrkPath();
   const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
   const machine = describeMachine(db?.version ?? 'not used', loadgen, `${o.quick ? '--quick' : 'full'}${o.explicit ? ` ${o.names.join(' ')}` : ''}, PostgreSQL ${db?.label ?? 'not used'}`);

@@ -12,6 +12,8 @@ export type SvcErrorCode =
   | 'RATE_LIMITED'
   | 'PAYLOAD_TOO_LARGE'
   | 'METHOD_NOT_ALLOWED'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'DOCUMENT_NOT_TRUSTED'
   | 'INTERNAL_SERVER_ERROR'
   | GraphqlErrorCode;
 
@@ -88,6 +90,18 @@ export class PayloadTooLarge extends SvcError {
 export class MethodNotAllowed extends SvcError {
   override readonly code = 'METHOD_NOT_ALLOWED';
   override readonly status = 405;
+}
+
+/** A request named a document (documentId or APQ hash) this project does not hold: resend with the text. */
+export class PersistedQueryNotFound extends SvcError {
+  override readonly code = 'PERSISTED_QUERY_NOT_FOUND';
+  override readonly status = 400;
+}
+
+/** A key whose policy is `trusted-only` sent a document's text instead of a trusted document's id. */
+export class DocumentNotTrusted extends SvcError {
+  override readonly code = 'DOCUMENT_NOT_TRUSTED';
+  override readonly status = 403;
 }
 
 export class GraphqlParseFailed extends SvcError {

@@ -18,6 +18,22 @@ export interface Running {
   stop(): Promise<void>;
 }
 
+/** How long SIGTERM waits for in-flight API requests before it closes their connections. */
+const DRAIN_MS = 10_000;
+
+/**
+ * Stops accepting, waits until every in-flight request has been answered (at most DRAIN_MS),
+ * then closes the connections left. Bun's graceful `stop()` also waits for idle keep-alive
+ * connections and for ones that have sent nothing (or half a request line) until their idle
+ * timeout: a client could hold the shutdown for 10 s with an open socket.
+ */
+async function drainListener(server: Server<unknown>): Promise<void> {
+  void server.stop(false);
+  const end = Date.now() + DRAIN_MS;
+  while (server.pendingRequests > 0 && Date.now() < end) await Bun.sleep(10);
+  await server.stop(true);
+}
+
 /** Starts the listeners that `SVC_ROLE` asks for, on one shared Service. */
 export async function startServer(settings: Settings): Promise<Running> {
   const svc = await openService(settings);
@@ -77,7 +93,7 @@ export async function startServer(settings: Settings): Promise<Running> {
         // Realtime clients first get a close frame they can reconnect on (1012), so the
         // listeners are not held open by sockets while they stop.
         hub.drain();
-        await Promise.all([api?.stop(), gateway?.stop()]);
+        await Promise.all([api && drainListener(api), gateway?.stop()]);
         stopRevocations();
         await hub.close();
         await svc.close();

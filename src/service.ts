@@ -13,6 +13,9 @@ import { KeyResolver } from './auth/resolve.ts';
 import { RateLimiter } from './auth/rate-limit.ts';
 import { Gate } from './auth/gate.ts';
 import { installResponseInvalidation } from './graphql/response-cache.ts';
+import { installDocumentWarming, warmAll } from './graphql/trusted.ts';
+import { documentHits } from './graphql/document-policy.ts';
+import { installCdnPurge } from './graphql/cdn-purge.ts';
 import { graphqlCacheStats } from './graphql/lru.ts';
 import { MetricsRegistry } from './metrics/registry.ts';
 import { RequestLog } from './metrics/requests.ts';
@@ -194,6 +197,20 @@ export async function openService(settings: Settings): Promise<Service> {
   };
   operations.start();
   files.start();
+  // Trusted documents compile ahead in processes that serve GraphQL: at start-up (awaited for
+  // up to 10 s, the rest in the background) and whenever a project's documents or schema change.
+  if (settings.role === 'all' || settings.role === 'api') {
+    const stopWarming = installDocumentWarming(service);
+    const stopPurge = installCdnPurge(bus, projects, { publicOnly: settings.operations.publicOnly });
+    const close = service.close;
+    service.close = async () => {
+      stopWarming();
+      stopPurge();
+      await close();
+    };
+    await warmAll(service);
+  }
+  metrics.counterFrom('svc_trusted_document_hits_total', 'Requests served by a trusted document, by project and document id (at most 200 ids, the rest as other).', documentHits, ['project', 'document']);
   return service;
 }
 

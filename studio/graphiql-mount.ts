@@ -15,6 +15,8 @@ export interface MountOptions {
   defaultQuery: string;
   /** Show GraphiQL's headers editor (the /graphiql page: `x-api-key`, `X-Project-Id`). */
   defaultHeaders?: string;
+  /** Told the query editor's text on every edit (the Studio saves it as a trusted document). */
+  onEditQuery?: (query: string) => void;
 }
 
 export function mountGraphiQL(el: HTMLElement, fetcher: Fetcher, workers: Record<string, string>, opts: MountOptions): () => void {
@@ -27,6 +29,7 @@ export function mountGraphiQL(el: HTMLElement, fetcher: Fetcher, workers: Record
   root.render(createElement(GraphiQL, {
     fetcher,
     defaultQuery: opts.defaultQuery,
+    ...(opts.onEditQuery ? { onEditQuery: opts.onEditQuery } : {}),
     defaultEditorToolsVisibility: opts.defaultHeaders ? 'headers' : true,
     isHeadersEditorEnabled: opts.defaultHeaders !== undefined,
     ...(opts.defaultHeaders !== undefined ? { defaultHeaders: opts.defaultHeaders, shouldPersistHeaders: true } : { shouldPersistHeaders: false }),

@@ -1,7 +1,7 @@
 import type { Sql } from '../store/db.ts';
 import { hashSecret, newId } from '../ids.ts';
 import { randomBytes } from 'node:crypto';
-import type { KeyKind } from './principal.ts';
+import type { DocumentPolicy, KeyKind } from './principal.ts';
 import { isPublicKey, isTenantKey } from './principal.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import type { EventBus } from '../bus/bus.ts';
@@ -32,6 +32,7 @@ export interface NewKeyInput {
   allowedOrigins?: string[] | null;
   rateLimit?: number | null;
   expiresAt?: Date | null;
+  documents?: DocumentPolicy | null;
 }
 
 export interface StoredKey {
@@ -47,6 +48,7 @@ export interface StoredKey {
   project_ids: string[];
   allowed_origins: string[] | null;
   rate_limit: number | null;
+  documents: DocumentPolicy | null;
   expires_at: Date | null;
   disabled_at: Date | null;
   deleted_at: Date | null;
@@ -65,11 +67,11 @@ export async function insertApiKey(sql: Sql, input: NewKeyInput): Promise<{ id: 
   const key = keyPrefix(input.kind) + randomBytes(24).toString('hex');
   const id = newId('key');
   await sql`insert into api_keys (id, tenant_id, project_id, kind, name, key_hash, key_hint, scopes, allowed_models,
-              allowed_file_types, project_ids, allowed_origins, rate_limit, expires_at)
+              allowed_file_types, project_ids, allowed_origins, rate_limit, expires_at, documents)
             values (${id}, ${input.tenantId}, ${input.projectId}, ${input.kind}, ${input.name}, ${hashSecret(key)},
               ${key.slice(0, key.lastIndexOf('_') + 5)}, ${input.scopes}, ${input.allowedModels ?? null},
               ${input.allowedFileTypes ?? null}, ${input.projectIds ?? []}, ${input.allowedOrigins ?? null},
-              ${input.rateLimit ?? null}, ${input.expiresAt ?? null})`;
+              ${input.rateLimit ?? null}, ${input.expiresAt ?? null}, ${input.documents ?? null})`;
   return { id, key };
 }
 
@@ -77,7 +79,7 @@ export async function insertApiKey(sql: Sql, input: NewKeyInput): Promise<{ id: 
 export async function findKeyByHash(sql: Sql, hash: string): Promise<StoredKey | null> {
   const [row] = await sql<StoredKey[]>`
     select id, tenant_id, project_id, kind, name, key_hint, scopes, allowed_models, allowed_file_types, project_ids,
-           allowed_origins, rate_limit, expires_at, disabled_at, deleted_at
+           allowed_origins, rate_limit, documents, expires_at, disabled_at, deleted_at
     from api_keys where key_hash = ${hash}`;
   return row ?? null;
 }
@@ -100,6 +102,7 @@ export interface CreateKeyInput {
   allowedOrigins?: unknown;
   rateLimit?: unknown;
   expiresAt?: unknown;
+  documents?: unknown;
 }
 
 /** What listings show: never the key value, only its hint. */
@@ -114,6 +117,8 @@ export interface KeySummary {
   allowedModels: string[] | null;
   allowedOrigins: string[] | null;
   rateLimit: number | null;
+  /** null: the project's `documentPolicy` (default `any`). */
+  documents: DocumentPolicy | null;
   expiresAt: string | null;
   disabled: boolean;
   createdAt: string;
@@ -170,6 +175,15 @@ function checkRateLimit(value: unknown): number | null {
   return value;
 }
 
+const POLICIES: readonly DocumentPolicy[] = ['any', 'apq', 'trusted-only'];
+
+/** A key's document policy (docs/documents.md); null or absent: the project's setting. */
+export function checkDocumentPolicy(value: unknown): DocumentPolicy | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !POLICIES.includes(value as DocumentPolicy)) throw new BadUserInput('documents must be "any", "apq" or "trusted-only"');
+  return value as DocumentPolicy;
+}
+
 function checkExpiry(value: unknown): Date | null {
   if (value === undefined || value === null) return null;
   const d = typeof value === 'string' || typeof value === 'number' ? new Date(value) : null;
@@ -194,6 +208,7 @@ export async function createApiKey(sql: Sql, bus: KeyAnnouncer, input: CreateKey
   }
   const rateLimit = checkRateLimit(input.rateLimit);
   const expiresAt = checkExpiry(input.expiresAt);
+  const documents = checkDocumentPolicy(input.documents);
   let projectId: string | null = null;
   let projectIds: string[] = [];
   if (isTenantKey(input.kind)) {
@@ -214,7 +229,7 @@ export async function createApiKey(sql: Sql, bus: KeyAnnouncer, input: CreateKey
     projectId = row.id;
   }
   const created = await insertApiKey(sql, {
-    tenantId: input.tenantId, projectId, kind: input.kind, name, scopes, allowedModels, projectIds, allowedOrigins, rateLimit, expiresAt,
+    tenantId: input.tenantId, projectId, kind: input.kind, name, scopes, allowedModels, projectIds, allowedOrigins, rateLimit, expiresAt, documents,
   });
   // A process may have remembered this hash as unknown; tell every process.
   await publishChange(bus, created.id, hashSecret(created.key));
@@ -237,6 +252,7 @@ function summary(r: KeyRow): KeySummary {
     allowedModels: r.allowed_models,
     allowedOrigins: r.allowed_origins,
     rateLimit: r.rate_limit,
+    documents: r.documents,
     expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
     disabled: r.disabled_at !== null,
     createdAt: r.created_at.toISOString(),
@@ -267,6 +283,7 @@ export interface KeyUpdate {
   rateLimit?: unknown;
   expiresAt?: unknown;
   disabled?: unknown;
+  documents?: unknown;
 }
 
 /**
@@ -284,6 +301,7 @@ export async function updateApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string
   }
   if (patch.rateLimit !== undefined) set.rate_limit = checkRateLimit(patch.rateLimit);
   if (patch.expiresAt !== undefined) set.expires_at = checkExpiry(patch.expiresAt);
+  if (patch.documents !== undefined) set.documents = checkDocumentPolicy(patch.documents);
   if (patch.disabled !== undefined) {
     if (typeof patch.disabled !== 'boolean') throw new BadUserInput('disabled must be true or false');
     set.disabled_at = patch.disabled ? (current.disabled ? undefined : new Date()) : null;

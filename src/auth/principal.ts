@@ -5,6 +5,9 @@
  */
 export type KeyKind = 'pk' | 'sk' | 'pk_t' | 'sk_t';
 
+/** Which documents a key may send (src/graphql/trusted.ts): null follows the project's `documentPolicy`. */
+export type DocumentPolicy = 'any' | 'apq' | 'trusted-only';
+
 export interface KeyPrincipal {
   keyId: string;
   kind: KeyKind;
@@ -25,6 +28,8 @@ export interface KeyPrincipal {
    * `keyId` is then the member id, and field access rules see the `admin` principal.
    */
   member?: { memberId: string; role: string };
+  /** The key's document policy; absent or null: the project's setting, else `any`. */
+  documents?: DocumentPolicy | null;
 }
 
 /** A verified customer access token (src/identity/tokens.ts `verifyAccessToken`). */

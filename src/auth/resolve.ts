@@ -49,6 +49,7 @@ export function principalFromRow(row: StoredKey, projectHeader: string | null | 
     tenantId: row.tenant_id,
     projectId: projectFor(row, projectHeader),
     allowedFileTypes: row.allowed_file_types,
+    documents: row.documents,
     ...base,
     fingerprint: fingerprintOf(base),
   };

@@ -17,14 +17,17 @@ export const OUTSIDE = Symbol('outside content');
 /** Refers to items the room does not have: Yjs would keep it pending; refused when restricted. */
 export const UNKNOWN = Symbol('unknown position');
 /** Lands nowhere (its neighbour or parent was garbage collected): no visible change. */
-const NOWHERE = Symbol('nowhere');
+export const NOWHERE = Symbol('nowhere');
 
-type Place = string | typeof OUTSIDE | typeof UNKNOWN | typeof NOWHERE;
+export type Place = string | typeof OUTSIDE | typeof UNKNOWN | typeof NOWHERE;
 type Struct = Y.Item | Y.GC | Y.Skip;
 
-/** Where the changes of `update` land: field keys, OUTSIDE, UNKNOWN. Empty when nothing changes. */
-export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decodeUpdate(update)): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
-  const { structs, ds } = decoded as unknown as { structs: Struct[]; ds: { clients: Map<number, { clock: number; len: number }[]> } };
+/**
+ * Where the new structs of an update land: the update's structs Yjs has not integrated yet
+ * (per client), and the place of one of them or of an integrated item.
+ */
+export function placeResolver(doc: Y.Doc, decoded: ReturnType<typeof Y.decodeUpdate>) {
+  const { structs } = decoded as unknown as { structs: Struct[] };
   const store = doc.store;
   const content = doc.getMap(CONTENT_MAP) as unknown as Y.AbstractType<unknown>;
   const fresh = new Map<number, (Y.Item | Y.GC)[]>();
@@ -37,9 +40,6 @@ export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decode
     list.push(s);
   }
   const memo = new Map<Y.Item | Y.GC, Place>();
-  const out = new Set<string | typeof OUTSIDE | typeof UNKNOWN>();
-  const add = (p: Place) => void (p !== NOWHERE && out.add(p));
-
   /** The struct holding `id`: in the document, else among the update's new structs. */
   const find = (id: Y.ID): { stored: Y.Item | Y.GC } | { fresh: Y.Item | Y.GC } | null => {
     if (id.clock < Y.getState(store, id.client)) {
@@ -107,6 +107,17 @@ export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decode
     for (const c of chain) memo.set(c, place);
     return place;
   };
+
+  return { fresh, freshPlace, storedPlace };
+}
+
+/** Where the changes of `update` land: field keys, OUTSIDE, UNKNOWN. Empty when nothing changes. */
+export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decodeUpdate(update)): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
+  const { ds } = decoded as unknown as { ds: { clients: Map<number, { clock: number; len: number }[]> } };
+  const store = doc.store;
+  const { fresh, freshPlace, storedPlace } = placeResolver(doc, decoded);
+  const out = new Set<string | typeof OUTSIDE | typeof UNKNOWN>();
+  const add = (p: Place) => void (p !== NOWHERE && out.add(p));
 
   for (const list of fresh.values()) for (const s of list) add(freshPlace(s));
 

@@ -22,7 +22,7 @@ export const CloseCode = {
   Forbidden: 4403,
   /** The record (or its model) was deleted while the room was open. */
   RecordGone: 4404,
-  /** A frame larger than MAX_FRAME_BYTES. */
+  /** A frame larger than MAX_FRAME_BYTES, or an update a field or the document cannot hold (size.ts). */
   TooLarge: 4413,
   /** The process is shutting down; the client reconnects (to another process). */
   Restart: 1012,
@@ -43,6 +43,8 @@ export type Frame =
   | { type: 'auth' };
 
 export class FrameError extends Error {
+  /** The close code of the socket that sent it. */
+  readonly code: number = CloseCode.BadFrame;
   constructor(message: string) {
     super(message);
     this.name = 'FrameError';

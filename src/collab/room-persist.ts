@@ -115,6 +115,8 @@ export class RoomSaver {
   #stopped = false;
   /** Saves written into the record, for diagnostics and the bench. */
   saves = 0;
+  /** Told the byte size of each state a save encodes (the room's document size, size.ts). */
+  encoded: (bytes: number) => void = () => {};
 
   constructor(info: RoomInfo, doc: Y.Doc, host: SaverHost, loaded: { base: Content; lease: Lease | null; dirty: boolean }, enqueue: () => void, gone: () => void) {
     this.#info = info;
@@ -224,7 +226,9 @@ export class RoomSaver {
       const draft = await readDraft(tx, info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale);
       if (draft === null) return false;
       this.#mergeOutside(draft);
-      await writeState(tx, info.key, { state: Y.encodeStateAsUpdate(this.#doc), base: this.#base });
+      const state = Y.encodeStateAsUpdate(this.#doc);
+      this.encoded(state.byteLength);
+      await writeState(tx, info.key, { state, base: this.#base });
       return true;
     });
     if (!ok) return this.#lost();
@@ -281,7 +285,9 @@ export class RoomSaver {
           wrote = true;
         }
         base = { ...draft, ...patch };
-        tx.follow(writeStateStatement(info.key, { state: Y.encodeStateAsUpdate(this.#doc), base }));
+        const state = Y.encodeStateAsUpdate(this.#doc);
+        this.encoded(state.byteLength);
+        tx.follow(writeStateStatement(info.key, { state, base }));
       },
     };
     try {

@@ -2,6 +2,7 @@ import * as Y from 'yjs';
 import * as awarenessProtocol from 'y-protocols/awareness';
 import { CloseCode, FrameError, awarenessFrame, parseFrame, permissionDeniedFrame, syncStep1Frame, syncStep2Frame, updateFrame } from './protocol.ts';
 import { refusedPlaces, skipUpdate } from './guard.ts';
+import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
 
 /** What a room's document side needs of the room (room.ts). */
@@ -56,10 +57,13 @@ export class RoomSync {
   #incoming: Incoming | null = null;
   /** An update failed half-way: nothing more is applied, sent or saved from this document. */
   #broken = false;
+  /** The document's size in bytes of Yjs state, kept under SIZE_LIMITS.maxDocBytes (size.ts). */
+  readonly size: DocSize;
 
   constructor(doc: Y.Doc, host: RoomSyncHost) {
     this.doc = doc;
     this.#host = host;
+    this.size = new DocSize(doc, SIZE_LIMITS);
     this.awareness = new awarenessProtocol.Awareness(doc);
     // The server is no participant: it announces no presence of its own.
     this.awareness.setLocalState(null);
@@ -92,7 +96,7 @@ export class RoomSync {
     } else awarenessProtocol.applyAwarenessUpdate(this.awareness, data, 'remote');
   }
 
-  /** A y-websocket frame of a socket of the room (FrameError: close it with 4400). */
+  /** A y-websocket frame of a socket of the room (FrameError: close it with its code, 4400 or 4413). */
   frame(conn: Conn, data: Uint8Array): void {
     if (this.#broken) return;
     const f = parseFrame(data);
@@ -103,7 +107,11 @@ export class RoomSync {
       case 'sync-step2':
       case 'update': {
         const refused = refusedPlaces(conn.rule, this.doc, f.update, f.decoded);
-        if (refused.length === 0) return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+        if (refused.length === 0) {
+          // A field or the document past its limit: TooLargeError, the socket closes with 4413.
+          checkSize(this.doc, this.size, f.update, f.decoded, SIZE_LIMITS);
+          return this.#apply(f.update, conn, f.type === 'update' ? data : undefined);
+        }
         // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
         skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);
         this.#host.refused();
@@ -147,6 +155,7 @@ export class RoomSync {
   }
 
   #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
+    this.size.grew(update.byteLength);
     this.#host.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
     const out = frame ?? updateFrame(update);
     if (sender) sender.ws.publish(this.#host.key, out);

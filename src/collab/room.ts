@@ -86,6 +86,8 @@ export class Room implements Actor {
       broken: () => this.#discard(),
     });
     this.awareness = this.#sync.awareness;
+    // Each save encodes the whole state anyway: the document's size is then known exactly.
+    this.#saver.encoded = (bytes) => this.#sync.size.measured(bytes);
   }
 
   /** Loads the room (see loadDoc); the saver is the holder of the room's advisory lock. */
@@ -238,7 +240,7 @@ export class Room implements Actor {
   }
 
   #fail(conn: Conn, err: unknown): void {
-    if (err instanceof FrameError) conn.ws.close(CloseCode.BadFrame, err.message);
+    if (err instanceof FrameError) conn.ws.close(err.code, err.message);
     else {
       logFailure(this.key, err);
       conn.ws.close(CloseCode.BadFrame, 'frame rejected');

@@ -21,6 +21,15 @@ export interface ConfigDeps {
   sql: Sql;
   bus: EventBus;
   settings: Pick<Settings, 'authUrl' | 'operations' | 'appsCa'>;
+  /**
+   * Trusted documents (src/graphql/trusted.ts, handed in by the HTTP layer: config does not
+   * depend on GraphQL): the config's `documents` manifest is stored after the commit, and every
+   * schema change re-validates the stored ones; their problems are listed with the push's errors.
+   */
+  documents?: {
+    push(projectId: string, manifest: unknown, replace: boolean): Promise<{ applied: { documents: number }; errors: ConfigError[] }>;
+    revalidate(projectId: string): Promise<ConfigError[]>;
+  };
 }
 
 /** What `svc push` prints (CONTRACT §3), plus what the CLI needs and never prints. */
@@ -37,7 +46,7 @@ export interface PushResult {
 /** Top-level fields with their own handling; everything else is passed through. */
 const KNOWN = new Set([
   'key', 'name', 'configType', 'force', 'operationBaseUrl', 'project', 'models', 'operations', 'segments', 'schedules', 'hooks',
-  'authProviders', 'relyingParties', 'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'domains',
+  'authProviders', 'relyingParties', 'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'domains', 'documents',
 ]);
 const KEYED = ['operations', 'hooks', 'schedules', 'segments', 'authProviders', 'placements'] as const;
 
@@ -171,6 +180,15 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
   svc.bus.deliverLocal(keyEvents);
   if (outcome.schemaVersion !== null) await announceSchema(svc.bus, project.id, outcome.schemaVersion);
   if (outcome.projectChanged) await svc.bus.publish({ type: 'project.changed', projectId: project.id });
+  if (svc.documents) {
+    // Validated against the schema this push left, so they come after it.
+    if (outcome.schemaVersion !== null) entryErrors.push(...(await svc.documents.revalidate(project.id)));
+    if (cfg.documents !== undefined) {
+      const pushed = await svc.documents.push(project.id, cfg.documents, force);
+      applied.documents = pushed.applied.documents;
+      entryErrors.push(...pushed.errors);
+    }
+  }
   return {
     projectId: project.id,
     applied,
@@ -227,6 +245,10 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
     where c.project_id = ${projectId} and c.name = ${name}`;
   if (have && !have.deleted && !force && keyShape(have.definition) === keyShape(e)) {
     await tx`update config_api_keys set definition = ${tx.json(e as never)} where project_id = ${projectId} and name = ${name}`;
+    // The document policy is a setting, not a grant: it changes in place, announced with the commit.
+    const documents = (e.documents as string | undefined) ?? null;
+    const changed = await tx`update api_keys set documents = ${documents} where id = ${have.api_key_id} and documents is distinct from ${documents} returning id`;
+    if (changed.length) await announcer.publish({ type: 'key.changed', keyId: have.api_key_id, keyHash: null });
     return;
   }
   if (have && !have.deleted) await deleteApiKey(tx, announcer, tenantId, have.api_key_id);
@@ -234,7 +256,7 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
   let created: { id: string; key: string };
   try {
     created = await createApiKey(tx, announcer, {
-      tenantId, kind, projectId, name, scopes: (e.scopes as string[] | undefined) ?? ['records:read'], allowedModels: e.allowedModels ?? null,
+      tenantId, kind, projectId, name, scopes: (e.scopes as string[] | undefined) ?? ['records:read'], allowedModels: e.allowedModels ?? null, documents: e.documents ?? null,
     });
   } catch (err) {
     // Only our own validation errors are the client's; a driver error stays a masked fault.

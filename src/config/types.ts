@@ -161,6 +161,8 @@ export interface ApiKeyInput extends Extra {
   scopes?: string[];
   allowedModels?: string[];
   allowedFileTypes?: string[];
+  /** Which documents the key may send (docs/documents.md); absent: the project's `documentPolicy`. */
+  documents?: 'any' | 'apq' | 'trusted-only';
 }
 
 export interface CustomerRoleInput extends Extra {
@@ -200,6 +202,12 @@ export interface ProjectSettings extends Extra {
   customerSignupEnabled?: boolean;
   customerPasswordEnabled?: boolean;
   customerOtpEnabled?: boolean;
+  /** Document policy of keys that set none (docs/documents.md); default `any`. */
+  documentPolicy?: 'any' | 'apq' | 'trusted-only';
+  /** Bytes of the APQ store (docs/documents.md); default 1 MiB, at most 16 MiB. */
+  apqMaxBytes?: number;
+  /** HTTP caching of public reads (docs/graphql.md, "HTTP caching"). */
+  cache?: { maxAge?: number; staleWhileRevalidate?: number; purgeUrl?: string };
 }
 
 export const SETTINGS_DEFAULTS = {
@@ -247,6 +255,6 @@ export interface ApplyConfigInput extends Extra {
 /** The collections `svc push` reports counts for, in output order. */
 export const COLLECTIONS = [
   'project', 'models', 'operations', 'hooks', 'schedules', 'segments', 'authProviders', 'relyingParties',
-  'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens',
+  'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'documents',
 ] as const;
 export type Collection = (typeof COLLECTIONS)[number];

@@ -206,6 +206,8 @@ function checkApiKeys(c: Checker, v: unknown, modelKeys: Set<string> | null): vo
     (c.strings(o, 'allowedModels', p) ?? []).forEach((k, i) => {
       if (modelKeys && !modelKeys.has(k)) c.add(`${p}.allowedModels[${i}]`, `allowedModels names "${k}", which is not a model of this config`);
     });
+    const documents = c.string(o, 'documents', p);
+    if (documents !== null && documents !== 'any' && documents !== 'apq' && documents !== 'trusted-only') c.add(`${p}.documents`, 'documents must be "any", "apq" or "trusted-only"');
     (c.strings(o, 'allowedFileTypes', p) ?? []).forEach((t, i) => {
       if (!MIME_RE.test(t)) c.add(`${p}.allowedFileTypes[${i}]`, `"${t}" is not a MIME type like image/png or image/*`);
     });

@@ -77,6 +77,19 @@ function checkProject(c: Checker, v: unknown): void {
   for (const k of ['maxFileBytes', 'quotaBytes', 'retentionDays']) {
     if (f && f[k] !== undefined && (typeof f[k] !== 'number' || !Number.isSafeInteger(f[k]) || (f[k] as number) < 0)) c.add(`project.settings.files.${k}`, `${k} must be a whole number, 0 or more`);
   }
+  // Trusted documents and HTTP caching (docs/documents.md, docs/graphql.md "HTTP caching").
+  const policy = s.documentPolicy;
+  if (policy !== undefined && policy !== 'any' && policy !== 'apq' && policy !== 'trusted-only') c.add('project.settings.documentPolicy', 'documentPolicy must be "any", "apq" or "trusted-only"');
+  const whole = (o: Record<string, unknown>, k: string, path: string, max: number) => {
+    if (o[k] !== undefined && (typeof o[k] !== 'number' || !Number.isSafeInteger(o[k]) || (o[k] as number) < 0 || (o[k] as number) > max)) c.add(`${path}.${k}`, `${k} must be a whole number from 0 to ${max}`);
+  };
+  whole(s, 'apqMaxBytes', 'project.settings', 16 * 1024 * 1024);
+  const cache = c.object(s.cache, 'project.settings.cache');
+  if (cache) {
+    whole(cache, 'maxAge', 'project.settings.cache', 31_536_000);
+    whole(cache, 'staleWhileRevalidate', 'project.settings.cache', 31_536_000);
+    if (cache.purgeUrl !== undefined && (typeof cache.purgeUrl !== 'string' || !isHttpUrl(cache.purgeUrl))) c.add('project.settings.cache.purgeUrl', 'purgeUrl must be an absolute http(s) URL');
+  }
 }
 
 /** Returns the declared model keys (null when `models` is absent), for cross-references. */

@@ -39,6 +39,7 @@ export async function controlCreateKey(sql: Sql, bus: EventBus, caller: ControlC
     allowedOrigins: body.origins ?? undefined,
     rateLimit: body.rateLimit ?? undefined,
     expiresAt: body.expiresAt ?? undefined,
+    documents: body.documents ?? undefined,
   });
 }
 
@@ -65,7 +66,7 @@ export async function controlUpdateKey(sql: Sql, bus: EventBus, caller: ControlC
   for (const k of ['scopes', 'models', 'projects', 'type', 'tenant', 'project']) {
     if (body[k] !== undefined) throw new BadUserInput(`${k} is fixed at creation: create a new key and rotate (docs/keys.md)`);
   }
-  const patch: KeyUpdate = { name: body.name, allowedOrigins: body.origins, rateLimit: body.rateLimit, expiresAt: body.expiresAt, disabled: body.disabled };
+  const patch: KeyUpdate = { name: body.name, allowedOrigins: body.origins, rateLimit: body.rateLimit, expiresAt: body.expiresAt, disabled: body.disabled, documents: body.documents };
   return updateApiKey(sql, bus, tenantId, keyId, patch);
 }
 

@@ -46,6 +46,18 @@ export async function permanentlyDeleteFile(sql: Sql, storage: FileStorage, proj
 }
 
 /**
+ * Removes the blob of a hash unless a row names it, under the hash's lock: an upload whose
+ * bytes were committed but whose row was not written leaves nothing on disk.
+ */
+export async function removeUnnamedBlob(sql: Sql, storage: FileStorage, sha256: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${hashLock(sha256).toString()}::bigint)`;
+    const [other] = await tx`select 1 from files where sha256 = ${sha256} limit 1`;
+    if (!other) await storage.remove(sha256);
+  });
+}
+
+/**
  * The retention sweep: files soft-deleted longer ago than their project's retention
  * (settings.files.retentionDays, else the default) are deleted for good, a batch at a time;
  * SKIP LOCKED lets several worker processes sweep side by side.

@@ -7,7 +7,7 @@ import { SNIFF_BYTES, sniff, typeAllowed } from './sniff.ts';
 import { projectLimits, room, tooLarge, type LimitDefaults } from './limits.ts';
 import type { FileStorage, TempBlob } from './storage.ts';
 import { insertFile, type FileRow } from './store.ts';
-import { hashLock } from './lifecycle.ts';
+import { hashLock, removeUnnamedBlob } from './lifecycle.ts';
 import { queueMediaJob } from './media.ts';
 
 /**
@@ -31,7 +31,9 @@ const MAX_TEXT = 1000;
 export function safeFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex
-  const clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
+  let clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
+  // The cut must not split a surrogate pair (a lone half is not UTF-8).
+  if (/[\ud800-\udbff]$/.test(clean)) clean = clean.slice(0, -1).trim();
   return clean === '' ? 'file' : clean;
 }
 
@@ -47,6 +49,16 @@ export function checkPixels(kind: { width: number | null; height: number | null 
   if (kind.width !== null && kind.height !== null && kind.width * kind.height > maxInputPixels) {
     throw new BadUserInput(`The image is ${kind.width}×${kind.height} pixels; at most ${maxInputPixels} pixels are accepted`, { limit: maxInputPixels });
   }
+}
+
+/**
+ * A form field's text, refused when PostgreSQL could not store it (NUL; the 500 of issue 27
+ * item 10) or it cannot be UTF-8 (unpaired surrogates, only from callers other than busboy).
+ */
+export function checkFormText(name: string, v: string | null | undefined): void {
+  if (typeof v !== 'string') return;
+  if (v.includes('\0')) throw new BadUserInput(`${name}: NUL characters are not allowed`, { field: name });
+  if (!(v as unknown as { isWellFormed(): boolean }).isWellFormed()) throw new BadUserInput(`${name}: unpaired UTF-16 surrogates are not allowed`, { field: name });
 }
 
 function textField(v: string | undefined): string | null {
@@ -73,7 +85,11 @@ export interface Received {
  * the key's allowedFileTypes), the pixel cap, and the blob committed under the hash's lock (a
  * permanent delete of the same bytes cannot remove it between this commit and the row).
  */
-export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits'> & { maxInputPixels: number }, key: RequestPrincipal['key'], r: Received): Promise<FileRow> {
+export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits' | 'storage'> & { maxInputPixels: number }, key: RequestPrincipal['key'], r: Received): Promise<FileRow> {
+  // Before the bytes are committed: what the row will hold must be storable.
+  checkFormText('alt', r.alt);
+  checkFormText('folder', r.folder);
+  checkFormText('filename', r.filename);
   if (r.size === 0) throw new BadUserInput('The file is empty');
   const kind = await sniff(r.head);
   if ('invalid' in kind) throw new BadUserInput(kind.invalid);
@@ -81,17 +97,25 @@ export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits'> & { 
   if (!typeAllowed(key.allowedFileTypes, kind.contentType)) {
     throw new PermissionDenied(`This key may not upload ${kind.contentType} files`, { contentType: kind.contentType });
   }
-  return await deps.sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${hashLock(r.sha256).toString()}::bigint)`;
-    await r.commit();
-    const row = await insertFile(tx as unknown as Sql, {
-      id: r.id, projectId: key.projectId, sha256: r.sha256, filename: r.filename, contentType: kind.contentType, size: r.size,
-      width: kind.width, height: kind.height, alt: r.alt, folder: r.folder, customerId: r.customerId, keyId: key.keyId,
-    });
-    // Videos get a poster and HLS renditions from a media job (src/files/media.ts).
-    if (kind.contentType.startsWith('video/')) await queueMediaJob(tx as unknown as Sql, row.id, key.projectId);
-    return row;
-  }) as FileRow;
+  let committed = false;
+  try {
+    return await deps.sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${hashLock(r.sha256).toString()}::bigint)`;
+      await r.commit();
+      committed = true;
+      const row = await insertFile(tx as unknown as Sql, {
+        id: r.id, projectId: key.projectId, sha256: r.sha256, filename: r.filename, contentType: kind.contentType, size: r.size,
+        width: kind.width, height: kind.height, alt: r.alt, folder: r.folder, customerId: r.customerId, keyId: key.keyId,
+      });
+      // Videos get a poster and HLS renditions from a media job (src/files/media.ts).
+      if (kind.contentType.startsWith('video/')) await queueMediaJob(tx as unknown as Sql, row.id, key.projectId);
+      return row;
+    }) as FileRow;
+  } catch (err) {
+    // The bytes were committed but no row names them: removed, unless another row does.
+    if (committed) await removeUnnamedBlob(deps.sql, deps.storage, r.sha256).catch((e) => console.error('files: removing an unnamed blob failed:', e instanceof Error ? e.message : e));
+    throw err;
+  }
 }
 
 export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal, request: Request): Promise<FileRow> {
@@ -112,7 +136,9 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   let fileDone: Promise<void> = Promise.resolve();
   let bb: busboy.Busboy;
   try {
-    bb = busboy({ headers: { 'content-type': ct }, highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
+    // defParamCharset: multipart parameters (the file name) are UTF-8 (RFC 7578 §4.2; busboy
+    // reads them as Latin-1 unless told); `filename*` carries its own charset (RFC 8187).
+    bb = busboy({ headers: { 'content-type': ct }, defParamCharset: 'utf8', highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
   } catch {
     throw new BadUserInput('The body must be multipart/form-data with a boundary');
   }
@@ -131,11 +157,20 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   };
   const finished = new Promise<void>((resolve) => {
     finish = resolve;
+    // Fields are checked as they arrive: sent before the file (as FormData does when they were
+    // appended first), a bad one fails the upload before any byte is stored.
     bb.on('field', (name, value) => {
+      if (failure) return;
+      try {
+        if (name === 'alt' || name === 'folder') checkFormText(name, value);
+        if (name === 'folder') folderOf(value);
+      } catch (e) {
+        return fail(e as Error);
+      }
       fields[name] = value;
     });
     bb.on('file', (name, stream, info) => {
-      if (name !== 'file') {
+      if (name !== 'file' || failure) {
         stream.resume();
         return;
       }

@@ -6,7 +6,8 @@ import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
-import { BadUserInput, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
+import { BadUserInput, DocumentNotTrusted, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
+import { documentPolicyOf, resolveDocument } from './document-policy.ts';
 import { buildSchema, type SchemaView } from './schema.ts';
 import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
@@ -27,9 +28,14 @@ import { CACHE_MAX_AGE, digest, documentKey, MAX_CACHED_BODY, responseCache, sto
  * masks them once at its boundary (graphql/errors.ts) and serialises in its own format.
  */
 export interface GraphqlRequest {
+  /** The document text; may be empty when `documentId` names the document. */
   query: string;
   variables?: Record<string, unknown> | null;
   operationName?: string | null;
+  /** SHA-256 (lowercase hex) of the document, from `documentId` or Apollo's `extensions.persistedQuery`. */
+  documentId?: string | null;
+  /** The hash came as Apollo's `extensions.persistedQuery` (APQ registration applies). */
+  persisted?: boolean;
 }
 
 /** A document ready to run for one schema view: what execute() and a subscribe() share. */
@@ -38,6 +44,8 @@ export interface Ready {
   compiled: CompiledQuery;
   operation: 'query' | 'mutation' | 'subscription';
   op: OperationDefinitionNode;
+  /** The parsed document (a subscribe() runs it; shared by every subscription of one text). */
+  document: DocumentNode;
   /** Set when graphql-js coerces the variables (recursive input types, see variables.ts). */
   coerceWithGraphqlJs: boolean;
   /** Per variable, the argument it feeds: input errors name the argument. */
@@ -50,6 +58,8 @@ interface SchemaEntry {
   version: number;
   view: SchemaView;
   docs: Lru<string, Prepared>;
+  /** Trusted documents compiled ahead (graphql/trusted.ts), by hash and operation name. */
+  trusted: Lru<string, Prepared>;
   sdl?: string;
 }
 
@@ -75,6 +85,10 @@ function preparedBytes(p: Prepared): number {
 
 const docCache = (): Lru<string, Prepared> =>
   new Lru({ kind: 'documents', maxEntries: DOCS_PER_SCHEMA, maxBytes: DOC_CACHE_BYTES, sizeOf: preparedBytes, budget: processCacheBudget });
+
+/** As many entries as a project may hold trusted documents (src/documents/store.ts), one name each. */
+const trustedCache = (): Lru<string, Prepared> =>
+  new Lru({ kind: 'trusted-documents', maxEntries: 2_000, maxBytes: 64 * 1024 * 1024, sizeOf: preparedBytes, budget: processCacheBudget });
 
 /** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
 const writesMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; writes: Set<string> | null }>();
@@ -121,17 +135,22 @@ function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: 
     const shared = `${snapshot.shapeKey}:${key}`;
     let entry = sharedSchemas.get(shared);
     if (!entry) {
-      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, writes), docs: docCache() };
+      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, writes), docs: docCache(), trusted: trustedCache() };
       sharedSchemas.set(shared, entry);
     }
     return entry;
   }
   let entry = actor.derived.get(key) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
-    entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache() };
+    entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache(), trusted: trustedCache() };
     actor.derived.set(key, entry);
   }
   return entry;
+}
+
+/** The schema entry of a key (no customer): compiling trusted documents ahead uses it. */
+export function schemaEntryFor(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal): SchemaEntry {
+  return schemaEntry(actor, snapshot, principal, null);
 }
 
 /** Shared fleet schemas held by this process (tests and the bench measure sharing with it). */
@@ -162,6 +181,44 @@ export function prepareFor(target: Target, req: GraphqlRequest): Prepared {
   return prepared;
 }
 
+/**
+ * A trusted document prepared for one schema view, by hash and operation name: compiled ahead
+ * (graphql/trusted.ts warmProject), so a request naming it costs one lookup. A document that no
+ * longer validates against this view says which document it is.
+ */
+export function prepareTrusted(target: Target, hash: string, text: string, operationName: string | null): Prepared {
+  const key = operationName ? `${hash}\0${operationName}` : hash;
+  let prepared = target.entry.trusted.get(key);
+  if (!prepared) {
+    prepared = prepare(target.entry.view, { query: text, operationName });
+    if (!prepared.ok) {
+      const errors = prepared.errors.map((e) => {
+        const message = `Trusted document sha256:${hash} does not validate against the current schema: ${e.message}`;
+        return new GraphQLError(message, { originalError: new GraphqlValidationFailed(message) });
+      });
+      prepared = { ok: false, errors };
+      weights.set(prepared, 1_024 + errors.reduce((n, e) => n + 512 + 2 * e.message.length, 0));
+    }
+    target.entry.trusted.set(key, prepared);
+  }
+  return prepared;
+}
+
+/** Validation only (no compile): the errors of a document against a view, empty when it validates. */
+export function checkDocument(view: SchemaView, text: string): readonly GraphQLError[] {
+  let doc: DocumentNode;
+  try {
+    doc = parse(text, { maxTokens: LIMITS.maxTokens });
+  } catch (err) {
+    return [err instanceof GraphQLError ? err : new GraphQLError('Syntax Error: the document is nested too deeply')];
+  }
+  const limit = checkLimits(doc, { fields: 0 });
+  if (limit) return [limit];
+  const inputs = checkDocumentInputs(doc);
+  if (inputs.error) return [inputs.error];
+  return validate(view.schema, doc, undefined, { maxErrors: 20 });
+}
+
 /** The resolver context of one request (a fresh loader: batching is per request). */
 export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0, live = false): GqlContext {
   const { snapshot, entry } = target;
@@ -188,9 +245,9 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
  * Variables for the compiled document: coerced here by graphql-js when the document needs it
  * (variables.ts), else passed as given (graphql-jit coerces them itself).
  */
-export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
+export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined, checked = false): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
   // Checked before any coercion (which recurses, and would hand PostgreSQL what it cannot store).
-  const bad = checkVariables(raw, ready.argumentOf);
+  const bad = checked ? null : checkVariables(raw, ready.argumentOf);
   if (bad) return { errors: [bad] };
   const values = raw ?? {};
   if (!ready.coerceWithGraphqlJs) return { values };
@@ -240,7 +297,7 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
   const forJit = jitDocument(view.schema, doc, op);
   const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
   if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
-  return { ok: true, compiled, operation: op.operation, op, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
+  return { ok: true, compiled, operation: op.operation, op, document: doc, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
 }
 
 function refused(errors: readonly GraphQLError[]): Executed {
@@ -287,23 +344,35 @@ export interface ExecuteOptions {
    * for a replica that has replayed it, and skip the response cache (it may predate the write).
    */
   lsn?: number;
+  /** Set by execute when it ran a mutation: the HTTP layer then names the commit's LSN (http/replica-lsn.ts). */
+  wrote?: boolean;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
 export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<Executed> {
-  if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string');
   const target = await targetOf(deps, principal, opts.customer);
-  // Mutations are never cached: no response key (a SHA-256 of the document and its variables' JSON).
-  const rc = opts.customer !== null || !deps.settings.responseCache || opts.lsn || startsAsMutation(req.query) ? undefined : responseCache(target.actor);
-  const responseKey = rc ? digest(principal.fingerprint, req.operationName ?? '', req.query, req.variables ? JSON.stringify(req.variables) : '') : '';
+  // Which document: its text, or a trusted / persisted one named by hash, as the key's policy allows.
+  const found = resolveDocument(deps, target, principal, req);
+  const doc = found instanceof Promise ? await found : found;
+  // Prepared (a memo lookup for a known document) before the response key: the variables are
+  // bounded (depth, strings) before anything walks them recursively, JSON.stringify included
+  // (20,000 nested AND levels overflowed its stack: issue 27 item 13).
+  const prepared = doc.trusted ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null) : prepareFor(target, doc.query === req.query ? req : { ...req, query: doc.query });
+  if (!prepared.ok) return refused(prepared.errors);
+  const badVariables = checkVariables(req.variables, prepared.argumentOf);
+  if (badVariables) return failed({ errors: [badVariables] });
+  // Only reads are cached: no response key (a SHA-256 of the document and its variables' JSON) otherwise.
+  if (prepared.operation === 'mutation') opts.wrote = true;
+  const rc = opts.customer !== null || !deps.settings.responseCache || opts.lsn || prepared.operation !== 'query' ? undefined : responseCache(target.actor);
+  // A trusted document is keyed by its hash: without variables, no SHA-256 at all (the key is
+  // fingerprint, hash and operation name: ~120 characters, never the document).
+  const responseKey = !rc ? '' : doc.trusted && !req.variables ? `t\0${principal.fingerprint}\0${doc.trusted}\0${req.operationName ?? ''}` : digest(principal.fingerprint, req.operationName ?? '', doc.trusted ?? doc.query, doc.trusted ? '\u0001' : '', req.variables ? JSON.stringify(req.variables) : '');
   if (rc) {
     const hit = rc.entries.get(responseKey);
     if (deps.cacheStats) deps.cacheStats[hit ? 'hits' : 'misses']++;
     if (hit) return hit;
   }
 
-  const prepared = prepareFor(target, req);
-  if (!prepared.ok) return refused(prepared.errors);
   if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
   if (prepared.operation === 'subscription') {
     const message = 'Subscriptions are served over WebSocket at /graphql/ws';
@@ -313,7 +382,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   const ctx = contextFor(deps, principal, target, opts.customer, opts.lsn);
   ctx.clientIp = opts.clientIp ?? undefined;
   const gen = rc?.gen;
-  const variables = variablesFor(target, prepared, req.variables);
+  const variables = variablesFor(target, prepared, req.variables, true);
   if ('errors' in variables) return failed({ errors: variables.errors });
   let result: ExecutionResult;
   try {
@@ -334,13 +403,33 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   }
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
-  const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : `public, max-age=${CACHE_MAX_AGE}`;
+  const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : publicCacheControl(target.snapshot);
   if (rc && isRead && !ctx.noStore && rc.gen === gen && body.length <= MAX_CACHED_BODY) rc.entries.set(responseKey, stored(body, cacheControl));
   return { result, rejected: false, cacheControl, body };
 }
 
+/**
+ * `Cache-Control` of a shareable read: the project's `cache.maxAge` (default CACHE_MAX_AGE) and
+ * `cache.staleWhileRevalidate` (default the same), made once per snapshot.
+ */
+const cacheControls = new WeakMap<ProjectSnapshot, string>();
+export function publicCacheControl(snapshot: ProjectSnapshot): string {
+  let cc = cacheControls.get(snapshot);
+  if (cc === undefined) {
+    const c = (snapshot.settings.cache ?? {}) as { maxAge?: unknown; staleWhileRevalidate?: unknown };
+    const whole = (v: unknown, d: number) => (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : d);
+    const maxAge = whole(c.maxAge, CACHE_MAX_AGE);
+    cc = `public, max-age=${maxAge}, stale-while-revalidate=${whole(c.staleWhileRevalidate, maxAge)}`;
+    cacheControls.set(snapshot, cc);
+  }
+  return cc;
+}
+
 export async function schemaSdl(deps: Pick<GraphqlDeps, 'projects'>, principal: KeyPrincipal): Promise<string> {
-  const { entry } = await targetOf(deps, principal);
+  const target = await targetOf(deps, principal);
+  // Introspection is refused to trusted-only keys: the SDL is the same thing in another form.
+  if (documentPolicyOf(principal, target.snapshot) === 'trusted-only') throw new DocumentNotTrusted('This key runs trusted documents only: its schema is not served');
+  const { entry } = target;
   entry.sdl ??= printSchema(entry.view.schema);
   return entry.sdl;
 }

@@ -10,7 +10,7 @@ import { graphqlRoutes } from './graphql.ts';
 import { identityRoutes } from './identity.ts';
 import { oidcRoutes } from './oidc.ts';
 import { operationRoutes } from './operations.ts';
-import { graphqlWsRoutes } from './graphql-ws.ts';
+import { graphqlWsRoutes, MAX_WS_FRAME_BYTES } from './graphql-ws.ts';
 import type { RealtimeHub } from '../realtime/hub.ts';
 import { collabRoutes } from './collab.ts';
 import { metricsRoutes } from './metrics.ts';
@@ -27,7 +27,9 @@ import { designTokenRoutes } from './design-tokens.ts';
  */
 export function buildApi(svc: Service, hub?: RealtimeHub) {
   const { requests } = svc;
-  const app = new Elysia({ name: 'svc.api' })
+  // Bun drops a WebSocket frame past maxPayloadLength (close 1009) before buffering it; below
+  // that, /graphql/ws refuses frames over the body limit with 4413 (src/http/graphql-ws.ts).
+  const app = new Elysia({ name: 'svc.api', websocket: { maxPayloadLength: 2 * MAX_WS_FRAME_BYTES } })
     // Every request is counted and logged once, whatever answered it (a route, an error, a 404).
     .onRequest(({ request }) => requests.start(request))
     .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue }) => {

@@ -5,6 +5,7 @@ import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
 import { PermissionDenied } from '../errors.ts';
 import { pushConfig } from '../config/apply.ts';
+import { listDocuments, pushDocuments, removeDocument, revalidateDocuments } from '../graphql/trusted.ts';
 import { listDomains, pullConfig } from '../config/read.ts';
 import { verifyDomain } from '../identity/domains.ts';
 import { pushSecrets } from '../secrets/vault.ts';
@@ -15,6 +16,10 @@ import { assignRole, createRole, disableRole, listAssignments, listRoles, revoke
 export function configRoutes(svc: Service) {
   const caller = (headers: Record<string, string | undefined>) => controlCaller(svc, headers);
   const body = objectBody;
+  const documents = {
+    push: (projectId: string, manifest: unknown, replace: boolean) => pushDocuments(svc, projectId, manifest, replace),
+    revalidate: (projectId: string) => revalidateDocuments(svc, projectId),
+  };
   /** Resolves the project and checks the caller's permission on it. */
   const project = async (c: ControlCaller, id: string, perm: 'config:read' | 'config:push') => {
     const p = await projectOfCaller(svc.sql, c, id);
@@ -24,8 +29,15 @@ export function configRoutes(svc: Service) {
   return new Elysia({ prefix: '/v1/control/projects/:id' })
     .post('/config', async ({ headers, params, body: b }) => {
       const input = body(b);
-      return pushConfig(svc, await caller(headers), params.id, input.config, { force: input.force === true, atomic: input.atomic === true });
+      return pushConfig({ ...svc, documents }, await caller(headers), params.id, input.config, { force: input.force === true, atomic: input.atomic === true });
     })
+    // Trusted documents (docs/documents.md): `svc documents push|list|rm`, the Studio's explorer.
+    .post('/documents', async ({ headers, params, body: b }) => {
+      const input = body(b);
+      return pushDocuments(svc, await project(await caller(headers), params.id, 'config:push'), input.documents, input.replace === true);
+    })
+    .get('/documents', async ({ headers, params }) => listDocuments(svc, await project(await caller(headers), params.id, 'config:read')))
+    .delete('/documents/:hash', async ({ headers, params }) => removeDocument(svc, await project(await caller(headers), params.id, 'config:push'), params.hash))
     .get('/config', async ({ headers, params }) => pullConfig(svc.sql, await caller(headers), params.id))
     .get('/domains', async ({ headers, params }) => ({ domains: await listDomains(svc.sql, await project(await caller(headers), params.id, 'config:read')) }))
     .post('/domains/verify', async ({ headers, params, body: b }) => verifyDomain(svc.sql, await caller(headers), params.id, body(b).domain))

@@ -4,6 +4,17 @@ import type { Service } from '../service.ts';
 import type { RealtimeHub } from '../realtime/hub.ts';
 import { hubSource, subscriptionServer, type WsData } from '../realtime/subscriptions.ts';
 import { installSubscriptionSource } from '../graphql/subscriptions.ts';
+import { LIMITS } from '../graphql/limits.ts';
+import { CloseCode } from '../realtime/protocol/frames.ts';
+
+/** A /graphql/ws frame may be as large as a POST /graphql body, and is refused unparsed past it. */
+export const MAX_WS_FRAME_BYTES = LIMITS.maxBodyBytes;
+
+/** UTF-8 bytes of a text frame (its length is a lower bound: measured only when it may be over). */
+function frameBytes(m: string | Buffer): number {
+  if (typeof m !== 'string') return m.byteLength;
+  return m.length * 3 <= MAX_WS_FRAME_BYTES ? m.length : Buffer.byteLength(m);
+}
 
 /**
  * GET /graphql/ws: upgrades to graphql-ws's Bun handler. Elysia's Bun adapter dispatches every
@@ -22,7 +33,17 @@ export function graphqlWsRoutes(svc: Service, hub: RealtimeHub) {
       origin: request.headers.get('origin'),
       secFetchSite: request.headers.get('sec-fetch-site'),
       open: (ws: never) => handler.open?.(ws),
-      message: (ws: never, m: string | Buffer) => handler.message(ws, m),
+      // Measured before graphql-ws parses it (JSON.parse of a 12 MiB frame was the attack).
+      message: (ws: { close(code: number, reason: string): void }, m: string | Buffer) => {
+        if (frameBytes(m) > MAX_WS_FRAME_BYTES) return ws.close(CloseCode.PayloadTooLarge, `Message exceeds ${MAX_WS_FRAME_BYTES} bytes`);
+        // graphql-ws rejects for a well-formed message a server does not take (`next` from a
+        // client): a protocol error, not an unhandled rejection of the process.
+        return handler.message(ws as never, m)?.catch((err: unknown) => {
+          const unexpected = err instanceof Error && err.message.startsWith('Unexpected message');
+          if (!unexpected) console.error('graphql-ws message failed:', err instanceof Error ? err.message : err);
+          ws.close(unexpected ? CloseCode.BadRequest : 1011, unexpected ? 'Invalid message received' : 'Internal error');
+        });
+      },
       close: (ws: never, code: number, reason: string) => handler.close?.(ws, code, reason),
     };
     if (!server?.upgrade(request, { data })) return json(400, 'WebSocket upgrade failed');

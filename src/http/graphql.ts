@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Gate } from '../auth/gate.ts';
 import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
-import { execute, schemaSdl, startsAsMutation, type GraphqlRequest } from '../graphql/execute.ts';
+import { execute, schemaSdl, type ExecuteOptions, type GraphqlRequest } from '../graphql/execute.ts';
 import { lsnHeaders, presentedLsn } from './replica-lsn.ts';
 import type { Executed } from '../graphql/response-cache.ts';
 import type { GraphqlDeps } from '../graphql/context.ts';
@@ -9,6 +10,7 @@ import { LIMITS } from '../graphql/limits.ts';
 import { Lru } from '../graphql/lru.ts';
 import { maskError, maskErrors } from '../graphql/errors.ts';
 import { GRAPHIQL_HTML } from '../graphql/graphiql.ts';
+import { projectSurrogateKey } from '../graphql/cdn-purge.ts';
 
 /**
  * GraphQL over HTTP (spec "GraphQL over HTTP", CONTRACT §6): POST and GET /graphql, GET /schema
@@ -118,13 +120,41 @@ function parseVariables(raw: unknown): Record<string, unknown> | null {
   return v as Record<string, unknown>;
 }
 
+const DOCUMENT_ID = /^sha256:([0-9a-fA-F]{64})$/;
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+
+/**
+ * The document a request names instead of (or beside) its text: `documentId: "sha256:<hex>"`,
+ * or Apollo's `extensions.persistedQuery { version: 1, sha256Hash }` (docs/documents.md).
+ */
+function namedDocument(documentId: unknown, extensions: unknown): { documentId: string | null; persisted: boolean } {
+  let id: string | null = null;
+  if (documentId !== undefined && documentId !== null) {
+    const m = typeof documentId === 'string' ? DOCUMENT_ID.exec(documentId) : null;
+    if (!m) throw new BadUserInput('"documentId" must be "sha256:" followed by the document\'s SHA-256 in hex (64 characters)');
+    id = m[1]!.toLowerCase();
+  }
+  if (extensions === undefined || extensions === null) return { documentId: id, persisted: false };
+  if (typeof extensions !== 'object' || Array.isArray(extensions)) throw new BadUserInput('"extensions" must be a JSON object');
+  const pq = (extensions as Record<string, unknown>).persistedQuery;
+  if (pq === undefined || pq === null) return { documentId: id, persisted: false };
+  if (typeof pq !== 'object' || Array.isArray(pq)) throw new BadUserInput('"extensions.persistedQuery" must be an object { version: 1, sha256Hash }');
+  const { version, sha256Hash } = pq as Record<string, unknown>;
+  if (version !== 1) throw new BadUserInput('Unsupported persisted query version: only version 1 is served');
+  if (typeof sha256Hash !== 'string' || !SHA256_HEX.test(sha256Hash)) throw new BadUserInput('"extensions.persistedQuery.sha256Hash" must be a SHA-256 in hex (64 characters)');
+  const hash = sha256Hash.toLowerCase();
+  if (id !== null && id !== hash) throw new BadUserInput('"documentId" and "extensions.persistedQuery.sha256Hash" name different documents');
+  return { documentId: hash, persisted: true };
+}
+
 function toRequest(body: unknown): GraphqlRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object with "query"');
   const b = body as Record<string, unknown>;
-  if (typeof b.query !== 'string') throw new BadUserInput('The request body needs a "query" string');
+  const named = namedDocument(b.documentId, b.extensions);
+  if (b.query !== undefined && b.query !== null && typeof b.query !== 'string') throw new BadUserInput('"query" must be a string');
+  if (typeof b.query !== 'string' && named.documentId === null) throw new BadUserInput('The request body needs a "query" string or a "documentId"');
   if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
-  if (b.extensions !== undefined && b.extensions !== null && (typeof b.extensions !== 'object' || Array.isArray(b.extensions))) throw new BadUserInput('"extensions" must be a JSON object');
-  return { query: b.query, variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null };
+  return { query: (b.query as string | undefined) ?? '', variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null, ...named };
 }
 
 /** One operation, or a batch: a JSON array of operations answered by an array of results. */
@@ -151,9 +181,69 @@ async function readPost(request: Request): Promise<GraphqlRequest | GraphqlReque
 
 function readGet(request: Request): GraphqlRequest {
   const url = new URL(request.url);
-  const query = url.searchParams.get('query');
-  if (!query) throw new BadUserInput('GET /graphql needs a "query" URL parameter');
-  return { query, variables: parseVariables(url.searchParams.get('variables')), operationName: url.searchParams.get('operationName') };
+  if (url.search.length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The query string exceeds ${LIMITS.maxBodyBytes} characters`);
+  const p = url.searchParams;
+  let extensions: unknown = null;
+  const ext = p.get('extensions');
+  if (ext) {
+    try {
+      extensions = JSON.parse(ext);
+    } catch {
+      throw new BadUserInput('"extensions" must be a JSON object');
+    }
+  }
+  const named = namedDocument(p.get('documentId'), extensions);
+  const query = p.get('query') ?? '';
+  if (!query && named.documentId === null) throw new BadUserInput('GET /graphql needs a "query" or "documentId" URL parameter');
+  return { query, variables: parseVariables(p.get('variables')), operationName: p.get('operationName'), ...named };
+}
+
+/**
+ * HTTP caching of a shareable GET answer (docs/graphql.md, "HTTP caching"): a strong ETag (the
+ * body's SHA-256; remembered for response-cache entries, which are reused), surrogate keys a CDN
+ * can purge by (the project, and the trusted document), and `Vary` on every request header the
+ * answer depends on (key, project, a customer token, the negotiated media type).
+ */
+const GET_VARY = 'x-api-key, X-Project-Id, Authorization, Accept';
+const etags = new WeakMap<Executed, string>();
+
+function etagOf(r: Executed, body: string): string {
+  let tag = etags.get(r);
+  if (tag === undefined) {
+    tag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+    etags.set(r, tag);
+  }
+  return tag;
+}
+
+/** If-None-Match (weak comparison, RFC 9110 §13.1.2): does any listed tag match? */
+function matches(ifNoneMatch: string, tag: string): boolean {
+  if (ifNoneMatch.length > 8_192) return false;
+  for (const part of ifNoneMatch.split(',')) {
+    const t = part.trim();
+    if (t === '*' || t === tag || (t.startsWith('W/') && t.slice(2) === tag)) return true;
+  }
+  return false;
+}
+
+export function surrogateKeys(projectId: string, documentId: string | null | undefined): string[] {
+  return documentId ? [projectSurrogateKey(projectId), `svc-d-${documentId}`] : [projectSurrogateKey(projectId)];
+}
+
+function cachedGet(request: Request, r: Executed, body: string, rate: Record<string, string>, media: Media, projectId: string, documentId: string | null | undefined): Response {
+  const tag = etagOf(r, body);
+  const keys = surrogateKeys(projectId, documentId);
+  const inm = request.headers.get('if-none-match');
+  const res = inm !== null && matches(inm, tag) ? new Response(null, { status: 304 }) : new Response(body, { status: 200 });
+  const h = res.headers;
+  if (res.status === 200) h.set('content-type', CONTENT_TYPE[media]);
+  for (const name in rate) h.set(name, rate[name]!);
+  h.set('cache-control', r.cacheControl);
+  h.set('vary', GET_VARY);
+  h.set('etag', tag);
+  h.set('surrogate-key', keys.join(' '));
+  h.set('cache-tag', keys.join(','));
+  return res;
 }
 
 /** `graphiql: false` leaves /graphiql to the Studio, which serves the real GraphiQL (src/http/studio.ts). */
@@ -171,12 +261,15 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       // Every operation of a batch counts against the key's limit.
       rate = await gate.charge(caller.key, batch ? batch.length : 1);
       // A customer token makes the read per customer: never shared, never in the response cache.
-      const opts = { method, customer: caller.customer, clientIp, lsn: presentedLsn(request.headers, deps.replicas) };
-      // A write's response names its commit's position (read replicas, http/replica-lsn.ts).
-      const wrote = deps.replicas && (batch ?? [req as GraphqlRequest]).some((one) => startsAsMutation(one.query));
+      // A write's response names its commit's position (`opts.wrote`, read replicas: http/replica-lsn.ts).
+      const opts: ExecuteOptions = { method, customer: caller.customer, clientIp, lsn: presentedLsn(request.headers, deps.replicas) };
       if (!batch) {
-        const r = await execute(deps, caller.key, req as GraphqlRequest, opts);
-        return json(statusOf(r, media), bodyOf(r, production), wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl);
+        const one = req as GraphqlRequest;
+        const r = await execute(deps, caller.key, one, opts);
+        const body = bodyOf(r, production);
+        const status = statusOf(r, media);
+        if (method === 'GET' && status === 200 && r.cacheControl.startsWith('public')) return cachedGet(request, r, body, rate, media, caller.key.projectId, one.documentId);
+        return json(status, body, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl);
       }
       const results: { body: string; cacheControl: string }[] = [];
       for (const one of batch) {
@@ -189,7 +282,7 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       }
       // The batch is only as cacheable as its least cacheable answer.
       const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
-      return json(200, `[${results.map((r) => r.body).join(',')}]`, wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, cacheControl);
+      return json(200, `[${results.map((r) => r.body).join(',')}]`, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, cacheControl);
     } catch (err) {
       return failure(err, production, rate, media);
     }

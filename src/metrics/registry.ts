@@ -166,8 +166,17 @@ export class MetricsRegistry {
   }
 
   /** A counter read when scraped (a count another object already keeps). */
-  counterFrom(name: string, help: string, collect: () => number): () => void {
-    this.#add({ name, help, type: 'counter', render: (out) => void out.push(`${name} ${num(collect())}`) });
+  counterFrom(name: string, help: string, collect: () => GaugeSample, labelNames: readonly string[] = []): () => void {
+    this.#add({
+      name,
+      help,
+      type: 'counter',
+      render: (out) => {
+        const sample = collect();
+        if (typeof sample === 'number') out.push(`${name} ${num(sample)}`);
+        else for (const [values, v] of sample) out.push(`${name}${labelText(labelNames, values)} ${num(v)}`);
+      },
+    });
     return () => this.#series.delete(name);
   }
 

@@ -4,6 +4,7 @@ import type { Sql } from '../store/db.ts';
 import type { ModelDef } from './types.ts';
 import { NotFound } from '../errors.ts';
 import { fleetModels, fleetShapeKey } from './fleet-models.ts';
+import { loadTrusted, type TrustedDocument } from '../documents/store.ts';
 
 /** An immutable view of a project: replaced, never mutated, when the project changes. */
 export interface ProjectSnapshot {
@@ -28,6 +29,8 @@ export interface ProjectSnapshot {
   hooks: readonly HookDef[];
   /** Active segments in config order (targeting: content/targeting.ts evaluates their rules). */
   segments: readonly { key: string; rules: unknown }[];
+  /** Trusted documents by SHA-256 hex (src/documents; bounded in count and bytes per project). */
+  documents: ReadonlyMap<string, TrustedDocument>;
 }
 
 export interface OperationDef {
@@ -151,6 +154,7 @@ export class ProjectActor implements Actor {
       select key, event, operation_key, model_key from hooks where project_id = ${this.id} order by position, key`;
     const segments = await this.#sql<{ key: string; rules: unknown }[]>`
       select key, definition->'rules' as rules from segments where project_id = ${this.id} and is_active order by position, key`;
+    const documents = new Map((await loadTrusted(this.#sql, this.id)).map((d) => [d.hash, Object.freeze(d)] as const));
     const before = this.#snapshot;
     const ops = Object.freeze(operations.map((o) => ({ key: o.key, name: o.name, description: o.description })));
     this.#snapshot = Object.freeze({
@@ -167,6 +171,7 @@ export class ProjectActor implements Actor {
       operations: ops,
       hooks: Object.freeze(hooks.map((h) => ({ key: h.key, event: h.event, operationKey: h.operation_key, modelKey: h.model_key }))),
       segments: Object.freeze(segments.map((g) => ({ key: g.key, rules: g.rules }))),
+      documents,
     });
     // Generated schemas hold the execute<Op> fields: a changed operation list invalidates them too.
     if (before?.schemaVersion !== row.schema_version || JSON.stringify(before.operations) !== JSON.stringify(this.#snapshot.operations)) this.derived.clear();

@@ -1,9 +1,11 @@
-import { GraphQLError, parse, type ExecutionArgs } from 'graphql';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
 import type { ServerOptions } from 'graphql-ws';
 import type { ServerWebSocket } from 'bun';
 import { PermissionDenied, SvcError, Unauthenticated } from '../errors.ts';
 import { contextFor, prepareFor, schemaOf, targetOf } from '../graphql/execute.ts';
+import { documentPolicyOf } from '../graphql/document-policy.ts';
 import { maskErrors } from '../graphql/errors.ts';
+import { checkVariables, LIMITS } from '../graphql/limits.ts';
 import type { SubscriptionSource } from '../graphql/subscriptions.ts';
 import { authenticateRealtime, identityOf, stillValid, type KeyedIdentity, type RealtimeDeps } from './auth.ts';
 import { TooManyConnections, type RealtimeHub } from './hub.ts';
@@ -23,6 +25,8 @@ export interface WsData {
   secFetchSite: string | null;
   who?: KeyedIdentity;
   release?: () => void;
+  /** Document bytes of this socket's live subscriptions, by id. */
+  held?: Map<string, number>;
 }
 
 type Extra = { socket: ServerWebSocket<WsData> };
@@ -81,20 +85,40 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
       }
     },
     async onSubscribe(ctx, _id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
-      const who = ctx.extra.socket.data.who!;
-      if (Object.keys(ctx.subscriptions).length >= hub.options.maxSubscriptionsPerConnection) {
+      const data = ctx.extra.socket.data;
+      const who = data.who!;
+      // graphql-ws has already entered this subscription in ctx.subscriptions: it counts itself.
+      if (Object.keys(ctx.subscriptions).length > hub.options.maxSubscriptionsPerConnection) {
         return [new GraphQLError(`At most ${hub.options.maxSubscriptionsPerConnection} subscriptions per connection`, { extensions: { code: 'RATE_LIMITED' } })];
       }
+      // graphql-ws keeps each live subscription's message: their documents together stay
+      // within one request body's limit per socket (ended subscriptions leave ctx.subscriptions).
+      const held = (data.held ??= new Map());
+      for (const id of held.keys()) if (!(id in ctx.subscriptions)) held.delete(id);
+      const bytes = Buffer.byteLength(payload.query ?? '') + Buffer.byteLength(payload.operationName ?? '');
+      let total = bytes;
+      for (const n of held.values()) total += n;
+      if (total > LIMITS.maxBodyBytes) {
+        return [new GraphQLError(`The subscriptions of one connection may hold at most ${LIMITS.maxBodyBytes} bytes of documents`, { extensions: { code: 'PAYLOAD_TOO_LARGE' } })];
+      }
+      held.set(_id, bytes);
       const target = await targetOf(svc, who.key);
+      // Subscriptions are sent as text: a trusted-only key may not send text (docs/documents.md).
+      if (documentPolicyOf(who.key, target.snapshot) === 'trusted-only') {
+        return [new GraphQLError('This key runs trusted documents only: subscriptions are not served to it', { extensions: { code: 'DOCUMENT_NOT_TRUSTED' } })];
+      }
       const req = { query: payload.query, variables: payload.variables ?? null, operationName: payload.operationName ?? null };
       const ready = prepareFor(target, req);
       if (!ready.ok) return maskErrors(ready.errors, production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
+      // Bounded (depth, strings) before graphql-js coerces them, recursively (issue 27 item 13).
+      const badVariables = checkVariables(payload.variables, ready.argumentOf);
+      if (badVariables) return maskErrors([badVariables], production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
       if (ready.operation !== 'subscription') {
         return [new GraphQLError('Only subscriptions are served over /graphql/ws; send queries and mutations to POST /graphql', { extensions: { code: 'BAD_USER_INPUT' } })];
       }
       return {
         schema: schemaOf(target),
-        document: parse(payload.query),
+        document: ready.document,
         operationName: payload.operationName ?? undefined,
         variableValues: payload.variables ?? undefined,
         contextValue: contextFor(svc, who.key, target, who.customer, 0, true),

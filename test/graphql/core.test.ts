@@ -64,7 +64,7 @@ describe('GraphQL core', () => {
     const pk = await principal(gateway, await p.key('pk', ['records:read']));
     const read = () => execute(gateway.svc, pk, { query: '{ posts(first: 5) { edges { node { title } } } }' }, { method: 'POST', customer: null });
     const first = await read();
-    expect(first.cacheControl).toBe('public, max-age=30');
+    expect(first.cacheControl).toBe('public, max-age=30, stale-while-revalidate=30');
     expect((await read()).body).toBe(first.body);
     const c = await p.gql(sk, 'mutation { createPost(naturalKey: "g", data: { title: "fresh" }) { _id } }');
     await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id: c.body.data.createPost._id });

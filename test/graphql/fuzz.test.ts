@@ -4,6 +4,7 @@ import { buildClientSchema, getIntrospectionQuery, printSchema, type GraphQLSche
 import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import { deepJson } from '../support/deep-json.ts';
 import { documentArbitrary, fuzzModels, type FuzzDocument } from './fuzz/documents.ts';
 
 /**
@@ -66,12 +67,22 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => server.stop());
 
+/** JSON.stringify, or for values nested past its stack, the iterative writer. */
+function json(v: unknown): string {
+  try {
+    return JSON.stringify(v);
+  } catch (err) {
+    if (err instanceof RangeError) return deepJson(v);
+    throw err;
+  }
+}
+
 async function send(doc: FuzzDocument): Promise<{ status: number; text: string; ms: number }> {
   const t0 = performance.now();
   const res = await fetch(`${server.apiUrl}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': doc.secret ? sk : pk },
-    body: JSON.stringify({ query: doc.query, variables: doc.variables, operationName: doc.operationName }),
+    body: json({ query: doc.query, variables: doc.variables, operationName: doc.operationName }),
   });
   const text = await res.text();
   return { status: res.status, text, ms: performance.now() - t0 };
@@ -90,7 +101,7 @@ function fail(doc: FuzzDocument, why: string): never {
   const q = doc.query.length > 2_000 ? `${doc.query.slice(0, 2_000)}… (${doc.query.length} chars)` : doc.query;
   let v: string;
   try {
-    v = JSON.stringify(doc.variables);
+    v = json(doc.variables);
   } catch (err) {
     v = `(cannot be printed: ${String(err)})`;
   }

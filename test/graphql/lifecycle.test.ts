@@ -47,7 +47,7 @@ describe('draft, publish, preview', () => {
     expect(pub.body.data.publishBlogPostVersion._hasDraft).toBe(false);
     const pubRead = await p.gql(pk, read, { k: 'hello' });
     expect(pubRead.body.data.blogPost.title).toBe('Hello');
-    expect(pubRead.headers.get('cache-control')).toMatch(/^public, max-age=\d+$/);
+    expect(pubRead.headers.get('cache-control')).toMatch(/^public, max-age=\d+, stale-while-revalidate=\d+$/);
     expect(pubRead.headers.get('vary')).toBe('x-api-key, X-Project-Id');
 
     // The working version moves on; the published one stays until the next publish.

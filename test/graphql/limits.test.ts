@@ -107,3 +107,41 @@ describe('row 2: introspection is not counted against the depth limit', () => {
     expect(r.body.errors[0].message).toContain('Maximum introspection depth exceeded');
   });
 });
+
+describe('issue 27 item 13: deeply nested variables are bounded before any recursive walk', () => {
+  /** Built as text: the test's own JSON.stringify would overflow its stack on these values. */
+  function nestedWhere(levels: number, list: boolean): string {
+    return (list ? '{"AND":[' : '{"AND":').repeat(levels) + '{"title":{"eq":"home"}}' + (list ? ']}' : '}').repeat(levels);
+  }
+  async function post(key: string, body: string) {
+    const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body });
+    return { status: res.status, body: (await res.json()) as any };
+  }
+  const QUERY = 'query($w: PageWhere) { pages(where: $w) { edges { node { title } } } }';
+
+  for (const [levels, list] of [[20_000, true], [20_000, false], [90_000, false], [3_000, true]] as const) {
+    test(`${levels} nested AND levels (${list ? 'lists' : 'objects'}) answer BAD_USER_INPUT naming "where"`, async () => {
+      for (const key of [pk, sk]) {
+        const r = await post(key, `{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(levels, list)}}}`);
+        expect(r.status).toBeLessThan(500);
+        expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+        expect(r.body.errors[0].extensions.field).toBe('where');
+        expect(r.body.errors[0].message).toContain('levels deep');
+      }
+      await normalRead();
+    }, 30_000);
+  }
+
+  test('in an HTTP batch, the deep operation fails alone', async () => {
+    const r = await post(pk, `[{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(20_000, true)}}},{"query":"{ pages { edges { node { title } } } }"}]`);
+    expect(r.status).toBe(200);
+    expect(r.body[0].errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(r.body[1].data.pages.edges[0].node.title).toBe('home');
+  }, 30_000);
+
+  test('a where nested within the input bound but past the filter bound is still refused', async () => {
+    const r = await post(pk, `{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(20, true)}}}`);
+    expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect(r.body.errors[0].message).toContain('"where" may nest');
+  });
+});

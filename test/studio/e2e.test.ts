@@ -226,6 +226,13 @@ describe('the Studio in a browser', () => {
     expect(((await (await ran).json()) as any).data.categorys.totalCount).toBe(0);
     await page.locator('.graphiql-response').getByText('totalCount').waitFor();
     await shot(page, 'graphql-explorer');
+    // Save the document in the editor to the project's trusted documents (docs/documents.md).
+    await page.getByRole('button', { name: 'Save as trusted document' }).click();
+    await page.getByRole('status').getByText('Saved as trusted document sha256:').waitFor();
+    const listed = await fetch(`${server.apiUrl}/v1/control/projects/${project.projectId}/documents`, { headers: { authorization: `Bearer ${project.ownerKey}` } });
+    const docs0 = ((await listed.json()) as any).documents;
+    expect(docs0).toHaveLength(1);
+    expect(docs0[0].valid).toBe(true);
     // Docs: the schema the member sees, browsable from the root type.
     await page.getByRole('button', { name: 'Show Documentation Explorer' }).click();
     const docs = page.locator('.graphiql-doc-explorer');

@@ -16,10 +16,10 @@ function keyId(ctx: CommandContext): string {
 export const apiKeysCreate: Command = {
   path: ['api-keys', 'create'],
   summary: 'create an API key; the key value is shown only here',
-  usage: 'svc api-keys create --name N --type public|secret --scopes s1,s2 [--project P | --tenant --projects p1,p2] [--models m1,m2] [--origins o1,o2] [--rate-limit N] [--expires-at ISO]',
+  usage: 'svc api-keys create --name N --type public|secret --scopes s1,s2 [--project P | --tenant --projects p1,p2] [--models m1,m2] [--origins o1,o2] [--rate-limit N] [--expires-at ISO] [--documents any|apq|trusted-only]',
   flags: {
     name: 'string', type: 'string', tenant: 'boolean', projects: 'list', scopes: 'list', models: 'list', project: 'string',
-    origins: 'list', 'rate-limit': 'string', 'expires-at': 'string',
+    origins: 'list', 'rate-limit': 'string', 'expires-at': 'string', documents: 'string',
   },
   async run(ctx) {
     const { client, flags } = ctx;
@@ -37,6 +37,7 @@ export const apiKeysCreate: Command = {
       origins: listFlag(flags, 'origins'),
       rateLimit: rate === undefined ? undefined : Number(rate),
       expiresAt: stringFlag(flags, 'expires-at'),
+      documents: stringFlag(flags, 'documents'),
     });
     return { output: { id: out.id, key: out.key }, text: `key ${out.id}\nvalue (shown once): ${out.key}` };
   },

@@ -12,6 +12,7 @@ import { recordsImport } from './records-import.ts';
 import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { busStatus } from './bus.ts';
+import { DOCUMENT_COMMANDS } from './documents.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -38,5 +39,6 @@ export const COMMANDS: Command[] = [
   fleetGroupsList,
   ...IDENTITY_COMMANDS,
   ...OPERATION_COMMANDS,
+  ...DOCUMENT_COMMANDS,
   busStatus,
 ];

@@ -11,6 +11,8 @@ export enum CloseCode {
   BadRequest = 4400,
   Unauthorized = 4401,
   Forbidden = 4403,
+  /** A frame (or, on /graphql/ws, the documents a socket holds) over its byte limit. */
+  PayloadTooLarge = 4413,
   TooManyRequests = 4429,
 }
 

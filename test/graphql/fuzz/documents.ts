@@ -135,7 +135,10 @@ function inputValue(d: Draw, type: GraphQLInputType, depth: number, nonNull = fa
       const base = leaf ? { [leaf.name]: inputValue(d, leaf.type, 9) } : {};
       if (d.chance(0.5)) {
         let w: unknown = base;
-        for (let i = 0, n = d.pick([17, 100, 3_000]); i < n; i++) w = { NOT: w };
+        // 20,000 levels (issue 27 item 13): past JSON.stringify's stack, the service's and ours
+        // (the suite sends variables with test/support/deep-json.ts).
+        const op = d.pick(['NOT', 'AND', 'OR']);
+        for (let i = 0, n = d.pick([17, 100, 3_000, 20_000]); i < n; i++) w = op === 'NOT' ? { NOT: w } : { [op]: [w] };
         return w;
       }
       return { OR: Array.from({ length: d.pick([200, 1_001, 20_000]) }, () => base) };

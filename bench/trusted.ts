@@ -1,0 +1,136 @@
+/**
+ * Trusted-document rows (issue 31; docs/documents.md), kept in their own file so bench/run.ts only
+ * dispatches to them:
+ *  - `read-trusted`: the read of `read-cached` sent as `{ documentId }` (no text, hash or parse on
+ *    the path), response-cached; compare with ceiling-static (target ≥ 0.85×).
+ *  - `read-trusted-uncached`: the same on the process with the response cache off; compare with
+ *    ceiling-jit (target ≥ 0.5×).
+ *  - `revalidate-304`: `GET /graphql?documentId=…` with `If-None-Match` of the current ETag, every
+ *    answer a 304; compare with ceiling-static.
+ *  - `first-after-restart`: a fresh service process on the same database; the p99 of its first 100
+ *    requests for the pushed document against the p99 of 100 requests once warm (target ≤ 2×):
+ *    documents are compiled at start-up, so the first request does not pay a compile.
+ */
+import { createHash } from 'node:crypto';
+import { READ_DOC } from './data.ts';
+import type { Seeded } from './seed.ts';
+import type { LoadResult } from './load.ts';
+import type { Target } from './targets.ts';
+
+export const TRUSTED_SCENARIOS = ['read-trusted', 'read-trusted-uncached', 'revalidate-304', 'first-after-restart'] as const;
+
+export const READ_HASH = createHash('sha256').update(READ_DOC).digest('hex');
+/** The body of `read-trusted`: the read document by id. */
+export const TRUSTED_BODY = JSON.stringify({ documentId: `sha256:${READ_HASH}` });
+
+/** Pushes the read document as a trusted document of the seeded project (once per database). */
+export async function pushTrustedRead(apiUrl: string, s: Seeded): Promise<void> {
+  const res = await fetch(`${apiUrl}/v1/control/projects/${s.projectId}/documents`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${s.ownerKey}` },
+    body: JSON.stringify({ documents: { [READ_HASH]: READ_DOC } }),
+  });
+  const out = (await res.json()) as { errors?: unknown[] };
+  if (!res.ok || out.errors?.length) throw new Error(`documents push failed: ${JSON.stringify(out).slice(0, 160)}`);
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
+}
+
+/**
+ * `revalidate-304`: GET with If-None-Match from `connections` concurrent loops for `durationMs`
+ * after `warmupMs` (bench/load.ts drives POSTs only). Runs in the bench process, not the service's.
+ */
+export async function runRevalidate(t: Target, publicKey: string, plan: { connections: number; warmupMs: number; durationMs: number }): Promise<LoadResult> {
+  const url = `${t.endpoint}?documentId=sha256:${READ_HASH}`;
+  const first = await fetch(url, { headers: { 'x-api-key': publicKey } });
+  const etag = first.headers.get('etag');
+  await first.text();
+  if (first.status !== 200 || !etag) throw new Error(`GET by documentId → ${first.status}, ETag ${etag ?? 'missing'}`);
+  const headers = { 'x-api-key': publicKey, 'if-none-match': etag };
+  const latencies: number[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  const start = performance.now();
+  const measureFrom = start + plan.warmupMs;
+  const end = measureFrom + plan.durationMs;
+  const loop = async () => {
+    while (performance.now() < end) {
+      const t0 = performance.now();
+      try {
+        const res = await fetch(url, { headers });
+        await res.arrayBuffer();
+        if (res.status !== 304) throw new Error(`status ${res.status}`);
+        if (t0 >= measureFrom) latencies.push(performance.now() - t0);
+      } catch (err) {
+        errors++;
+        firstError ??= (err as Error).message;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: plan.connections }, loop));
+  latencies.sort((a, b) => a - b);
+  const seconds = plan.durationMs / 1000;
+  return { requests: latencies.length, seconds, rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, ...(firstError ? { firstError } : {}) };
+}
+
+async function timed(endpoint: string, publicKey: string, n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: TRUSTED_BODY });
+    const text = await res.text();
+    if (res.status !== 200 || text.includes('"errors"')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 120)}`);
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+/**
+ * `first-after-restart`: `start()` starts a fresh service process (documents compile before it
+ * listens); its first 100 requests, one at a time, against 100 once 1,000 have warmed it. The
+ * response cache is off so every request executes the compiled document.
+ */
+export async function runFirstAfterRestart(start: () => Promise<Target>, publicKey: string): Promise<{ note: string; ratio: number }> {
+  const t = await start();
+  try {
+    // One request of another document first: the process's own first-use costs (the key's
+    // lookup, the read pool's first connection, the client's connection) are not the document's.
+    const prime = performance.now();
+    const other = await fetch(t.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: '{ articles(first: 1) { edges { node { _id } } } }' }) });
+    await other.text();
+    const primeMs = performance.now() - prime;
+    const first = (await timed(t.endpoint, publicKey, 100)).sort((a, b) => a - b);
+    await timed(t.endpoint, publicKey, 1_000);
+    const steady = (await timed(t.endpoint, publicKey, 100)).sort((a, b) => a - b);
+    // What a compile costs here: first requests of documents this process has never seen.
+    const unseen: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const res = await fetch(t.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: `{ articles(first: ${3 + i}) { edges { node { _id title slug summary rating featured } } } }` }) });
+      await res.text();
+      unseen.push(performance.now() - t0);
+    }
+    unseen.sort((a, b) => a - b);
+    const ratio = percentile(first, 99) / percentile(steady, 99);
+    const note = `first-after-restart: after one request of another document (${primeMs.toFixed(1)} ms: the process's first), p99 of the first 100 requests by documentId ${percentile(first, 99).toFixed(2)} ms (p50 ${percentile(first, 50).toFixed(2)}, max ${first[first.length - 1]!.toFixed(2)}) against steady p99 ${percentile(steady, 99).toFixed(2)} ms = ${ratio.toFixed(2)}× (target ≤ 2×); for scale, the first request of a text document never seen (parse, validate, compile): median ${percentile(unseen, 50).toFixed(2)} ms of 5`;
+    return { note, ratio };
+  } finally {
+    await t.stop();
+  }
+}
+
+/** The rows' ratios to their references (the table's ratio columns do not include ceiling-static). */
+export function trustedRatios(rows: readonly { name: string; result?: { rps: number } }[]): string[] {
+  const rps = (n: string) => rows.find((r) => r.name === n)?.result?.rps;
+  const pairs: [string, string, number][] = [['read-trusted', 'ceiling-static', 0.85], ['read-trusted-uncached', 'ceiling-jit', 0.5], ['revalidate-304', 'ceiling-static', 0]];
+  const out: string[] = [];
+  for (const [row, ref, target] of pairs) {
+    const a = rps(row);
+    const b = rps(ref);
+    if (a === undefined || b === undefined || b <= 0) continue;
+    out.push(`${row} ÷ ${ref}: ${(a / b).toFixed(2)}×${target ? ` (target ≥ ${target}×)` : ''}`);
+  }
+  return out;
+}
