@@ -229,6 +229,10 @@ export class ReadReplicas {
   waitFor(lsn: number): Promise<Replica | undefined> {
     const ready = this.#ready(lsn);
     if (ready) return Promise.resolve(ready);
+    // Ask now rather than at the next tick: a read-back otherwise waits half a poll interval on
+    // average. Polls never overlap (one in flight, shared), so this adds at most one round of
+    // polling queries at a time, and only on the path after a write.
+    void this.poll();
     // Bounded: at most as many waiters as reads in flight, each gone after waitMs.
     return new Promise((resolve) => {
       const w: Waiter = {
