@@ -49,9 +49,23 @@ export function formatLsn(n: number): string {
 const MAX_SAMPLES = 4096;
 
 /**
+ * SQLSTATEs that are the replica's trouble, not the statement's: connection (08), conflict with
+ * recovery (40001), operator intervention such as a shutdown (57), server resources (53).
+ */
+const RETRY_ON_PRIMARY = /^(08|40001|57|53)/;
+
+function sqlState(err: unknown): string | undefined {
+  const e = err as { errno?: unknown; code?: unknown };
+  if (typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno)) return e.errno;
+  if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+  return undefined;
+}
+
+/**
  * A pool content reads can run on (content/db.ts `run` takes it beside a plain pool): the
- * replica's, falling back to the primary's for any failure, so a replica that dies under a read
- * costs the read a second round trip, never an error.
+ * replica's, falling back to the primary's when the replica fails it (down, shutting down, the
+ * read cancelled by replay), so a replica that dies under a read costs the read a second round
+ * trip, never an error. A statement's own error is the client's, as on the primary.
  */
 export class RoutedReads {
   constructor(
@@ -68,7 +82,11 @@ export class RoutedReads {
     try {
       return (await replica.sql.unsafe(text, params as never[])) as unknown as T[];
     } catch (err) {
-      this.owner.failed(replica, err);
+      // The statement's own error (a bad pattern in a filter…) would fail on the primary too.
+      const state = sqlState(err);
+      if (state && !RETRY_ON_PRIMARY.test(state)) throw err;
+      // The replica's: unreachable, shutting down, or the read cancelled by replay.
+      if (!state || !state.startsWith('40')) this.owner.failed(replica, err);
       return this.owner.primary.unsafe(text, params as never[]) as unknown as Promise<T[]>;
     }
   }
