@@ -27,6 +27,8 @@ export interface Settings {
    * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
    */
   readPool: number;
+  /** How often due scheduled publishes are looked for (`SVC_SCHEDULED_ACTIONS_TICK_MS`, ms; default 250: within a second of `at`). */
+  scheduledActionsTickMs: number;
   /** Realtime caps (docs/realtime.md): connections per identity, channels per connection. */
   realtimeConnectionsPerIdentity: number;
   realtimeSubscriptionsPerConnection: number;
@@ -209,6 +211,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     production: env.SVC_ENV === 'production',
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
     readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
+    scheduledActionsTickMs: int(env.SVC_SCHEDULED_ACTIONS_TICK_MS, 250, 'SVC_SCHEDULED_ACTIONS_TICK_MS', 10, 60_000),
     realtimeConnectionsPerIdentity: count(env.SVC_REALTIME_CONNECTIONS_PER_IDENTITY, 1000, 'SVC_REALTIME_CONNECTIONS_PER_IDENTITY'),
     realtimeSubscriptionsPerConnection: count(env.SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION, 100, 'SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION'),
     sseHeartbeatMs: count(env.SVC_SSE_HEARTBEAT_MS, 30_000, 'SVC_SSE_HEARTBEAT_MS'),

@@ -1,5 +1,6 @@
 import { readSettings } from './env.ts';
 import { startServer } from './server.ts';
+import { markRunning } from './store/data-dir.ts';
 
 /** `npm start`: the API and the realtime gateway in one process (CONTRACT §1–2). */
 async function main(): Promise<void> {
@@ -24,6 +25,8 @@ async function main(): Promise<void> {
     clearTimeout(deadline);
   }
   const { svc } = running;
+  // So `svc data rm` refuses to remove the data dir under this process.
+  const unmark = markRunning(settings.dataDir);
   console.log(`svc ${settings.role} ready`);
   if (running.apiUrl) console.log(`  API:      ${settings.baseUrl}  (GraphQL at ${settings.baseUrl}/graphql)`);
   if (running.gatewayUrl) console.log(`  Realtime: ${settings.realtimeUrl}`);
@@ -39,7 +42,10 @@ async function main(): Promise<void> {
     console.log(`svc: ${sig}, shutting down`);
     running
       .stop()
-      .then(() => process.exit(0))
+      .then(() => {
+        unmark();
+        process.exit(0);
+      })
       .catch((err) => {
         console.error(`svc: shutdown failed: ${(err as Error).message}`);
         process.exit(1);
@@ -47,6 +53,19 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
+  // Under `npm start` (npm sets npm_lifecycle_event), npm passes SIGTERM on to its script, which
+  // execs this process (package.json). Should npm die without doing so (SIGKILL, a crash), this
+  // process is handed to another parent: stop then too, rather than serve on without a manager.
+  // Started any other way (a shell's `&`, systemd, a container), the parent may come and go.
+  if (process.env.npm_lifecycle_event) {
+    const parent = process.ppid;
+    const watch = setInterval(() => {
+      if (process.ppid === parent) return;
+      clearInterval(watch);
+      shutdown('npm exited');
+    }, 1000);
+    watch.unref();
+  }
 }
 
 await main();

@@ -21,6 +21,7 @@ import { MetricsRegistry } from './metrics/registry.ts';
 import { RequestLog } from './metrics/requests.ts';
 import { poolConnections } from './store/pools.ts';
 import { OperationsRuntime } from './operations/runtime.ts';
+import { ScheduledActionWorker } from './editorial/schedule-worker.ts';
 import { ReleaseClock } from './releases/schedule.ts';
 import { publishTarget } from './releases/publish.ts';
 import { closeIdentity, startIdentity } from './identity/identity.ts';
@@ -59,6 +60,11 @@ export interface Service {
   operations: OperationsRuntime;
   /** Collaboration rooms of this process (src/collab). */
   collab: CollabRooms;
+  /**
+   * Fires scheduled publishes/unpublishes and purges the audit log (src/editorial); null in
+   * processes that run no background work (role api/gateway). Releases add kinds with `handle`.
+   */
+  scheduledActions: ScheduledActionWorker | null;
   /** Files and media: storage backend, image transforms, background jobs (src/files). */
   files: FilesRuntime;
   /** POST /v1/provision: idempotent, resumable project provisioning into fleet groups (src/fleet). */
@@ -135,6 +141,9 @@ export async function openService(settings: Settings): Promise<Service> {
   operations.scheduler?.also('releases', (now) => releaseClock.tick(now));
   const collab = new CollabRooms({ sql, bus, project: async (id) => (await projects.get(id)).snapshot, lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }), writes });
   await collab.start();
+  const scheduledActions = settings.role === 'all' || settings.role === 'worker'
+    ? new ScheduledActionWorker({ sql, writes, project: async (id) => (await projects.get(id)).snapshot }, { tickMs: settings.scheduledActionsTickMs, purgeEveryMs: 3600_000 })
+    : null;
   const files = new FilesRuntime(sql, bus, { ...settings.files, maxBytes: settings.filesMaxBytes, dataDir: settings.dataDir, role: settings.role });
   const metrics = new MetricsRegistry();
   collab.registerMetrics(metrics);
@@ -166,6 +175,7 @@ export async function openService(settings: Settings): Promise<Service> {
     gate,
     operations,
     collab,
+    scheduledActions,
     files,
     provisioning: new Provisioner({ sql, bus }),
     metrics,
@@ -177,6 +187,7 @@ export async function openService(settings: Settings): Promise<Service> {
     embedded,
     rootTokenNotice: root.created ? `${root.token} (saved to ${root.file})` : undefined,
     async close() {
+      await scheduledActions?.stop();
       await operations.stop();
       await files.stop();
       // Rooms save first (SIGTERM: acknowledged edits are never lost), while the database is up.
@@ -196,6 +207,7 @@ export async function openService(settings: Settings): Promise<Service> {
     },
   };
   operations.start();
+  scheduledActions?.start();
   files.start();
   // Trusted documents compile ahead in processes that serve GraphQL: at start-up (awaited for
   // up to 10 s, the rest in the background) and whenever a project's documents or schema change.

@@ -34,7 +34,8 @@ function loadGraphiQL() {
 /** The GraphQL explorer: GraphiQL against this project, as the member (same rights as the Studio). */
 function starter(config: ProjectConfig): string {
   const m = config.models?.[0];
-  const head = '# GraphiQL runs as you, with your role\'s rights in this project.\n# Ctrl+Space completes, Ctrl+Enter runs; the docs are on the left.\n';
+  // Short lines: the editor pane is narrow beside the docs and results, and does not wrap.
+  const head = '# Runs as you, with your\n# role\'s rights here.\n# Ctrl+Space completes,\n# Ctrl+Enter runs; docs:\n# the book icon, left.\n';
   if (!m) return `${head}{\n  _schemaVersion\n}\n`;
   return `${head}{\n  ${names(m.key).list}(first: 5, preview: true) {\n    totalCount\n    edges {\n      node {\n        _id\n        _updatedAt\n        content\n      }\n    }\n  }\n}\n`;
 }

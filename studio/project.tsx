@@ -1,24 +1,28 @@
 import { useEffect, useState } from 'preact/hooks';
-import type { ProjectRef } from './api.ts';
+import { canAdmin, type ProjectRef } from './api.ts';
 import { projectConfig, type ProjectConfig } from './models.ts';
 import { BASE, match, onLink } from './router.ts';
 import { RecordList } from './records.tsx';
 import { lazy } from './lazy.tsx';
 import { ReleasesPanel } from './releases.tsx';
 import { CustomersPanel, FilesPanel, KeysPanel, OperationsPanel, SchedulesPanel } from './panels.tsx';
+import { AuditPanel, ScheduledPanel } from './editorial.tsx';
 
 const RecordScreen = lazy(() => import('./editor/record-screen.tsx').then((m) => m.RecordScreen));
 const Explorer = lazy(() => import('./explorer.tsx').then((m) => m.Explorer));
 
-const SECTIONS = [
+/** The project's screens; `admin`: only owners and admins may use it (the server refuses others). */
+const SECTIONS: readonly (readonly [string, string, { admin?: boolean }?])[] = [
   ['releases', 'Releases'],
   ['files', 'Files'],
-  ['keys', 'API keys'],
+  ['keys', 'API keys', { admin: true }],
   ['customers', 'Customers'],
   ['operations', 'Operations'],
   ['schedules', 'Schedules'],
+  ['scheduled', 'Scheduled'],
+  ['audit', 'Audit log', { admin: true }],
   ['graphql', 'GraphQL explorer'],
-] as const;
+];
 
 export function ProjectShell({ project, path }: { project: ProjectRef; path: string }) {
   const [config, setConfig] = useState<ProjectConfig | null>(null);
@@ -41,7 +45,7 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
       </ul>
       <h2>Project</h2>
       <ul>
-        {SECTIONS.map(([k, label]) => (
+        {SECTIONS.filter(([, , o]) => !o?.admin || canAdmin(project.role)).map(([k, label]) => (
           <li key={k}><a href={`${base}/${k}`} onClick={onLink} aria-current={here === `/${k}` ? 'page' : undefined}>{label}</a></li>
         ))}
       </ul>
@@ -59,10 +63,12 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
     else if (list && model) body = <RecordList key={model.key} project={project} model={model} />;
     else if (here === '/releases') body = <ReleasesPanel project={project} />;
     else if (here === '/files') body = <FilesPanel project={project} />;
-    else if (here === '/keys') body = <KeysPanel project={project} />;
+    else if (here === '/keys') body = canAdmin(project.role) ? <KeysPanel project={project} /> : <p role="alert" class="error">Only owners and admins manage API keys.</p>;
     else if (here === '/customers') body = <CustomersPanel project={project} />;
     else if (here === '/operations') body = <OperationsPanel project={project} config={config} />;
     else if (here === '/schedules') body = <SchedulesPanel project={project} />;
+    else if (here === '/scheduled') body = <ScheduledPanel project={project} />;
+    else if (here === '/audit') body = <AuditPanel project={project} />;
     else if (here === '/graphql') body = <Explorer project={project} config={config} />;
     else body = (
       <section>

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll } from 'bun:test';
 import { startEmbedded } from '../src/store/embedded.ts';
 import { dropCreatedDatabases } from './support/db.ts';
+import { removeAllTempDirs } from './support/tmp.ts';
 
 /**
  * Runs once before the suite: with DATABASE_URL unset, the suite runs against the embedded
@@ -12,6 +13,9 @@ import { dropCreatedDatabases } from './support/db.ts';
  * the server is stopped and its folder removed there. If the runner dies before (kill -9, a
  * crash), the server's watchdog stops it and removes the folder.
  */
+// Temporary folders a test did not remove itself (it failed before its cleanup) go at the end.
+afterAll(() => removeAllTempDirs());
+
 // One log line per request would bury the test output; the request-log tests turn it on.
 process.env.SVC_LOG ??= 'off';
 

@@ -25,6 +25,8 @@ export interface Command {
   summary: string;
   usage: string;
   flags: FlagSpec;
+  /** Flags the command cannot run without: checked before any request, named as typed (`--name is required`). */
+  required?: string[];
   run(ctx: CommandContext): Promise<CommandResult>;
 }
 

@@ -55,6 +55,11 @@ export async function runCli(
     io.out(`usage: ${command.usage}\n${command.summary}`);
     return 0;
   }
+  const missing = (command.required ?? []).filter((f) => typeof parsed.flags[f] !== 'string' && !Array.isArray(parsed.flags[f]));
+  if (missing.length) {
+    io.err(`svc: ${missing.map((f) => `--${f}`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required\nusage: ${command.usage}`);
+    return 2;
+  }
   const json = parsed.flags.json === true;
   const url = (parsed.flags.url as string | undefined) ?? env.SVC_URL ?? 'http://127.0.0.1:4000';
   const token = (parsed.flags.token as string | undefined) ?? env.SVC_TOKEN;

@@ -57,6 +57,12 @@ function errorResponse(err: unknown): Response {
   return json(errorBody(e), e.status, headers);
 }
 
+/** `readOnly=1` (or `true`): the joiner asks for read-only presence (docs/collab.md). */
+export function wantsReadOnly(url: URL): boolean {
+  const v = url.searchParams.get('readOnly');
+  return v === '1' || v === 'true';
+}
+
 export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule<CollabSocketData> {
   return {
     name: 'collab',
@@ -79,8 +85,14 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
         if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket') throw new BadUserInput('A collaboration room is a WebSocket: send an upgrade request');
         const joiner = await auth(req, url);
         const { info } = await rooms.resolve(joiner.projectId, name);
-        const access = await joiner.access(info.model, info.recordId);
-        if (!access) throw new PermissionDenied('Joining this room needs write access to the record');
+        const granted = await joiner.access(info.model, info.recordId);
+        // Spec error table: joining without write access is 403. Read-only presence (awareness
+        // and live edits, no changes) is an explicit opt-in of the client: `readOnly=1`.
+        const readOnly = wantsReadOnly(url);
+        if (!granted || (granted.mode === 'read' && !readOnly)) {
+          throw new PermissionDenied(granted ? 'Joining this room needs write access to the record (add readOnly=1 to join read-only)' : 'Joining this room needs write access to the record');
+        }
+        const access: Access = readOnly ? { ...granted, mode: 'read' } : granted;
         const hidden = unreadableFields(info.model, access.principals);
         if (hidden.length > 0) throw new PermissionDenied(`A room shows every field; this caller may not read: ${hidden.join(', ')}`);
         if (!(await recordExists(rooms.sql, info.projectId, info.model.key, info.recordId))) throw new NotFound('No such record');

@@ -9,11 +9,14 @@ import { recordExists } from './store.ts';
 
 /**
  * `GET /collab/info?recordId&modelKey` (spec): where and how to join a record's room. `enabled`
- * says whether this key may join it (write, or read-only awareness); `auth.params` names the
+ * says whether this key may join it (write access); `readOnly` that it may join only read-only,
+ * asking with `readOnly=1` (a join without write access is otherwise 403); `auth.params` names the
  * query parameters the gateway accepts (CONTRACT §10).
  */
 export interface CollabInfo {
   enabled: boolean;
+  /** True when this key may join only read-only (`enabled` false): the join must ask with `readOnly=1`. */
+  readOnly: boolean;
   wsUrl: string;
   roomName: string;
   auth: { method: 'query-param'; params: string };
@@ -29,6 +32,8 @@ export async function collabInfo(sql: Sql, realtimeUrl: string, principal: KeyPr
   const model = snapshot.models.find((m) => m.key === modelKey);
   const visible = model && (!principal.allowedModels || principal.allowedModels.includes(model.key));
   if (!model || !visible || !(await recordExists(sql, snapshot.id, model.key, recordId))) throw new NotFound(`No ${modelKey} record with _id "${recordId}"`);
-  const enabled = keyAccess(principal, model) !== null && unreadableFields(model, keyPrincipals(principal)).length === 0;
-  return { enabled, wsUrl: realtimeUrl, roomName, auth: { method: 'query-param', params: AUTH_PARAMS } };
+  const mode = keyAccess(principal, model);
+  const joinable = mode !== null && unreadableFields(model, keyPrincipals(principal)).length === 0;
+  // `enabled` is the spec's join (write access); read-only presence is the readOnly=1 opt-in.
+  return { enabled: joinable && mode === 'write', readOnly: joinable && mode === 'read', wsUrl: realtimeUrl, roomName, auth: { method: 'query-param', params: AUTH_PARAMS } };
 }

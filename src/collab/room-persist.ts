@@ -1,3 +1,4 @@
+import { auditOn, auditStatement, whoById } from '../editorial/audit.ts';
 import * as Y from 'yjs';
 import type { Sql } from '../store/db.ts';
 import { NotFound } from '../errors.ts';
@@ -282,6 +283,8 @@ export class RoomSaver {
         const patch = validPatch(info, changedFields(content, draft));
         if (Object.keys(patch).length > 0) {
           tx.write(updateRecord(ctx, info.model, info.recordId, info.locale, patch));
+          // The audit log, in the save's transaction (docs/audit.md): the editor, the room.
+          if (auditOn()) tx.follow(auditStatement({ projectId: info.projectId, tenantId: null }, whoById(userId), { requestId: null, ip: null, userAgent: 'svc collab' }, [{ action: lease ? 'record.autosaved' : 'record.saved', kind: 'record', id: info.recordId }]));
           wrote = true;
         }
         base = { ...draft, ...patch };

@@ -1,5 +1,6 @@
 import type { Sql } from '../store/db.ts';
 import type { Obj } from './check.ts';
+import { missingEndpoints } from './validate-providers.ts';
 
 /**
  * Storage of the "keyed" collections: one row per entry, keyed within the project, holding
@@ -41,7 +42,13 @@ export function keyedTables(operationBaseUrl: string | undefined): Record<string
     segments: { table: 'segments', columns: (e) => ({ is_active: bool(e.isActive, true) }) },
     authProviders: {
       table: 'auth_providers',
-      columns: (e) => ({ type: e.type, enabled: bool(e.enabled, true), is_default: bool(e.isDefault, false), priority: typeof e.priority === 'number' ? e.priority : 0 }),
+      // An oauth2 provider without an issuer or endpoints cannot log anyone in: stored, held disabled.
+      columns: (e) => ({
+        type: e.type,
+        enabled: bool(e.enabled, true) && !(e.type === 'oauth2' && missingEndpoints(e.config as Obj | undefined)),
+        is_default: bool(e.isDefault, false),
+        priority: typeof e.priority === 'number' ? e.priority : 0,
+      }),
     },
     placements: { table: 'placements', columns: (e) => ({ type: e.type, model_keys: Array.isArray(e.modelKeys) ? e.modelKeys : [] }) },
     apps: { table: 'apps', columns: (e) => ({ source: e.source }) },

@@ -37,6 +37,8 @@ export interface PushResult {
   projectId: string;
   applied: Record<string, number>;
   errors: ConfigError[];
+  /** What applied but will not work yet (an auth provider without an issuer…); never fails a push. */
+  warnings: ConfigError[];
   /** Domains registered by this push and the DNS records they need. Present only when non-empty. */
   domains?: DomainChallenge[];
   /** New key values for the CLI to write into `.env`; never printed. */
@@ -66,7 +68,7 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
   const entryErrors: ConfigError[] = [];
   if (!config) {
     const saved = atomic ? null : salvage(input, validated.errors);
-    if (!saved) return { projectId: project.id, applied: {}, errors: validated.errors };
+    if (!saved) return { projectId: project.id, applied: {}, errors: validated.errors, warnings: validated.warnings };
     ({ config, keep } = saved);
     entryErrors.push(...saved.errors);
   }
@@ -83,7 +85,7 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
       ...(svc.settings.appsCa ? { ca: svc.settings.appsCa } : {}),
     });
     entryErrors.push(...apps.problems);
-    if (atomic && apps.problems.length) return { projectId: project.id, applied: {}, errors: entryErrors };
+    if (atomic && apps.problems.length) return { projectId: project.id, applied: {}, errors: entryErrors, warnings: validated.warnings };
   }
   const may = (perm: 'relyingparties:write' | 'domains:write') => memberMay(caller, perm, project.id);
   const applied: Record<string, number> = {};
@@ -193,6 +195,7 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     projectId: project.id,
     applied,
     errors: entryErrors,
+    warnings: validated.warnings,
     ...(registered.length > 0 ? { domains: registered } : {}),
     ...(newKeys.length > 0 ? { apiKeys: newKeys } : {}),
   };

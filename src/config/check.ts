@@ -8,9 +8,15 @@ export type { Obj };
  */
 export class Checker {
   readonly errors: ConfigError[] = [];
+  /** Accepted, applied, but worth telling (e.g. an auth provider that cannot log anyone in yet). */
+  readonly warnings: ConfigError[] = [];
 
   add(path: string, message: string): void {
     this.errors.push({ path, message });
+  }
+
+  warn(path: string, message: string): void {
+    this.warnings.push({ path, message });
   }
 
   isObject(v: unknown): v is Obj {

@@ -1,6 +1,6 @@
 import type { Obj } from './check.ts';
 import type { ApplyConfigInput, ConfigError } from './types.ts';
-import { validateConfig } from './validate.ts';
+import { LONE_SURROGATE, validateConfig } from './validate.ts';
 
 /**
  * A push applies what is valid (CONTRACT §3, and the spec's rule for customDomains): an invalid
@@ -60,7 +60,8 @@ export function salvage(input: unknown, first: ConfigError[]): Salvaged | null {
       for (const i of gone) {
         const entry = list[i] as Obj | undefined;
         const id = name === 'apiKeys' ? entry?.name : entry?.key;
-        if (typeof id === 'string') (keep[name as Salvageable] ??= []).push(id);
+        // An id PostgreSQL cannot hold (NUL, a lone surrogate) names no live entry to keep.
+        if (typeof id === 'string' && !id.includes('\u0000') && !LONE_SURROGATE.test(id)) (keep[name as Salvageable] ??= []).push(id);
       }
       next[name] = list.filter((_, i) => !gone.has(i));
       indexes.set(name, idx.filter((_, i) => !gone.has(i)));

@@ -208,6 +208,8 @@ export interface ProjectSettings extends Extra {
   apqMaxBytes?: number;
   /** HTTP caching of public reads (docs/graphql.md, "HTTP caching"). */
   cache?: { maxAge?: number; staleWhileRevalidate?: number; purgeUrl?: string };
+  /** Days audit log entries are kept (docs/audit.md); default 90. */
+  auditRetentionDays?: number;
 }
 
 export const SETTINGS_DEFAULTS = {

@@ -7,12 +7,13 @@ import { checkDesignTokens } from './validate-tokens.ts';
 /**
  * Validates a whole config (spec "Project configuration file") and returns every error at
  * once. Nothing is applied unless this returns no errors. Unknown fields pass through.
+ * Warnings name what applies but will not work yet (they never stop a push).
  */
-export function validateConfig(input: unknown): { config: ApplyConfigInput | null; errors: ConfigError[] } {
+export function validateConfig(input: unknown): { config: ApplyConfigInput | null; errors: ConfigError[]; warnings: ConfigError[] } {
   const c = new Checker();
   if (!c.isObject(input)) {
     c.add('', 'the config must be an object (export default defineConfig({...}))');
-    return { config: null, errors: c.errors };
+    return { config: null, errors: c.errors, warnings: c.warnings };
   }
   checkNul(c, input);
   c.string(input, 'key', '', { required: true, max: 200 });
@@ -25,11 +26,14 @@ export function validateConfig(input: unknown): { config: ApplyConfigInput | nul
   const modelKeys = checkModels(c, input.models);
   checkCollections(c, input, modelKeys, base !== null);
   if (input.designTokens !== undefined) checkDesignTokens(c, input.designTokens);
-  return { config: c.errors.length === 0 ? (input as ApplyConfigInput) : null, errors: c.errors };
+  return { config: c.errors.length === 0 ? (input as ApplyConfigInput) : null, errors: c.errors, warnings: c.warnings };
 }
 
+/** A UTF-16 surrogate without its pair: JSON may carry it, PostgreSQL's jsonb refuses it. */
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 /**
- * PostgreSQL text and jsonb cannot hold U+0000: a NUL anywhere in the config (values or
+ * PostgreSQL text and jsonb cannot hold U+0000 nor a lone surrogate: either anywhere in the config (values or
  * names) is the client's mistake, reported at its path, never a driver error at apply time.
  * Iterative, so a deeply nested config cannot exhaust the stack.
  */
@@ -40,11 +44,13 @@ function checkNul(c: Checker, input: unknown): void {
     const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
       if (v.includes('\u0000')) (c.add(path, 'must not contain NUL (U+0000) characters'), reported++);
+      else if (LONE_SURROGATE.test(v)) (c.add(path, 'must be well-formed Unicode (a lone surrogate cannot be stored)'), reported++);
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
     } else if (typeof v === 'object' && v !== null) {
       for (const [k, child] of Object.entries(v)) {
         if (k.includes('\u0000')) (c.add(path, 'field names must not contain NUL (U+0000) characters'), reported++);
+        else if (LONE_SURROGATE.test(k)) (c.add(path, 'field names must be well-formed Unicode (a lone surrogate cannot be stored)'), reported++);
         stack.push([child, path ? `${path}.${k}` : k]);
       }
     }
@@ -72,6 +78,9 @@ function checkProject(c: Checker, v: unknown): void {
   for (const k of ['logoUrl', 'appBaseUrl']) {
     if (typeof s[k] === 'string' && !isHttpUrl(s[k] as string)) c.add(`project.settings.${k}`, `${k} must be an absolute http(s) URL`);
   }
+  // The audit log's retention in days (docs/audit.md): 1 to 3650, default 90.
+  const r = s.auditRetentionDays;
+  if (r !== undefined && (typeof r !== 'number' || !Number.isSafeInteger(r) || r < 1 || r > 3650)) c.add('project.settings.auditRetentionDays', 'auditRetentionDays must be a whole number of days from 1 to 3650');
   // File limits (docs/files.md#per-project-limits-quota-and-retention).
   const f = c.object(s.files, 'project.settings.files');
   for (const k of ['maxFileBytes', 'quotaBytes', 'retentionDays']) {

@@ -234,13 +234,14 @@ export interface VersionRow {
   user_id: string | null;
   variant_id: string | null;
   created_at: Date;
+  restored_from?: number | null;
 }
 
 /** A record's history, with its model (so callers need no second query); null if no such record. */
 export async function listVersions(sql: Reader, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
-  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.variant_id, v.created_at, r.model_key
+  const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.variant_id, v.created_at, v.restored_from, r.model_key
     from records r left join record_versions v on v.record_id = r.id
     where r.project_id = ${p.add(projectId)} and r.id = ${p.add(recordId)}${models} order by v.id`;
   const rows = await run<VersionRow & { model_key: string }>(sql, text, p.values);

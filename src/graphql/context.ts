@@ -13,6 +13,7 @@ import type { Targeting } from '../content/targeting.ts';
 import type { VectorStore } from '../search/store.ts';
 import type { ReadReplicas } from '../store/replicas.ts';
 import type { Reader } from '../content/db.ts';
+import type { AuditFrom } from '../editorial/audit.ts';
 
 /**
  * What GraphQL needs from the process (the Service has all of it; tests and the bench may pass
@@ -62,6 +63,10 @@ export interface GqlContext {
    * the service's samples in the write bench (docs/decisions.md, "Writes, session 5: service CPU per mutation").
    */
   clientIp?: () => string | null;
+  /** Where the request came from, for the audit log (src/editorial/audit.ts); asked by writes only. */
+  auditFrom?: () => AuditFrom;
+  /** Set by writes that put their audit entry in their own transaction (graphql/audit.ts). */
+  audited?: boolean;
   /** Model `access.read` restrictions of this reader (undefined: none apply). */
   rows: RowAccess | undefined;
   /** The request's targeting context, resolved on the first read that needs it (graphql/targeting.ts). */

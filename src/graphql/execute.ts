@@ -1,14 +1,15 @@
+import type { AuditFrom } from '../editorial/audit.ts';
+import { auditMutation } from './audit.ts';
 import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
-import { isPublicKey } from '../auth/principal.ts';
-import { hasScope } from '../auth/scopes.ts';
 import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
 import { BadUserInput, DocumentNotTrusted, GraphqlValidationFailed, MethodNotAllowed } from '../errors.ts';
 import { documentPolicyOf, resolveDocument } from './document-policy.ts';
 import { buildSchema, type SchemaView } from './schema.ts';
+import { customerGrants } from './grants.ts';
 import { Lru, processCacheBudget } from './lru.ts';
 import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
@@ -90,21 +91,20 @@ const docCache = (): Lru<string, Prepared> =>
 const trustedCache = (): Lru<string, Prepared> =>
   new Lru({ kind: 'trusted-documents', maxEntries: 2_000, maxBytes: 64 * 1024 * 1024, sizeOf: preparedBytes, budget: processCacheBudget });
 
-/** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
-const writesMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; writes: Set<string> | null }>();
-
-/** Models a customer's stamped scopes let them write (null: none, the key's schema serves). */
-function customerWrites(snapshot: ProjectSnapshot, principal: KeyPrincipal, customer: CustomerPrincipal | null | undefined): Set<string> | null {
-  if (!customer || !isPublicKey(principal.kind)) return null;
-  const hit = writesMemo.get(customer.scopes);
-  if (hit && hit.snapshot === snapshot) return hit.writes;
-  let out: Set<string> | null = null;
-  if (customer.scopes.size > 0) {
-    for (const m of snapshot.models) if (hasScope(customer.scopes, `records:write:${m.key}`)) (out ??= new Set()).add(m.key);
+/**
+ * Schemas of key plus customer grants, per project: one per distinct grant set, so bounded here
+ * (entries and bytes) rather than left to grow with the roles customers happen to hold.
+ */
+const CUSTOMER_SCHEMAS = 64;
+const CUSTOMER_SCHEMA_BYTES = 32 * 1024 * 1024;
+const customerSchemas = (actor: ProjectActor): Lru<string, SchemaEntry> => {
+  let lru = actor.derived.get('gql:customer-schemas') as Lru<string, SchemaEntry> | undefined;
+  if (!lru) {
+    lru = new Lru({ kind: 'customer-schemas', maxEntries: CUSTOMER_SCHEMAS, maxBytes: CUSTOMER_SCHEMA_BYTES, sizeOf: (e) => schemaBytes(e.view), budget: processCacheBudget });
+    actor.derived.set('gql:customer-schemas', lru);
   }
-  writesMemo.set(customer.scopes, { snapshot, writes: out });
-  return out;
-}
+  return lru;
+};
 
 /**
  * Fleet members with one shape key (group version + own operations, ProjectSnapshot.shapeKey)
@@ -128,22 +128,24 @@ function schemaBytes(view: SchemaView): number {
 }
 
 function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal, customer?: CustomerPrincipal | null): SchemaEntry {
-  const writes = customerWrites(snapshot, principal, customer);
-  // Customers who may write get their own schema per set of writable models; others share the key's.
-  const key = writes ? `gql:schema:${principal.fingerprint}:w:${[...writes].sort().join(',')}` : `gql:schema:${principal.fingerprint}`;
+  const grants = customerGrants(snapshot, principal, customer);
+  // The view is that of the key's scopes plus the token's stamped grants: its cache key names both.
+  const key = grants ? `gql:schema:${principal.fingerprint}:${grants.key}` : `gql:schema:${principal.fingerprint}`;
   if (snapshot.shapeKey !== null) {
     const shared = `${snapshot.shapeKey}:${key}`;
     let entry = sharedSchemas.get(shared);
     if (!entry) {
-      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, writes), docs: docCache(), trusted: trustedCache() };
+      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache(), trusted: trustedCache() };
       sharedSchemas.set(shared, entry);
     }
     return entry;
   }
-  let entry = actor.derived.get(key) as SchemaEntry | undefined;
+  const cache = grants ? customerSchemas(actor) : null;
+  let entry = (cache ? cache.get(key) : actor.derived.get(key)) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
-    entry = { version: snapshot.schemaVersion,  view: buildSchema(snapshot, principal, writes), docs: docCache(), trusted: trustedCache() };
-    actor.derived.set(key, entry);
+    entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache(), trusted: trustedCache() };
+    if (cache) cache.set(key, entry);
+    else actor.derived.set(key, entry);
   }
   return entry;
 }
@@ -346,6 +348,8 @@ export interface ExecuteOptions {
   lsn?: number;
   /** Set by execute when it ran a mutation: the HTTP layer then names the commit's LSN (http/replica-lsn.ts). */
   wrote?: boolean;
+  /** The request's origin for the audit log (writes ask for it). */
+  auditFrom?: (() => AuditFrom) | null;
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
@@ -381,6 +385,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
 
   const ctx = contextFor(deps, principal, target, opts.customer, opts.lsn);
   ctx.clientIp = opts.clientIp ?? undefined;
+  ctx.auditFrom = opts.auditFrom ?? undefined;
   const gen = rc?.gen;
   const variables = variablesFor(target, prepared, req.variables, true);
   if ('errors' in variables) return failed({ errors: variables.errors });
@@ -401,6 +406,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     }
     return failed(result);
   }
+  if (prepared.operation === 'mutation') await auditMutation(ctx, prepared.op, variables.values);
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
   const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : publicCacheControl(target.snapshot);

@@ -47,6 +47,8 @@ export const LIMITS = {
  */
 const MAX_NESTING = 100;
 const LIST_FIELDS = /^(records|searchRecords|search[A-Z]\w*s|\w+s)$/;
+/** The page of a connection (its items): counted once, at the connection field's page size. */
+const PAGE_FIELDS = new Set(['edges', 'nodes']);
 /** Root fields of the introspection system: their subtrees have their own bounded shape. */
 const INTROSPECTION_ROOTS = new Set(['__schema', '__type']);
 
@@ -112,7 +114,8 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
 
   const pageSize = (field: FieldNode): number => {
     const first = field.arguments?.find((a) => a.name.value === 'first');
-    if (!first && !LIST_FIELDS.test(field.name.value)) return 1;
+    // A connection's `edges` / `nodes` are its page: the connection field already multiplied by it.
+    if (!first && (!LIST_FIELDS.test(field.name.value) || PAGE_FIELDS.has(field.name.value))) return 1;
     // A variable may ask for any page size: count the largest.
     const n = !first ? LIMITS.defaultPageSize : first.value.kind === Kind.INT ? Number(first.value.value) : LIMITS.maxPageSize;
     return Math.max(1, Math.min(n, LIMITS.maxPageSize));

@@ -227,7 +227,19 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   // Fields the reader may not read (`access.read`) are left out of the history too.
   const model = ctx.models.get(history.modelKey);
   const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
-  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: maskContent(v.data, hidden), userId: v.user_id, createdAt: v.created_at }));
+  const emails = await memberEmails(ctx, history.versions.map((v) => v.user_id));
+  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: v.action === 'restored' && v.data ? Object.fromEntries(Object.entries(v.data).map(([l, d]) => [l, maskContent(d as Record<string, unknown>, hidden)])) : maskContent(v.data, hidden), userId: v.user_id, userEmail: (v.user_id && emails.get(v.user_id)) ?? null, createdAt: v.created_at, restoredFrom: v.restored_from ?? null }));
+}
+
+/**
+ * Emails of the tenant's members among a history's writers, for a signed-in member (the Studio's
+ * History names people, not ids). API keys get none: member emails are staff data.
+ */
+async function memberEmails(ctx: GqlContext, userIds: (string | null)[]): Promise<Map<string, string>> {
+  const ids = [...new Set(userIds.filter((u): u is string => typeof u === 'string' && u.startsWith('mem_')))];
+  if (!ctx.principal.member || ids.length === 0) return new Map();
+  const rows = await ctx.svc.readSql<{ id: string; email: string }[]>`select id, email from members where tenant_id = ${ctx.principal.tenantId} and id = any(${ids})`;
+  return new Map(rows.map((r) => [r.id, r.email]));
 }
 
 /** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */

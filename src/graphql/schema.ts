@@ -3,6 +3,7 @@ import {
   GraphQLSchema, GraphQLString, type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../auth/principal.ts';
+import type { CustomerGrants } from './grants.ts';
 import { isPublicKey } from '../auth/principal.ts';
 import { hasScope } from '../auth/scopes.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
@@ -27,6 +28,7 @@ import { secretMutations, secretQueries } from './fields/secrets.ts';
 import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './fields/semantic-search.ts';
 import { projectUiQueries } from './fields/project-ui.ts';
 import { releaseMutations, releaseQueries } from './fields/releases.ts';
+import { editorialGenericFields, editorialModelMutations } from './fields/editorial.ts';
 
 /**
  * Generates the schema one key sees of one project schema version (CONTRACT §4). What a key
@@ -47,10 +49,12 @@ export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal
 }
 
 /**
- * `customerWrites`: models a customer token's stamped scopes may write (create and update of
- * their own records); through a public key these are the only record mutations.
+ * `grants`: what a customer token's stamped scopes add through a public key (execute.ts
+ * `customerGrants`): the models they may write (create and update of their own records, the
+ * only record mutations through a public key) and the operations they may execute.
  */
-export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, customerWrites: ReadonlySet<string> | null = null): SchemaView {
+export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: CustomerGrants | null = null): SchemaView {
+  const customerWrites = grants?.writes ?? null;
   const models = visibleModels(snapshot, principal);
   const all = new Map(snapshot.models.map((m) => [m.key, m]));
   const canWrite = !isPublicKey(principal.kind);
@@ -94,7 +98,7 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
       args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
       resolve: (_r, args, ctx) => (wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args)),
     };
-    if (canWrite) Object.assign(mutation, modelMutations(types, model));
+    if (canWrite) Object.assign(mutation, modelMutations(types, model), editorialModelMutations(types, model));
     else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
   }
   if (canWrite && models.size > 0) Object.assign(mutation, collabMutations(types));
@@ -109,7 +113,9 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         variantId: { type: nn(GraphQLString), description: 'The variant written ("default": the default content).' },
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
+        userEmail: { type: GraphQLString, description: 'The writing member\'s email: for signed-in members (the Studio) only; null for keys and for API-key writes.' },
         createdAt: { type: nn(DateTimeScalar) },
+        restoredFrom: { type: GraphQLInt, description: 'For a "restored" entry: the version whose content it restored.' },
       },
     });
     query.record = { type: types.recordInterface, args: { _id: { type: nn(GraphQLID) }, ...readArgs }, resolve: (_r, args, ctx) => genericRecord(ctx, args) };
@@ -137,17 +143,21 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     if (canWrite) {
       Object.assign(query, releaseQueries());
       Object.assign(mutation, releaseMutations());
+      // Restore (generic form), scheduled actions (fields/editorial.ts).
+      const editorial = editorialGenericFields(types);
+      Object.assign(query, editorial.query);
+      Object.assign(mutation, editorial.mutation);
     }
   }
 
-  Object.assign(query, fileQueries(principal));
+  Object.assign(query, fileQueries());
   Object.assign(mutation, fileMutations(principal), fileUploadMutations(principal));
   Object.assign(query, secretQueries(principal));
   Object.assign(query, semanticQueries(models.size > 0 ? types.recordInterface : null));
   Object.assign(mutation, semanticMutations(principal));
   Object.assign(query, projectUiQueries());
   Object.assign(mutation, secretMutations(principal));
-  const ops = operationFields(snapshot, principal);
+  const ops = operationFields(snapshot, principal, grants);
   Object.assign(query, ops.query);
   Object.assign(mutation, ops.mutation);
 

@@ -127,10 +127,13 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
       type: new nn(ExecutionEvent),
       args: { id: { type: new nn(GraphQLString) } },
       subscribe: async (_r, args: { id: string }, ctx) => {
-        if (!hasScope(ctx.principal, 'operations:read')) throw missingScope('operations:read');
+        const mayReadAll = hasScope(ctx.principal, 'operations:read');
+        // Without operations:read, only the customer who executed it follows an execution.
+        if (!mayReadAll && !ctx.customer) throw missingScope('operations:read');
         if (!/^[A-Za-z0-9_-]{1,128}$/.test(args.id)) throw new BadUserInput('id is not an execution id');
         // Another project's execution reads as unknown: nothing is said about it.
-        const [row] = await ctx.svc.sql`select 1 as ok from operation_executions where id = ${args.id} and project_id = ${ctx.snapshot.id}`;
+        const [row] = await ctx.svc.sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${args.id} and project_id = ${ctx.snapshot.id}`;
+        if (!mayReadAll && row?.created_by !== ctx.customer?.customerId) throw missingScope('operations:read');
         if (!row) throw new NotFound(`No execution "${args.id}"`);
         return iterate(sourceOf(ctx), ctx.snapshot.id, `jobs:${args.id}`, (d) => d);
       },

@@ -2,12 +2,14 @@ import { NotFound } from '../errors.ts';
 import { writtenStatement } from '../content/read.ts';
 import type { ContentRow, ReadScope, RecordNode } from '../content/types.ts';
 import type { WriteContext, WriteStep } from '../content/write.ts';
+import type { BusEvent } from '../bus/bus.ts';
 import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
 import type { GqlContext } from './context.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { hookStatement } from '../content/hooks.ts';
 import { node } from './resolvers.ts';
 import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
+import { auditOn, auditStatement, NO_ORIGIN, type AuditTarget, type AuditWho } from '../editorial/audit.ts';
 
 /**
  * How GraphQL mutations write: build the transaction (writes, then a read of what they wrote),
@@ -57,10 +59,46 @@ export function newTx(ctx: GqlContext): WriteTx {
       return q && { statements: [q.statement], events: q.events };
     });
   }
+  // The audit log: one INSERT more in the same transaction (docs/audit.md), none of its own.
+  if (auditOn()) ctx.audited = true;
   return tx;
 }
 
+function auditTargets(events: readonly BusEvent[]): AuditTarget[] {
+  const targets: AuditTarget[] = [];
+  for (const e of events) if (e.type === 'record.changed') targets.push({ action: `record.${e.action}`, kind: 'record', id: e.recordId });
+  return targets;
+}
+
+/** Who makes a GraphQL request: the customer of a token, the signed-in member, else the key. */
+export function auditWho(ctx: GqlContext): AuditWho {
+  if (ctx.customer) return { kind: 'customer', id: ctx.customer.customerId };
+  if (ctx.principal.member) return { kind: 'member', id: ctx.principal.member.memberId };
+  return { kind: 'apiKey', id: ctx.principal.keyId };
+}
+
+/** An audit INSERT for changes this request made (to join the change's transaction). */
+export function auditOf(ctx: GqlContext, targets: readonly AuditTarget[]) {
+  return auditStatement({ projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId }, auditWho(ctx), ctx.auditFrom?.() ?? NO_ORIGIN, targets);
+}
+
+/**
+ * Sends the transaction with its audit entry (docs/audit.md): one INSERT more, built here from
+ * the transaction's events when they are known (a finisher, which makes the committer copy the
+ * statement and event lists, only for a prelude transaction, whose writes come later).
+ */
 export function commit(ctx: GqlContext, tx: WriteTx): Promise<Committed> {
+  if (auditOn()) {
+    if (tx.prelude) {
+      tx.finish((events) => {
+        const targets = auditTargets(events);
+        return targets.length ? { statements: [auditOf(ctx, targets)] } : undefined;
+      });
+    } else {
+      const targets = auditTargets(tx.events);
+      if (targets.length) tx.follow(auditOf(ctx, targets));
+    }
+  }
   return ctx.svc.writes.commit(tx);
 }
 

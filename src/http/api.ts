@@ -20,6 +20,7 @@ import { provisionRoutes } from './provision.ts';
 import { studioRoutes } from './studio.ts';
 import { billingRoutes } from './billing.ts';
 import { designTokenRoutes } from './design-tokens.ts';
+import { auditAfterResponse, auditRoutes } from './audit.ts';
 
 /**
  * The API listener: one Elysia app; each capability contributes a plugin. Built apart from
@@ -32,7 +33,9 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
   const app = new Elysia({ name: 'svc.api', websocket: { maxPayloadLength: 2 * MAX_WS_FRAME_BYTES } })
     // Every request is counted and logged once, whatever answered it (a route, an error, a 404).
     .onRequest(({ request }) => requests.start(request))
-    .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue }) => {
+    .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue, headers, params, server }) => {
+      // Named one by one: a hook that takes the whole context makes Elysia parse every body.
+      auditAfterResponse(svc, { request, route, set, responseValue, headers, params, server } as never);
       const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
       const pattern = route || 'unmatched';
       const path = request.url.slice(request.url.indexOf('/', 8)).split('?', 1)[0]!;
@@ -53,6 +56,7 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     }))
     .use(metricsRoutes(svc))
     .use(controlRoutes(svc))
+    .use(auditRoutes(svc))
     .use(keyRoutes(svc))
     .use(configRoutes(svc))
     .use(recordRoutes(svc))

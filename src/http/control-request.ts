@@ -9,12 +9,23 @@ import { sessionCaller } from '../control/member-access.ts';
  * its CSRF token (the gate checks both); `X-Project-Id` picks the member row for a project.
  */
 export async function controlCaller(svc: Service, headers: Record<string, string | undefined>): Promise<ControlCaller> {
+  const caller = await resolveCaller(svc, headers);
+  // Kept for the audit log, which records the change once it answered (src/http/audit.ts).
+  callers.set(headers, caller);
+  return caller;
+}
+
+async function resolveCaller(svc: Service, headers: Record<string, string | undefined>): Promise<ControlCaller> {
   if (!headers.authorization) {
     const session = svc.gate.sessionToken({ headers });
     if (session !== null) return sessionCaller(svc.sql, session, headers['x-project-id']?.trim() || null);
   }
   return authenticateControl(svc.sql, svc.rootTokenHash, headers.authorization);
 }
+
+/** The caller a request's route resolved, by the request's headers object (gone with the request). */
+const callers = new WeakMap<object, ControlCaller>();
+export const callerOf = (headers: object): ControlCaller | undefined => callers.get(headers);
 
 export function objectBody(b: unknown): Record<string, unknown> {
   if (b === undefined || b === null || b === '') return {};

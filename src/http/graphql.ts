@@ -11,6 +11,7 @@ import { Lru } from '../graphql/lru.ts';
 import { maskError, maskErrors } from '../graphql/errors.ts';
 import { GRAPHIQL_HTML } from '../graphql/graphiql.ts';
 import { projectSurrogateKey } from '../graphql/cdn-purge.ts';
+import { auditFrom, type AuditFrom } from '../editorial/audit.ts';
 
 /**
  * GraphQL over HTTP (spec "GraphQL over HTTP", CONTRACT §6): POST and GET /graphql, GET /schema
@@ -261,8 +262,10 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       // Every operation of a batch counts against the key's limit.
       rate = await gate.charge(caller.key, batch ? batch.length : 1);
       // A customer token makes the read per customer: never shared, never in the response cache.
+      // The audit log's view of the request, made once, only if the request writes.
+      let from: AuditFrom | undefined;
       // A write's response names its commit's position (`opts.wrote`, read replicas: http/replica-lsn.ts).
-      const opts: ExecuteOptions = { method, customer: caller.customer, clientIp, lsn: presentedLsn(request.headers, deps.replicas) };
+      const opts: ExecuteOptions = { method, customer: caller.customer, clientIp, auditFrom: () => (from ??= auditFrom(request.headers, clientIp?.() ?? null)), lsn: presentedLsn(request.headers, deps.replicas) };
       if (!batch) {
         const one = req as GraphqlRequest;
         const r = await execute(deps, caller.key, one, opts);

@@ -9,7 +9,7 @@ import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { exchangeCode, issueCode, refreshGrant } from '../identity/oidc/codes.ts';
 import { cookieName, sessionCookie, startBrowserSession, useBrowserSession } from '../identity/oidc/browser.ts';
 import { renderErrorPage, renderInfoPage, renderLoginPage, type PageModel } from '../identity/oidc/page.ts';
-import { finishUpstream, linkCustomer, listProviders, startUpstream, takeUpstreamState, UpstreamError, type Provider } from '../identity/oidc/upstream.ts';
+import { finishUpstream, linkCustomer, listProviders, providerNotReady, startUpstream, takeUpstreamState, UpstreamError, type Provider } from '../identity/oidc/upstream.ts';
 import { cookieOf, CSRF_COOKIE, hostedLogin, html, JSON_HEADERS, notFound, redirect, type Ctx, type Handler, type Variant } from './oidc-site.ts';
 import { oidcSessionRoutes } from './oidc-logout-userinfo.ts';
 
@@ -173,7 +173,11 @@ export function oidcRoutes(svc: Service) {
           break;
         case 'upstream': {
           const provider = b.providers.find((p) => p.key === form.provider);
-          if (!provider) throw new Error('method');
+          if (!provider) {
+            const name = typeof form.provider === 'string' ? await providerNotReady(svc.sql, b.party.projectId, form.provider) : null;
+            if (name) throw new UpstreamError(`Signing in with ${name} is not set up yet: the provider needs an issuer or its authorize, token and userinfo endpoints.`);
+            throw new Error('method');
+          }
           return redirect(await startUpstream(svc.sql, svc.settings.dataDir, {
             projectId: b.party.projectId, provider, clientId: wireClientId(b.party.projectId, b.party.clientId), request: b.request,
             issuer: site.issuer, callbackUri: `${site.authBase}/callback`, browser: cookieOf(request, CSRF_COOKIE)!,

@@ -82,9 +82,9 @@ export function identityOf(who: RealtimeIdentity): string {
 }
 
 /** Whether an execution id names one of this project's executions (another project's reads as unknown). */
-export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<boolean> {
-  const rows = await svc.sql`select 1 from operation_executions where id = ${executionId} and project_id = ${projectId}`;
-  return rows.length > 0;
+export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<{ createdBy: string | null } | null> {
+  const [row] = await svc.sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${executionId} and project_id = ${projectId}`;
+  return row ? { createdBy: row.created_by } : null;
 }
 
 const denied = (scope: string) => new PermissionDenied(`missing required scope: ${scope}`);
@@ -92,8 +92,8 @@ const denied = (scope: string) => new PermissionDenied(`missing required scope: 
 /**
  * Models whose records this identity may not all read (model `access.read`: owner-only or
  * closed). Change events carry record ids and writers for every record of a model, so such a
- * model's channel (and `changes:*`, which carries it) is refused rather than leak other
- * customers' records; owners hear about their own records through notifications.
+ * model's channel is refused (and `changes:*` leaves it out) rather than leak other customers'
+ * records; owners hear about their own records through notifications.
  */
 export function restrictedModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIdentity, 'key' | 'customer'>): string[] {
   const readers = who.key ? requestReaders({ principal: who.key, customer: who.customer }) : new Set([...keyPrincipals({ kind: 'pk' }), 'scoped' as const]);
@@ -102,39 +102,60 @@ export function restrictedModels(snapshot: ProjectSnapshot, who: Pick<RealtimeId
 }
 
 /**
+ * What `changes:*` carries for a holder (spec: "changes:* covers every model", read as: every
+ * model the holder may read). Null: every model, present and future (records:read, no model
+ * allow-list, no model it may not wholly read). Otherwise the set of models it may read
+ * (per-model scopes such as a role's or `self:*`, a model allow-list, owner-only models left
+ * out), fixed when it subscribes. Throws when that set is empty.
+ */
+export function wildcardModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIdentity, 'key' | 'customer'>): ReadonlySet<string> | null {
+  const holder = who.key ?? who.customer!.scopes;
+  const allowedModels = who.key?.allowedModels ?? null;
+  const restricted = restrictedModels(snapshot, who);
+  if (!allowedModels && restricted.length === 0 && hasScope(holder, 'records:read')) return null;
+  const out = new Set<string>();
+  for (const m of snapshot.models) {
+    if (allowedModels && !allowedModels.includes(m.key)) continue;
+    if (restricted.includes(m.key) || !hasScope(holder, `records:read:${m.key}`)) continue;
+    out.add(m.key);
+  }
+  if (out.size === 0) throw denied('records:read');
+  return out;
+}
+
+/**
  * Whether an identity may subscribe to a channel of its project. Throws NotFound for a channel
  * that names nothing in the project, PermissionDenied (with the spec's scope message) otherwise.
+ * For `changes:*`, answers the models it carries for this identity (null: all).
  */
-export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity, channel: Channel): Promise<void> {
+export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity, channel: Channel): Promise<ReadonlySet<string> | null> {
   const key = who.key;
   // With a key its scopes decide; a token alone brings the scopes stamped into it (`scope`).
   const holder = key ?? who.customer!.scopes;
   const allowedModels = key?.allowedModels ?? null;
   if (channel.kind === 'changes') {
     const snapshot = (await svc.projects.get(who.projectId)).snapshot;
+    if (channel.modelKey === '*') return wildcardModels(snapshot, who);
     const restricted = restrictedModels(snapshot, who);
-    if (channel.modelKey === '*') {
-      // A model-restricted key would see unlisted models on the wildcard channel.
-      if (allowedModels) throw new PermissionDenied('A model-restricted key cannot subscribe to changes:*');
-      if (!hasScope(holder, 'records:read')) throw denied('records:read');
-      if (restricted.length) throw new PermissionDenied(`changes:* would carry records you may not read (${restricted.join(', ')}): subscribe per model`);
-      return;
-    }
     if (!snapshot.models.some((m) => m.key === channel.modelKey)) throw new NotFound(`Unknown channel: no model "${channel.modelKey}"`);
     if (restricted.includes(channel.modelKey)) throw new PermissionDenied('Insufficient permissions');
     if (allowedModels && !allowedModels.includes(channel.modelKey)) throw denied(`records:read:${channel.modelKey}`);
     if (!hasScope(holder, `records:read:${channel.modelKey}`)) throw denied(`records:read:${channel.modelKey}`);
-    return;
+    return null;
   }
   if (channel.kind === 'jobs') {
-    if (!hasScope(holder, 'operations:read')) throw denied('operations:read');
-    if (channel.executionId !== '*' && !(await executionInProject(svc, who.projectId, channel.executionId))) {
-      throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
-    }
-    return;
+    const mayReadAll = hasScope(holder, 'operations:read');
+    // Without operations:read, a customer follows the executions they ran (jobs:* stays closed).
+    if (!mayReadAll && (!who.customer || channel.executionId === '*')) throw denied('operations:read');
+    if (channel.executionId === '*') return null;
+    const execution = await executionInProject(svc, who.projectId, channel.executionId);
+    if (!mayReadAll && execution?.createdBy !== who.customer!.customerId) throw denied('operations:read');
+    if (!execution) throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
+    return null;
   }
   if (!who.customer || who.customer.customerId !== channel.customerId) throw new PermissionDenied('A customer may subscribe only to their own notifications');
   if (!hasScope(holder, 'notifications:read')) throw denied('notifications:read');
+  return null;
 }
 
 /** Re-checks stored credentials (a key.changed or a revocation arrived): false when they fail. */

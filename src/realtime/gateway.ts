@@ -18,7 +18,8 @@ import { busFrame, connectedFrame, HEARTBEAT } from './protocol/sse.ts';
 interface EventsSocket extends GatewaySocketData {
   kind: 'events';
   who: RealtimeIdentity;
-  channels: Map<string, ChannelActor>;
+  /** Per subscribed channel, its actor and the topic the socket subscribed to (a `changes:*` view's, or the channel's). */
+  channels: Map<string, { actor: ChannelActor; topic: string }>;
   /** Control frames handled one after another, so replies keep the order of the requests. */
   chain: Promise<void>;
   frames: number;
@@ -65,7 +66,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
     try {
       const who = await authenticateGateway(svc, verifyToken, credentialsOf(req, url));
       if (!channel) throw new NotFound('Unknown channel');
-      await authorizeChannel(svc, who, channel);
+      const models = await authorizeChannel(svc, who, channel);
       const actor = await hub.channel(who.projectId, channel);
       const lastEventId = req.headers.get('last-event-id') ?? url.searchParams.get('lastEventId');
       const limit = hub.options.sseBufferBytes;
@@ -116,7 +117,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
         linked: (up) => void sink.write(busFrame(up)),
       });
       controller.enqueue(connectedFrame(channel.name));
-      actor.addStream(sink, lastEventId, (id) => hub.replay(who.projectId, channel.name, id));
+      actor.addStream(sink, lastEventId, (id) => hub.replay(who.projectId, channel.name, id), models);
       sseStreams.add(beat);
       // The stream stays open between heartbeats: no idle timeout for this request.
       server.timeout(req, 0);
@@ -166,11 +167,11 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
     }
     const reply = (f: Parameters<typeof stringifyFrame>[0]) => void ws.send(stringifyFrame(f));
     if (frame.type === 'unsubscribe') {
-      const actor = d.channels.get(frame.channel);
-      if (actor) {
+      const sub = d.channels.get(frame.channel);
+      if (sub) {
         d.channels.delete(frame.channel);
-        ws.unsubscribe(actor.topic);
-        actor.removeSocket();
+        ws.unsubscribe(sub.topic);
+        sub.actor.removeSocket(sub.topic);
       }
       return reply({ type: 'unsubscribed', channel: frame.channel });
     }
@@ -180,17 +181,18 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
     if (d.channels.size >= hub.options.maxSubscriptionsPerConnection) {
       return reply({ type: 'error', channel: frame.channel, error: 'too_many_subscriptions', message: `At most ${hub.options.maxSubscriptionsPerConnection} channels per connection` });
     }
+    let models: ReadonlySet<string> | null;
     try {
-      await authorizeChannel(svc, d.who, channel);
+      models = await authorizeChannel(svc, d.who, channel);
     } catch (err) {
       const e = toSvcError(err);
       return reply({ type: 'error', channel: frame.channel, error: errorCode(err), message: e.message });
     }
     const actor = await hub.channel(d.who.projectId, channel);
     if (ws.readyState !== 1) return;
-    d.channels.set(frame.channel, actor);
-    actor.addSocket();
-    ws.subscribe(actor.topic);
+    const topic = actor.addSocket(models);
+    d.channels.set(frame.channel, { actor, topic });
+    ws.subscribe(topic);
     reply({ type: 'subscribed', channel: frame.channel });
   }
 
@@ -218,7 +220,7 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
       },
       close(ws) {
         ws.data.release();
-        for (const actor of ws.data.channels.values()) actor.removeSocket();
+        for (const { actor, topic } of ws.data.channels.values()) actor.removeSocket(topic);
         ws.data.channels.clear();
       },
     },

@@ -10,6 +10,7 @@ import { csrfToken, request } from '../api.ts';
  */
 export interface CollabInfo {
   enabled: boolean;
+  readOnly?: boolean;
   wsUrl: string;
   roomName: string;
 }
@@ -28,11 +29,15 @@ export const colorOf = (s: string): string => COLORS[[...s].reduce((n, c) => (n 
 export async function joinRoom(projectId: string, modelKey: string, recordId: string, locale: string | null, user: { name: string; canWrite: boolean }): Promise<Room> {
   const q = new URLSearchParams({ recordId, modelKey });
   const info = await request<CollabInfo>('GET', `/collab/info?${q}`, undefined, projectId);
-  if (!info.enabled) throw new Error('You may not open this record’s room');
+  // Viewers may join read-only only (`readOnly`); editors get `enabled`.
+  if (!info.enabled && !(info.readOnly && !user.canWrite)) throw new Error('You may not open this record’s room');
   // The variant of a room is its locale; `default` is the project's default locale.
   const roomName = locale ? info.roomName.replace(/:[^:]+$/, `:${locale}`) : info.roomName;
   const doc = new Y.Doc();
-  const provider = new WebsocketProvider(info.wsUrl, roomName, doc, { params: { projectId, csrf: csrfToken() }, maxBackoffTime: 5000 });
+  // A member who may not write joins read-only, which the room asks for explicitly (else 403).
+  const params: Record<string, string> = { projectId, csrf: csrfToken() };
+  if (!user.canWrite) params.readOnly = '1';
+  const provider = new WebsocketProvider(info.wsUrl, roomName, doc, { params, maxBackoffTime: 5000 });
   provider.awareness.setLocalStateField('user', { name: user.name, color: colorOf(user.name), canWrite: user.canWrite });
   return {
     doc,

@@ -8,21 +8,25 @@ interface Version {
   locale: string | null;
   content: Record<string, unknown> | null;
   userId: string | null;
+  userEmail: string | null;
   createdAt: string;
+  restoredFrom?: number | null;
 }
 
 /**
  * A version row holds what that write sent (a create: everything; an update: the fields it
- * changed). The record as of version N is the writes up to N merged, per locale.
+ * changed; a restore: every locale's content). The record as of version N is the writes up to N
+ * merged, per locale (the rule the server's restore follows, docs/restore.md); shown here for
+ * the default locale (the create's).
  */
-function snapshots(rows: Version[]): Version[] {
-  const state = new Map<string, Record<string, unknown>>();
+function snapshots(rows: Version[], defaultLocale: string): Version[] {
+  let state = new Map<string, Record<string, unknown>>();
+  let shown: Record<string, unknown> | null = null;
   return rows.map((v) => {
-    if (!v.content) return { ...v, content: null };
-    const key = v.locale ?? '';
-    const merged = { ...(state.get(key) ?? state.get('') ?? {}), ...v.content };
-    state.set(key, merged);
-    return { ...v, content: merged };
+    if (v.action === 'restored' && v.content) state = new Map(Object.entries(v.content as Record<string, Record<string, unknown>>));
+    else if (v.content && v.locale) state.set(v.locale, { ...(state.get(v.locale) ?? state.get(defaultLocale) ?? {}), ...v.content });
+    shown = state.get(defaultLocale) ?? shown;
+    return { ...v, content: shown };
   });
 }
 
@@ -35,14 +39,18 @@ export function History({ project, model, recordId, current, canWrite, onRestore
   const [versions, setVersions] = useState<Version[] | null>(null);
   const [picked, setPicked] = useState<Version | null>(null);
   const [error, setError] = useState('');
-  const load = () => gql(project.id, 'query($id:ID!){ v: recordVersions(_id:$id){ version action locale content userId createdAt } }', { id: recordId })
-    .then((d) => setVersions(snapshots(d.v).reverse()), (e: Error) => setError(e.message));
+  const [notice, setNotice] = useState('');
+  const load = () => gql(project.id, 'query($id:ID!){ v: recordVersions(_id:$id){ version action locale content userId userEmail createdAt restoredFrom } }', { id: recordId })
+    .then((d) => setVersions(snapshots(d.v, d.v[0]?.locale ?? 'en').reverse()), (e: Error) => setError(e.message));
   useEffect(() => void load(), [recordId]);
   const restore = async (v: Version) => {
     setError('');
     try {
-      const data = Object.fromEntries(model.fields.map((f) => [f.key, v.content?.[f.key] ?? null]));
-      await gql(project.id, `mutation($id:ID!,$data:${names(model.key).input}!){ ${names(model.key).update}(_id:$id, data:$data){ _id } }`, { id: recordId, data });
+      // The server makes the version's content (every locale) the new working version; a live
+      // room on the record receives it as one update (docs/restore.md).
+      await gql(project.id, `mutation($id:ID!,$v:Int!){ ${names(model.key).restore}(_id:$id, version:$v){ _id } }`, { id: recordId, v: v.version });
+      setPicked(null);
+      setNotice(`Restored version ${v.version}`);
       onRestored();
       void load();
     } catch (e) {
@@ -53,11 +61,12 @@ export function History({ project, model, recordId, current, canWrite, onRestore
   if (!versions) return <p class="muted">Loading…</p>;
   return (
     <div class="history">
+      {notice && <p role="status" class="ok">{notice}</p>}
       <ol class="versions" aria-label="Versions">
         {versions.map((v) => (
           <li key={v.version}>
             <button type="button" class={picked?.version === v.version ? 'ghost active' : 'ghost'} aria-pressed={picked?.version === v.version} onClick={() => setPicked(v)}>
-              v{v.version} · {v.action}{v.locale ? ` · ${v.locale}` : ''} · {new Date(v.createdAt).toLocaleString()} · {v.userId ?? 'unknown'}
+              v{v.version} · {v.action}{v.restoredFrom ? ` from v${v.restoredFrom}` : ''}{v.locale ? ` · ${v.locale}` : ''} · {new Date(v.createdAt).toLocaleString()} · {v.userEmail ?? v.userId ?? 'unknown'}
             </button>
           </li>
         ))}
@@ -76,7 +85,7 @@ export function History({ project, model, recordId, current, canWrite, onRestore
               })}
             </tbody>
           </table>
-          {canWrite && picked.content && <button type="button" onClick={() => void restore(picked)}>Restore version {picked.version}</button>}
+          {canWrite && picked.content && <button type="button" onClick={() => void restore(picked)}>Restore this version</button>}
         </div>
       )}
     </div>

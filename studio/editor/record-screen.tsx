@@ -9,6 +9,7 @@ import type { FormCtx } from './field-props.ts';
 import { colorOf, joinRoom, type Room } from './collab.ts';
 import { History } from './history.tsx';
 import { settle } from './settle.ts';
+import { scheduledActions, type Scheduled } from '../editorial.tsx';
 import { AddToRelease } from '../releases.tsx';
 
 interface Props {
@@ -73,6 +74,11 @@ function Editor({ project, config, model, recordId }: Props) {
   const [notice, setNotice] = useState('');
   const [busy, setBusy] = useState(false);
   const [saveState, setSaveState] = useState<'saved' | 'pending'>('saved');
+  // Scheduled publishing (docs/scheduling.md): the time picked beside Publish, and what waits.
+  const [publishAt, setPublishAt] = useState('');
+  const [pending, setPending] = useState<Scheduled[]>([]);
+  const loadPending = () => scheduledActions(project.id, model.key).then((all) => setPending(all.filter((s) => s.recordId === recordId && s.status === 'scheduled')), () => {});
+  useEffect(() => void loadPending(), [recordId]);
   const placements = (config.placements ?? []).filter((p: Placement) => !p.modelKeys?.length || p.modelKeys.includes(model.key));
   const [tab, setTab] = useState<string>(placements.find((p) => p.hideContentTab) ? `placement-0` : 'content');
   const email = useMemo(() => document.querySelector('.who')?.textContent ?? 'editor', []);
@@ -149,6 +155,17 @@ function Editor({ project, config, model, recordId }: Props) {
     else await settle();
     await gql(project.id, `mutation($id:ID!){ ${n.publish}(_id:$id){ _id } }`, { id: recordId });
   });
+  // The working version is saved first and its version number scheduled: what goes live is the
+  // content as it is now, even if it is edited before then (docs/scheduling.md).
+  const schedulePublish = () => act(`Scheduled to publish ${new Date(publishAt).toLocaleString()}`, async () => {
+    if (model.versioned !== false) await saveDraft();
+    else await settle();
+    const h = await gql(project.id, 'query($id:ID!){ v: recordVersions(_id:$id){ version } }', { id: recordId });
+    const version = h.v.length ? h.v[h.v.length - 1].version : null;
+    await gql(project.id, `mutation($id:ID!,$at:DateTime!,$v:Int){ ${n.schedulePublish}(_id:$id, at:$at, version:$v){ id } }`, { id: recordId, at: new Date(publishAt).toISOString(), v: version });
+    setPublishAt('');
+    await loadPending();
+  });
   const unpublish = () => act('Unpublished', () => gql(project.id, `mutation($id:ID!){ ${n.unpublish}(_id:$id){ _id } }`, { id: recordId }));
   const remove = async () => {
     if (!confirm(`Delete this ${model.name || model.key}? This cannot be undone.`)) return;
@@ -175,6 +192,7 @@ function Editor({ project, config, model, recordId }: Props) {
       <div class="bar">
         <h1>{record ? recordTitle(model, { ...record, content: { ...record.content, ...values } }) : '…'}</h1>
         {record && <StatusBadge r={record} />}
+        {pending.length > 0 && <span class="badge changed" title={pending.map((s) => `${s.action} ${new Date(s.at).toLocaleString()}`).join('\n')}>Scheduled</span>}
         <span class="grow" />
         <ul class="avatars" aria-label="Also editing">
           {peers.map((p) => <li key={p.clientId} style={{ background: p.color }} title={p.name} aria-label={p.name}>{p.name.slice(0, 1).toUpperCase()}</li>)}
@@ -215,6 +233,10 @@ function Editor({ project, config, model, recordId }: Props) {
             ? <span class="muted" role="status">{saveState === 'pending' ? 'Autosaving…' : `Saved${record ? ` · ${new Date(record._updatedAt).toLocaleTimeString()}` : ''}`}</span>
             : <button type="button" disabled={busy || !room} onClick={() => void act('Draft saved', saveDraft)}>Save draft</button>}
           <button type="button" disabled={busy || !room} onClick={() => void publish()}>Publish</button>
+          <label class="inline-label">Publish at
+            <input type="datetime-local" aria-label="Publish at" value={publishAt} onInput={(e) => setPublishAt(e.currentTarget.value)} />
+          </label>
+          <button type="button" class="ghost" disabled={busy || !room || !publishAt} onClick={() => void schedulePublish()}>Schedule publish</button>
           {record?._publishedAt && model.versioned !== false && <button type="button" class="ghost" disabled={busy} onClick={() => void unpublish()}>Unpublish</button>}
           {model.versioned !== false && room && <AddToRelease project={project} modelKey={model.key} recordId={recordId} before={saveDraft} />}
           <span class="grow" />

@@ -85,10 +85,20 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       keymap({ 'Mod-z': undo, 'Mod-y': redo, 'Mod-Shift-z': redo }),
       ...exampleSetup({ schema: richSchema, history: false }),
     ];
+    let destroyed = false;
     const view = new EditorView(el, {
       state: EditorState.create({ schema: richSchema, plugins }),
       ...editable(ctx.readOnly),
       attributes: { ...editable(ctx.readOnly).attributes, ...label },
+      // y-prosemirror dispatches its cursor and sync metas a tick after an awareness or document
+      // change (setMeta's timeout). Leaving the editor changes awareness (the room closes, this
+      // field stops mirroring) and destroys the view in the same tick, so such a dispatch can
+      // land on a destroyed view (TypeError: … reading 'matchesNode'): drop it then.
+      // `this`: plugins may dispatch while the constructor runs, before `view` is assigned.
+      dispatchTransaction(this: EditorView, tr) {
+        if (destroyed) return;
+        this.updateState(this.state.apply(tr));
+      },
     });
     let fragmentAt = 0;
     let textAt = 0;
@@ -99,6 +109,7 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
     };
     const reconcile = () => {
       timer = undefined;
+      if (destroyed) return;
       const h = toHtml(view.state.doc);
       const t = text.toString();
       if (h === t || ctx.readOnly || !isLeader()) return;
@@ -130,7 +141,7 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
         reconcile();
       }
       const end = Date.now() + 3000;
-      while (toHtml(view.state.doc) !== text.toString() && Date.now() < end) {
+      while (!destroyed && toHtml(view.state.doc) !== text.toString() && Date.now() < end) {
         if (isLeader()) reconcile();
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -141,10 +152,12 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       if (timer) clearTimeout(timer);
       stopSettle();
       awareness.off('change', onAwareness);
-      if (!ctx.readOnly) announce(false);
       fragment.unobserveDeep(onFragment);
       text.unobserve(onText);
+      // The view first (its plugins stop listening to awareness), then the awareness change.
+      destroyed = true;
       view.destroy();
+      if (!ctx.readOnly) announce(false);
     };
   }, [text, ctx.doc, ctx.readOnly]);
   return <div class="richtext" id={id} ref={host} onFocusCapture={() => ctx.onFocus?.(field.key)} onBlurCapture={() => ctx.onFocus?.(null)} />;

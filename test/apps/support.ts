@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Server } from 'bun';
+import { removeTempDir, tempDir } from '../support/tmp.ts';
 
 /** A local https server with a throw-away self-signed certificate (openssl), for manifest fetches. */
 export interface HttpsSite {
@@ -14,7 +14,7 @@ export interface HttpsSite {
 }
 
 export function httpsSite(routes: Record<string, (req: Request) => Response | Promise<Response>>): HttpsSite {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
+  const dir = tempDir('svc-tls-');
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
   const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost']);
@@ -31,5 +31,8 @@ export function httpsSite(routes: Record<string, (req: Request) => Response | Pr
       return h ? h(req) : new Response('no route', { status: 404 });
     },
   });
-  return { url: `https://127.0.0.1:${server.port}`, caFile: cert, ca: readFileSync(cert, 'utf8'), hits, server, stop: () => server.stop(true) };
+  return { url: `https://127.0.0.1:${server.port}`, caFile: cert, ca: readFileSync(cert, 'utf8'), hits, server, stop: () => {
+    server.stop(true);
+    removeTempDir(dir);
+  } };
 }

@@ -14,7 +14,7 @@ const LAYERS: [number, RegExp][] = [
   [4, /^(main|server)\.ts$/], // entry points: start listeners
   [3, /^(http|cli)\//], // adapters: HTTP listeners, the CLI (talks HTTP)
   [2, /^service\.ts$/], // the composition root
-  [1, /^(auth|projects|content|config|identity|secrets|operations|realtime|collab|files|control|graphql|fleet|studio|billing|search|apps|releases|documents)\//], // capabilities
+  [1, /^(auth|projects|content|config|identity|secrets|operations|realtime|collab|files|control|graphql|fleet|studio|billing|search|apps|releases|documents|editorial)\//], // capabilities
   [0, /^(actors|bus|store|metrics)\/|^(errors|ids|env|root-token|secrets-key|gateway-module)\.ts$/], // runtime and foundations
 ];
 const NAMES = ['foundation', 'capability', 'service', 'adapter', 'entry'];

@@ -1,7 +1,10 @@
 import { describe, expect, test } from 'bun:test';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { perTestDirs } from '../support/tmp.ts';
+
+/** Each test's folders, removed after it. */
+const tempDir = perTestDirs();
 
 /**
  * Smoke test of `bun bench` (issue 6): one cheap reference, --quick, output parses. Figures are
@@ -16,10 +19,12 @@ function cells(line: string): string[] {
 
 describe('bun bench', () => {
   test('ceiling-static --quick prints a table with positive figures', async () => {
-    const results = join(mkdtempSync(join(tmpdir(), 'svc-bench-test-')), 'results.md');
+    // The bench's own temporary files go under this folder too (its TMPDIR), removed after.
+    const dir = tempDir('svc-bench-test-');
+    const results = join(dir, 'results.md');
     const proc = Bun.spawn([process.execPath, join(ROOT, 'bench', 'run.ts'), 'ceiling-static', '--quick'], {
       cwd: ROOT,
-      env: { ...process.env, BENCH_DURATION: '2', BENCH_CONNECTIONS: '8', BENCH_RESULTS: results, BENCH_TIMEOUT: '40' },
+      env: { ...process.env, BENCH_DURATION: '2', BENCH_CONNECTIONS: '8', BENCH_RESULTS: results, BENCH_TIMEOUT: '40', TMPDIR: dir },
       stdout: 'pipe',
       stderr: 'pipe',
     });

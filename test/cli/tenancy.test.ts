@@ -52,6 +52,30 @@ describe('svc tenants create', () => {
   });
 });
 
+describe('a missing required flag', () => {
+  test('is named as typed, with the usage, before any request (exit 2)', async () => {
+    const cases: [string[], string][] = [
+      [['tenants', 'create'], '--name is required'],
+      [['projects', 'create'], '--name is required'],
+      [['members', 'add', '--role', 'editor'], '--email is required'],
+      [['members', 'add'], '--email and --role are required'],
+      [['api-keys', 'create', '--type', 'public'], '--name is required'],
+    ];
+    for (const [argv, message] of cases) {
+      const r = await cli(server, server.rootToken, ...argv);
+      expect(r.code).toBe(2);
+      expect(r.err.split('\n')[0]).toBe(`svc: ${message}`);
+      expect(r.err).toContain('usage: svc ');
+    }
+  });
+
+  test('svc members add --help describes members of every role, not only admins', async () => {
+    const r = await cli(server, undefined, 'members', 'add', '--help');
+    expect(r.out).toContain('owner, admin, editor or viewer');
+    expect(r.out).not.toContain('admin member');
+  });
+});
+
 describe('svc projects create and members add', () => {
   test('an owner creates projects and adds members of each role', async () => {
     const t = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'P', '--json');

@@ -54,10 +54,13 @@ describe('joining a room', () => {
     expect(r.body.error).toBe('NOT_FOUND');
   });
 
-  test('a records:read key joins an unversioned room read-only: awareness yes, edits ignored', async () => {
+  test('without write access a join is refused with 403 (spec error table); readOnly=1 opts in to read-only presence', async () => {
     const reader = await p.key('pk', ['records:read']);
+    const refused = await tryJoin(server.gatewayUrl, roomOf('note', note), { apiKey: reader });
+    expect(refused.status).toBe(403);
+    expect(refused.body.message).toContain('write access');
     const w = editor(server.gatewayUrl, roomOf('note', note), { apiKey: key });
-    const r = editor(server.gatewayUrl, roomOf('note', note), { apiKey: reader });
+    const r = editor(server.gatewayUrl, roomOf('note', note), { apiKey: reader, readOnly: '1' });
     open.push(w, r);
     await synced(w, r);
     r.provider.awareness.setLocalStateField('user', { name: 'Reader' });
@@ -66,8 +69,19 @@ describe('joining a room', () => {
     w.text('title').insert(1, 'X');
     await eventually(() => r.text('title').toString().includes('tX'), 5000);
     expect(w.text('title').toString()).toBe('tX');
+    // A writer that opts in is read-only too: its edits are refused.
+    const looker = editor(server.gatewayUrl, roomOf('note', note), { apiKey: key, readOnly: '1' });
+    open.push(looker);
+    await synced(looker);
+    looker.text('title').insert(0, 'NOPE ');
+    w.text('title').insert(2, 'Y');
+    await eventually(() => looker.text('title').toString().includes('tXY'), 5000);
+    expect(w.text('title').toString()).toBe('tXY');
+    // Read-only still needs read access: a versioned model without drafts:read stays 403.
+    expect((await tryJoin(server.gatewayUrl, roomOf('article', article), { apiKey: reader, readOnly: '1' })).status).toBe(403);
     w.close();
     r.close();
+    looker.close();
   }, 30_000);
 
   test('more than 10 rooms per identity: 429 with Retry-After and the counts; rejoining a held room does not count', async () => {
@@ -102,6 +116,7 @@ describe('joining a room', () => {
     expect(info.status).toBe(200);
     expect(await info.json()).toEqual({
       enabled: true,
+      readOnly: false,
       wsUrl: server.svc.settings.realtimeUrl,
       roomName: roomOf('note', note),
       auth: { method: 'query-param', params: 'token,apiKey' },
@@ -109,6 +124,9 @@ describe('joining a room', () => {
     const pk = await p.key('pk', ['records:read']);
     const ro = await fetch(`${server.apiUrl}/collab/info?recordId=${article}&modelKey=article`, { headers: { 'x-api-key': pk } });
     expect(((await ro.json()) as { enabled: boolean }).enabled).toBe(false);
+    // A read-only key may join only with readOnly=1: info says so.
+    const look = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, { headers: { 'x-api-key': pk } });
+    expect(await look.json()).toMatchObject({ enabled: false, readOnly: true });
     expect((await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`)).status).toBe(401);
     expect((await fetch(`${server.apiUrl}/collab/info?modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(400);
     expect((await fetch(`${server.apiUrl}/collab/info?recordId=rec_nope&modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(404);

@@ -120,7 +120,7 @@ describe('field access.write inside a room', () => {
     const id = r.body.data.createTicket._id as string;
     const reader = await p.key('pk', ['records:read']);
     const w = ed(roomOf('ticket', id), { apiKey: sk });
-    const ro = ed(roomOf('ticket', id), { apiKey: reader });
+    const ro = ed(roomOf('ticket', id), { apiKey: reader, readOnly: '1' });
     await synced(w, ro);
     const before = warnings.length;
     ro.text('title').insert(0, 'X');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, spawnGateway, synced, type Editor } from './support.ts';
+import { MODELS, editor, roomOf, spawnGateway, synced, tryJoin, type Editor } from './support.ts';
 
 /**
  * A room whose editors are connected to different processes is one room (CONTRACT §2): updates
@@ -117,6 +117,29 @@ describe('collaboration across processes', () => {
     expect((await published(id)).title).toBe(text);
     for (const e of eds) e.close();
   }, 60_000);
+
+  test('a read-only key is refused (403) on either process; with readOnly=1 it follows edits made on the other, and changes nothing', async () => {
+    const id = await create('Note', 'Watched');
+    const reader = await p.key('pk', ['records:read']);
+    for (const url of [a.gatewayUrl, bUrl]) {
+      const refused = await tryJoin(url, roomOf('note', id), { apiKey: reader });
+      expect(refused.status).toBe(403);
+    }
+    const w = on(a.gatewayUrl, roomOf('note', id));
+    const r = editor(bUrl, roomOf('note', id), { apiKey: reader, readOnly: '1' });
+    open.push(r);
+    await synced(w, r);
+    r.text('title').insert(0, 'NOPE ');
+    w.text('title').insert(7, ' live');
+    await eventually(() => r.text('title').toString().endsWith('Watched live'), 10_000);
+    expect(w.text('title').toString()).toBe('Watched live');
+    for (const url of [a.gatewayUrl, bUrl]) {
+      const s = await (await fetch(`${url}/api/collab/room-status/${roomOf('note', id)}`)).json();
+      expect(s).toEqual({ exists: true, clients: 2 });
+    }
+    w.close();
+    r.close();
+  }, 30_000);
 
   test('SIGTERM: a process saves what its editors typed before it exits', async () => {
     const id = await create('Note', 'Before');

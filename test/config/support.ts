@@ -1,10 +1,13 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '../support/tmp.ts';
 
-/** A temporary config folder holding the given files (objects are written as JSON). */
+/**
+ * A temporary config folder holding the given files (objects are written as JSON); removed after
+ * the last test file (test/support/tmp.ts), as tests read it back after pushes and pulls.
+ */
 export function folder(files: Record<string, unknown>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
+  const dir = tempDir('svc-cfg-');
   for (const [name, content] of Object.entries(files)) {
     writeFileSync(join(dir, name), typeof content === 'string' ? content : JSON.stringify(content, null, 2));
   }

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { perTestDirs } from '../support/tmp.ts';
+
+/** Each test's record files, removed after it. */
+const tempDir = perTestDirs();
 
 let server: TestServer;
 let p: GqlProject;
@@ -18,7 +21,7 @@ afterAll(() => server.stop());
 
 describe('svc records save / publish', () => {
   test('save creates then updates by natural key; publish makes it public', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-rec-'));
+    const dir = tempDir('svc-rec-');
     const file = join(dir, 'home.json');
     writeFileSync(file, JSON.stringify({ title: 'Home' }));
     const a = await cli(server, sk, 'records', 'save', '--model', 'page', '--natural-key', 'home', '--file', file, '--json');
@@ -34,7 +37,7 @@ describe('svc records save / publish', () => {
   });
 
   test('bad data exits non-zero with one line naming the field', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'svc-rec-'));
+    const dir = tempDir('svc-rec-');
     const file = join(dir, 'bad.json');
     writeFileSync(file, JSON.stringify({ title: 5 }));
     const r = await cli(server, sk, 'records', 'save', '--model', 'page', '--natural-key', 'x', '--file', file);

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cli, type TestServer } from '../support/server.ts';
 import { startSecretProject, type GqlProject } from '../graphql/helpers.ts';
+import { perTestDirs } from '../support/tmp.ts';
+
+/** Each test's NDJSON files, removed after it. */
+const tempDir = perTestDirs();
 
 let server: TestServer;
 let p: GqlProject;
@@ -18,7 +21,7 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 function ndjson(lines: unknown[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-import-'));
+  const dir = tempDir('svc-import-');
   const file = join(dir, 'records.ndjson');
   writeFileSync(file, lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n');
   return file;

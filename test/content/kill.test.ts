@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { freePort } from '../../src/store/ports.ts';
 import { startTestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
+import { perTestDirs } from '../support/tmp.ts';
+
+/** Each test's data dirs, removed after it. */
+const tempDir = perTestDirs();
 
 /**
  * Issue 11: a kill -9 loses no acknowledged write. A real service process takes 1,000 creates
@@ -43,7 +45,7 @@ describe('kill -9 during writes', () => {
     const port = await freePort();
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-kill-')), SVC_ROOT_TOKEN: 'rt_kill_test', SVC_ROLE: 'all' });
+    Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_DATA_DIR: tempDir('svc-kill-'), SVC_ROOT_TOKEN: 'rt_kill_test', SVC_ROLE: 'all' });
     child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'ignore' });
     await waitHealthy(`http://127.0.0.1:${port}/health`);
 

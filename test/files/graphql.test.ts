@@ -69,12 +69,44 @@ describe('file and files', () => {
     expect((await p.gql(pk, LIST, {})).data.files.edges).toHaveLength(3);
   });
 
-  test('without the scope the field is absent from the schema', async () => {
+  test('without the scope the field answers missing required scope (spec error table), not a pruned schema', async () => {
     const k = await p.key(['files:write']);
-    const r = await p.gql(k, '{ files { edges { cursor } } }');
-    expect(r.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const r2 = await p.gql(k, '{ file(id: "x") { id } }');
-    expect(r2.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const list = await p.gql(k, '{ files { edges { cursor } } }');
+    expect(list.errors[0].message).toBe('missing required scope: files:list');
+    expect(list.errors[0].extensions?.code).toBeUndefined();
+    const one = await p.gql(k, '{ file(id: "x") { id } }');
+    expect(one.errors[0].message).toBe('missing required scope: files:read');
+    const reader = await p.key(['files:read']);
+    const upload = await p.gql(reader, 'mutation { createFileUpload(filename: "a.txt", contentType: "text/plain", size: 1) { fileId } }');
+    expect(upload.errors[0].message).toBe('missing required scope: files:write');
+    const confirm = await p.gql(reader, 'mutation { confirmFileUpload(fileId: "x") { id } }');
+    expect(confirm.errors[0].message).toBe('missing required scope: files:write');
+    for (const m of ['deleteFile', 'restoreFile']) {
+      const r = await p.gql(reader, `mutation { ${m}(id: "${ids['a.png']}") { id } }`);
+      expect(r.errors[0].message).toBe('missing required scope: files:delete');
+    }
+    const gone = await p.gql(reader, `mutation { permanentlyDeleteFile(id: "${ids['a.png']}") }`);
+    expect(gone.errors[0].message).toBe('missing required scope: files:delete');
+    // Nothing was deleted.
+    expect((await p.gql(reader, 'query($id: ID!) { file(id: $id) { id } }', { id: ids['a.png'] })).data.file.id).toBe(ids['a.png']);
+    // A public key: reads answer the scope; write fields stay absent (spec: write field on a public key).
+    const pk = await p.key(['records:read'], { kind: 'pk' });
+    expect((await p.gql(pk, '{ file(id: "x") { id } }')).errors[0].message).toBe('missing required scope: files:read');
+    expect((await p.gql(pk, '{ files { edges { cursor } } }')).errors[0].message).toBe('missing required scope: files:list');
+    for (const q of ['mutation { createFileUpload(filename: "a", contentType: "text/plain", size: 1) { fileId } }', 'mutation { deleteFile(id: "x") { id } }']) {
+      expect((await p.gql(pk, q)).errors[0].message).toStartWith('Cannot query field');
+    }
+  });
+
+  test('the cost of a files listing follows its page size: a full page of every File field is served', async () => {
+    const k = await p.key(['files:list']);
+    const every = 'id url filename contentType size width height alt folder sha256 createdAt deletedAt duration poster hls';
+    for (const args of ['', '(first: 100)', '(first: $n)']) {
+      const q = `query${args.includes('$n') ? '($n: Int)' : ''} { files${args} { edges { cursor node { ${every} } } pageInfo { hasNextPage endCursor } } }`;
+      const r = await p.gql(k, q, { n: 100 });
+      expect({ args, errors: r.errors }).toEqual({ args, errors: undefined });
+      expect(r.data.files.edges).toHaveLength(3);
+    }
   });
 
   test('a bad cursor is BAD_USER_INPUT', async () => {

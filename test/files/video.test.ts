@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { filesProject, form, type FilesProject } from './support.ts';
+import { need } from '../support/binaries.ts';
+import { removeTempDir, tempDir } from '../support/tmp.ts';
 
 /**
  * Videos: an upload queues a media job; a worker makes a poster (JPEG) and HLS renditions with
@@ -12,16 +13,19 @@ import { filesProject, form, type FilesProject } from './support.ts';
  * ffmpeg the job is skipped and `hls` stays null.
  */
 setDefaultTimeout(180_000);
-const FFMPEG = Bun.which('ffmpeg');
+/** ffmpeg, or undefined on a box without it (these tests skip, one line says why). */
+const FFMPEG = need('ffmpeg');
 let clip: Uint8Array;
 
 beforeAll(async () => {
   if (!FFMPEG) return;
-  const out = join(mkdtempSync(join(tmpdir(), 'svc-video-')), 'clip.mp4');
+  const dir = tempDir('svc-video-');
+  const out = join(dir, 'clip.mp4');
   const p = Bun.spawn([FFMPEG, '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=3:size=640x360:rate=15', '-f', 'lavfi', '-i', 'sine=duration=3',
     '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', out], { stdout: 'ignore', stderr: 'inherit' });
   if ((await p.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
   clip = new Uint8Array(readFileSync(out));
+  removeTempDir(dir);
 });
 
 /** Polls an async check until it returns without throwing (the media job runs in the background). */

@@ -115,9 +115,11 @@ describe('draft, publish, preview', () => {
     const c = await p.gql(sk, `mutation { createBlogPost(data: { title: "v" }) { _id } }`);
     const id = c.body.data.createBlogPost._id;
     await p.gql(sk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, { id });
-    const v = await p.gql(sk, `query($id: ID!) { recordVersions(_id: $id) { version action userId createdAt content } }`, { id });
+    const v = await p.gql(sk, `query($id: ID!) { recordVersions(_id: $id) { version action userId userEmail createdAt content } }`, { id });
     expect(v.body.data.recordVersions.map((x: any) => x.action)).toEqual(['created', 'published']);
     expect(v.body.data.recordVersions[0].userId).toMatch(/^key_/);
+    // Member emails are for signed-in members (the Studio's History); a key never sees one.
+    expect(v.body.data.recordVersions.map((x: any) => x.userEmail)).toEqual([null, null]);
   });
 
   // Content and history go with their record by a trigger (sql/029_write_pg_cost.sql), no

@@ -57,6 +57,12 @@ describe('row 1: limit checks are linear and stop early', () => {
     expect(few.body.data.v).toBeNumber();
   }, 30_000);
 
+  test('a connection costs its page size once: edges and node add no second multiplier', async () => {
+    const fields = '_id _modelKey _createdAt _updatedAt _publishedAt naturalKey content title';
+    const full = await p.gql(pk, `{ pages(first: 100) { totalCount edges { cursor node { ${fields} parent { ${fields} } } } pageInfo { hasNextPage endCursor } } }`);
+    expect(full.body.errors).toBeUndefined();
+  });
+
   test('depth through fragments', async () => {
     const ok = await p.gql(pk, `{ pages { edges { node { ...P } } } } fragment P on Page { ${chain(8)} }`);
     expect(ok.body.errors).toBeUndefined();

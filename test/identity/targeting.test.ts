@@ -209,11 +209,11 @@ describe('self read access', () => {
     expect((await p.gql(pk, link, { id: note })).body.data.note.order).toBeNull();
   });
 
-  test('change channels of an owner-only model are refused to readers who may not read all of it', async () => {
+  test('change channels of an owner-only model are refused to readers who may not read all of it (changes:* leaves the model out)', async () => {
     const a = await customer();
     const token = a.auth.authorization.slice('Bearer '.length);
     const at = (channel: string, q: string) => fetch(`${server.gatewayUrl}/sse/${channel}?${q}`, { signal: AbortSignal.timeout(10_000) });
-    for (const [channel, q] of [['changes:order', `apiKey=${pk}&token=${token}`], ['changes:order', `token=${token}`], ['changes:*', `apiKey=${pk}`], ['changes:*', `apiKey=${pk}&token=${token}`]] as const) {
+    for (const [channel, q] of [['changes:order', `apiKey=${pk}&token=${token}`], ['changes:order', `token=${token}`]] as const) {
       const res = await at(channel, q);
       expect({ channel, q: q.replace(/=[^&]+/g, ''), status: res.status }).toEqual({ channel, q: q.replace(/=[^&]+/g, ''), status: 403 });
       await res.body?.cancel();

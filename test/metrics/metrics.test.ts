@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../src/store/ports.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { perTestDirs } from '../support/tmp.ts';
+
+/** Each test's data dirs, removed after it. */
+const tempDir = perTestDirs();
 
 /**
  * GET /metrics as Prometheus scrapes it, and the request log as an operator reads it from a
@@ -85,7 +87,7 @@ describe('GET /metrics', () => {
 describe('request log', () => {
   test('SVC_LOG=json: one JSON line per request with request id, project, key id and status; never the key', async () => {
     const port = await freePort();
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-log-'));
+    const dataDir = tempDir('svc-log-');
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
     Object.assign(env, { DATABASE_URL: server.databaseUrl, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: 'rt_log_test', SVC_LOG: 'json' });

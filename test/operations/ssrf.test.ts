@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { tempDir } from '../support/tmp.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Server } from 'bun';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { EgressError, fetchCapped, isPublicAddress, post } from '../../src/operations/egress.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint } from './support.ts';
@@ -81,7 +81,7 @@ describe('SSRF rules', () => {
 
   test('every hop, https too, connects to the address that was checked: a second DNS answer (rebinding) is never used', async () => {
     // A certificate for a name no real DNS answers: only a pinned connection can reach it.
-    const dir = mkdtempSync(join(tmpdir(), 'svc-pin-'));
+    const dir = tempDir('svc-pin-');
     const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'),
       '-days', '2', '-subj', '/CN=svc-pinned.test', '-addext', 'subjectAltName=DNS:svc-pinned.test']);
     expect(made.exitCode).toBe(0);

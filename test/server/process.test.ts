@@ -1,11 +1,13 @@
 import { describe, expect, test } from 'bun:test';
-import { mkdtempSync, existsSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { alive } from '../../src/store/embedded.ts';
 import { freePort } from '../../src/store/ports.ts';
+import { perTestDirs } from '../support/tmp.ts';
 
 const ROOT = join(import.meta.dir, '..', '..');
+/** Each test's data dirs, removed after it. */
+const tempDir = perTestDirs();
 
 function start(env: Record<string, string | undefined>) {
   const clean: Record<string, string> = {};
@@ -32,7 +34,7 @@ function children(pid: number): number[] {
 
 describe('process lifecycle', () => {
   test('the embedded default starts both listeners, and SIGTERM leaves no PostgreSQL child behind', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-proc-'));
+    const dataDir = tempDir('svc-proc-');
     const [port, rport] = [await freePort(), await freePort()];
     const proc = start({ DATABASE_URL: undefined, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: undefined });
     await waitHealthy(`http://127.0.0.1:${port}/health`);
@@ -49,7 +51,7 @@ describe('process lifecycle', () => {
   }, 60_000);
 
   test('a second start reuses the embedded data: a tenant created before is still there', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-reuse-'));
+    const dataDir = tempDir('svc-reuse-');
     const port = await freePort();
     const env = { DATABASE_URL: undefined, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_ROOT_TOKEN: 'rt_reuse_test' };
     const first = start(env);
@@ -74,7 +76,7 @@ describe('process lifecycle', () => {
   test('an unreachable DATABASE_URL exits within 10 s with one clear line', async () => {
     const dead = await freePort();
     const t0 = Date.now();
-    const proc = start({ DATABASE_URL: `postgres://nobody@127.0.0.1:${dead}/x`, PORT: '0', REALTIME_PORT: '0', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-x-')) });
+    const proc = start({ DATABASE_URL: `postgres://nobody@127.0.0.1:${dead}/x`, PORT: '0', REALTIME_PORT: '0', SVC_DATA_DIR: tempDir('svc-x-') });
     const code = await proc.exited;
     const err = (await new Response(proc.stderr).text()).trim();
     expect(Date.now() - t0).toBeLessThan(10_000);
@@ -86,7 +88,7 @@ describe('process lifecycle', () => {
   test('a port in use is one clear line and a non-zero exit', async () => {
     const blocker = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('x') });
     try {
-      const proc = start({ PORT: String(blocker.port), REALTIME_PORT: '0', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-y-')) });
+      const proc = start({ PORT: String(blocker.port), REALTIME_PORT: '0', SVC_DATA_DIR: tempDir('svc-y-') });
       const code = await proc.exited;
       const err = (await new Response(proc.stderr).text()).trim();
       expect(code).not.toBe(0);
@@ -98,7 +100,7 @@ describe('process lifecycle', () => {
   }, 30_000);
 
   test('a bad SVC_ROLE is refused with one line', async () => {
-    const proc = start({ SVC_ROLE: 'king', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-z-')) });
+    const proc = start({ SVC_ROLE: 'king', SVC_DATA_DIR: tempDir('svc-z-') });
     expect(await proc.exited).toBe(2);
     expect((await new Response(proc.stderr).text()).trim()).toBe('svc: SVC_ROLE must be one of all, api, gateway, worker, got "king"');
   });

@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { alive } from '../../src/store/embedded.ts';
+import { tempDir } from '../support/tmp.ts';
 import { eventually } from '../support/eventually.ts';
 
 const ROOT = join(import.meta.dir, '..', '..');
@@ -21,7 +21,7 @@ function envWithout(...names: string[]): Record<string, string> {
 
 describe('embedded PostgreSQL never outlives its owner', () => {
   test('kill -9 of the owning process stops the server within seconds', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-orphan-'));
+    const dataDir = tempDir('svc-orphan-');
     const owner = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures', 'own-embedded.ts'), dataDir], { stdout: 'pipe', stderr: 'inherit' });
     const reader = owner.stdout.getReader();
     let line = '';
@@ -41,8 +41,8 @@ describe('embedded PostgreSQL never outlives its owner', () => {
 
   test('`bun test` with DATABASE_URL unset leaves no PostgreSQL and no temporary folder behind', async () => {
     // A one-test suite using the real preload, in a private TMPDIR so its folders are ours to see.
-    const suite = mkdtempSync(join(tmpdir(), 'svc-suite-'));
-    const tmp = mkdtempSync(join(tmpdir(), 'svc-tmp-'));
+    const suite = tempDir('svc-suite-');
+    const tmp = tempDir('svc-tmp-');
     chmodSync(tmp, 0o711); // as root, PostgreSQL runs as "postgres", which must enter it
     writeFileSync(join(suite, 'bunfig.toml'), `[test]\npreload = [${JSON.stringify(join(ROOT, 'test', 'preload.ts'))}]\n`);
     writeFileSync(join(suite, 'db.test.ts'), `

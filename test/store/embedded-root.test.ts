@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'bun:test';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { startEmbedded } from '../../src/store/embedded.ts';
+import { tempDir } from '../support/tmp.ts';
 import { reachableBinaries } from '../../src/store/embedded-reach.ts';
 import { freePort } from '../../src/store/ports.ts';
 
@@ -16,13 +16,13 @@ const asRoot = process.getuid?.() === 0;
 const ROOT = join(import.meta.dir, '..', '..');
 
 function privateFolder(): string {
-  const d = mkdtempSync(join(tmpdir(), 'svc-private-'));
+  const d = tempDir('svc-private-');
   chmodSync(d, 0o700);
   return d;
 }
 
 function hostFolder(): string {
-  const d = mkdtempSync(join(tmpdir(), 'svc-host-'));
+  const d = tempDir('svc-host-');
   chmodSync(d, 0o755);
   return d;
 }

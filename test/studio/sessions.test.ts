@@ -122,7 +122,8 @@ describe('the session credential', () => {
     expect(list.data.articles.totalCount).toBeGreaterThan(0);
     const recordId = list.data.articles.edges[0].node._id;
     const info = await fetch(`${a.apiUrl}/collab/info?recordId=${recordId}&modelKey=article`, { headers: { cookie: v.cookie, 'x-csrf-token': v.csrf, 'x-project-id': project.projectId } });
-    expect(await info.json()).toMatchObject({ enabled: true, roomName: `article:${recordId}:default`, wsUrl: a.gatewayUrl.replace(/^http/, 'ws') });
+    // A viewer may join read-only only (readOnly=1, as the Studio does), not as an editor.
+    expect(await info.json()).toMatchObject({ enabled: false, readOnly: true, roomName: `article:${recordId}:default`, wsUrl: a.gatewayUrl.replace(/^http/, 'ws') });
     const write = (await (await gql(a, v, 'mutation { createArticle(data: { title: "no" }) { _id } }')).json()) as any;
     expect(write.errors[0].message).toBe('missing required scope: records:write');
     const upload = new FormData();

@@ -87,14 +87,20 @@ export class StudioBrowser {
 
   private constructor(readonly browser: Browser) {}
 
-  static async launch(): Promise<StudioBrowser> {
-    return new StudioBrowser(await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }));
+  /** `executablePath`: from `need('chromium')` (test/support/binaries.ts), which the test file skips on. */
+  static async launch(executablePath: string): Promise<StudioBrowser> {
+    return new StudioBrowser(await chromium.launch({ executablePath, args: CHROMIUM_ARGS }));
   }
 
   async context(width: number, height: number): Promise<BrowserContext> {
     const ctx = await this.browser.newContext({ viewport: { width, height } });
     this.open.add(ctx);
-    ctx.on('page', (p) => p.on('console', (m) => { if (m.type() === 'error') this.consoleErrors.push(m.text().slice(0, 300)); }));
+    // Console errors and uncaught exceptions both count: a TypeError thrown in an event handler or
+    // a timer is a pageerror, which never reaches the console listener.
+    ctx.on('page', (p) => {
+      p.on('console', (m) => { if (m.type() === 'error') this.consoleErrors.push(m.text().slice(0, 300)); });
+      p.on('pageerror', (e) => this.consoleErrors.push(`${e.name}: ${e.message}`.slice(0, 300)));
+    });
     return ctx;
   }
 

@@ -23,7 +23,7 @@ export async function waitForReady(proc: Subprocess<'ignore' | 'inherit' | 'pipe
  * before the child binds it (suites of other runs share the machine): a child that exits before
  * it is healthy is started again on new ports, up to three times.
  */
-export async function spawnService(env: Record<string, string>, opts: { role: string; cwd: string; timeoutMs?: number }): Promise<{ proc: Subprocess; url: string }> {
+export async function spawnService(env: Record<string, string>, opts: { role: string; cwd: string; timeoutMs?: number }): Promise<{ proc: Subprocess; url: string; apiUrl: string; realtimeUrl: string }> {
   const { freePort } = await import('../../src/store/ports.ts');
   let last = '';
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -40,7 +40,7 @@ export async function spawnService(env: Record<string, string>, opts: { role: st
       try {
         if ((await fetch(`${url}/health`)).ok) {
           void new Response(proc.stderr).text().then((t) => t && process.stderr.write(t));
-          return { proc, url };
+          return { proc, url, apiUrl: `http://127.0.0.1:${port}`, realtimeUrl: `http://127.0.0.1:${rport}` };
         }
       } catch {}
       await Bun.sleep(100);

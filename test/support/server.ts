@@ -1,10 +1,8 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { readSettings } from '../../src/env.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import { freshDatabase } from './db.ts';
 import { runCli } from '../../src/cli/main.ts';
+import { removeTempDir, tempDir } from './tmp.ts';
 
 export interface TestServer extends Running {
   apiUrl: string;
@@ -14,14 +12,21 @@ export interface TestServer extends Running {
   dataDir: string;
 }
 
-/** Starts the whole service in-process on ephemeral ports over a fresh database. */
+/**
+ * Starts the whole service in-process on ephemeral ports over a fresh database; `stop()` also
+ * removes its data dir (a temporary folder).
+ */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
+  const dataDir = tempDir('svc-data-');
   const rootToken = `rt_test_${Math.random().toString(16).slice(2)}`;
   const settings = readSettings({ PORT: '0', REALTIME_PORT: '0', SVC_LOG: process.env.SVC_LOG ?? 'off', SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: rootToken, ...env, DATABASE_URL: databaseUrl });
   const running = await startServer(settings);
-  return { ...running, apiUrl: running.apiUrl!, gatewayUrl: running.gatewayUrl!, rootToken, databaseUrl, dataDir };
+  const stop = async (): Promise<void> => {
+    await running.stop();
+    removeTempDir(dataDir);
+  };
+  return { ...running, stop, apiUrl: running.apiUrl!, gatewayUrl: running.gatewayUrl!, rootToken, databaseUrl, dataDir };
 }
 
 /** Runs the CLI in-process against a server; returns exit code, stdout and stderr. */

@@ -21,6 +21,7 @@ export const apiKeysCreate: Command = {
     name: 'string', type: 'string', tenant: 'boolean', projects: 'list', scopes: 'list', models: 'list', project: 'string',
     origins: 'list', 'rate-limit': 'string', 'expires-at': 'string', documents: 'string',
   },
+  required: ['name', 'type'],
   async run(ctx) {
     const { client, flags } = ctx;
     const rate = stringFlag(flags, 'rate-limit');

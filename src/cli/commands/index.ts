@@ -13,6 +13,8 @@ import { OPERATION_COMMANDS } from './operations.ts';
 import { fleetGroupsList, fleetGroupsPublish } from './fleet-groups.ts';
 import { busStatus } from './bus.ts';
 import { DOCUMENT_COMMANDS } from './documents.ts';
+import { audit } from './audit.ts';
+import { dataRm } from './data.ts';
 import { apiKeysCreate, apiKeysDelete, apiKeysDisable, apiKeysEnable, apiKeysList } from './api-keys.ts';
 
 /** Every CLI command, in the order `svc --help` lists them. */
@@ -38,7 +40,9 @@ export const COMMANDS: Command[] = [
   fleetGroupsPublish,
   fleetGroupsList,
   ...IDENTITY_COMMANDS,
+  dataRm,
   ...OPERATION_COMMANDS,
   ...DOCUMENT_COMMANDS,
   busStatus,
+  audit,
 ];

@@ -6,6 +6,8 @@ interface PushOutput {
   projectId: string;
   applied: Record<string, number>;
   errors: { path: string; message: string }[];
+  /** Applied, but not working yet (absent from older servers' answers). */
+  warnings?: { path: string; message: string }[];
   domains?: { domain: string; records: { type: string; name: string; value: string }[] }[];
   apiKeys?: { name: string; envVar: string; key: string }[];
 }
@@ -24,7 +26,8 @@ export const push: Command = {
       atomic: ctx.flags.atomic === true,
     });
     // Key values go to .env only; they are never printed.
-    const { apiKeys, ...shown } = res;
+    const { apiKeys, ...rest } = res;
+    const shown = { ...rest, warnings: res.warnings ?? [] };
     if (apiKeys && apiKeys.length > 0) writeEnvVars(join(ctx.dir, '.env'), Object.fromEntries(apiKeys.map((k) => [k.envVar, k.key])));
     const lines = [`pushed to ${res.projectId}`];
     for (const [c, n] of Object.entries(res.applied)) lines.push(`  ${c}: ${n}`);
@@ -33,6 +36,7 @@ export const push: Command = {
       lines.push(`  domain ${d.domain} is pending; add these DNS records, then run svc domains verify ${d.domain}:`);
       for (const r of d.records) lines.push(`    ${r.type} ${r.name} ${r.value}`);
     }
+    for (const w of shown.warnings) lines.push(`warning: ${w.path}: ${w.message}`);
     for (const e of res.errors) lines.push(`error: ${e.path}: ${e.message}`);
     return { output: shown, text: lines.join('\n'), exitCode: res.errors.length > 0 ? 1 : 0 };
   },

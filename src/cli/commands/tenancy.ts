@@ -6,6 +6,7 @@ export const tenantsCreate: Command = {
   summary: 'create a tenant and its owner (root token)',
   usage: 'svc tenants create --name N [--owner-email E]',
   flags: { name: 'string', 'owner-email': 'string' },
+  required: ['name'],
   async run({ client, flags }) {
     const out = await client.request('POST', '/v1/control/tenants', {
       name: stringFlag(flags, 'name'),
@@ -20,6 +21,7 @@ export const projectsCreate: Command = {
   summary: "create a project in the control key's tenant",
   usage: 'svc projects create --name N',
   flags: { name: 'string' },
+  required: ['name'],
   async run({ client, flags }) {
     const out = await client.request('POST', '/v1/control/projects', { name: stringFlag(flags, 'name') });
     return { output: out, text: `project ${out.projectId} in tenant ${out.tenantId}` };
@@ -28,9 +30,10 @@ export const projectsCreate: Command = {
 
 export const membersAdd: Command = {
   path: ['members', 'add'],
-  summary: 'add an admin member with a role',
+  summary: 'add a member (owner, admin, editor or viewer; of the tenant or of one project) and print their Studio sign-in link',
   usage: 'svc members add --email E --role owner|admin|editor|viewer [--project P]',
   flags: { email: 'string', role: 'string', project: 'string' },
+  required: ['email', 'role'],
   async run({ client, flags }) {
     const out = await client.request('POST', '/v1/control/members', {
       email: stringFlag(flags, 'email'),

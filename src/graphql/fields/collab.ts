@@ -22,6 +22,8 @@ export function collabMutations(types: TypeFactory): GraphQLFieldConfigMap<unkno
         requireModelScope(ctx, 'records:write', model);
         ctx.noStore = true;
         if (!ctx.svc.collab) throw new NotFound(`No room "${args.roomName}"`);
+        // The room's save logs itself in its transaction (src/collab/room-persist.ts).
+        ctx.audited = true;
         await ctx.svc.collab.saveDraft(ctx.snapshot.id, args.roomName, ctx.principal.keyId);
         const node = await draftNode(ctx, room.recordId, room.variantId === 'default' ? null : room.variantId);
         if (!node) throw new NotFound(`No record with _id "${room.recordId}"`);

@@ -1,6 +1,7 @@
 import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
-import { hasScope } from '../../auth/scopes.ts';
+import { requireScope } from '../../auth/scopes.ts';
+import { isPublicKey } from '../../auth/principal.ts';
 import { InternalError } from '../../errors.ts';
 import { confirmUpload, createUpload } from '../../files/signed.ts';
 import type { FilesRuntime } from '../../files/runtime.ts';
@@ -34,7 +35,8 @@ function runtime(ctx: GqlContext): FilesRuntime {
 const baseOf = (ctx: GqlContext) => (ctx.svc.settings as { baseUrl?: string }).baseUrl ?? '';
 
 export function fileUploadMutations(principal: KeyPrincipal): GraphQLFieldConfigMap<unknown, GqlContext> {
-  if (!hasScope(principal, 'files:write')) return {};
+  // Write fields are absent from a public key's schema; a secret key without files:write is told so.
+  if (isPublicKey(principal.kind)) return {};
   return {
     createFileUpload: {
       type: nn(FileUpload),
@@ -46,6 +48,7 @@ export function fileUploadMutations(principal: KeyPrincipal): GraphQLFieldConfig
         folder: { type: GraphQLString },
       },
       resolve: (_r, args: { filename: string; contentType: string; size: number; alt?: string | null; folder?: string | null }, ctx) => {
+        requireScope(ctx.principal, 'files:write');
         ctx.noStore = true;
         return createUpload(runtime(ctx).signedDeps, ctx.principal, ctx.customer?.customerId ?? null, args, baseOf(ctx));
       },
@@ -54,6 +57,7 @@ export function fileUploadMutations(principal: KeyPrincipal): GraphQLFieldConfig
       type: nn(FileType),
       args: { fileId: { type: nn(GraphQLID) } },
       resolve: (_r, args: { fileId: string }, ctx) => {
+        requireScope(ctx.principal, 'files:write');
         ctx.noStore = true;
         return confirmUpload(runtime(ctx).signedDeps, ctx.principal, ctx.customer?.customerId ?? null, args.fileId);
       },

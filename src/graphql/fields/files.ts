@@ -4,7 +4,7 @@ import {
 } from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
 import { isPublicKey } from '../../auth/principal.ts';
-import { hasScope } from '../../auth/scopes.ts';
+import { hasScope, requireScope } from '../../auth/scopes.ts';
 import { listFiles, type Owner } from '../../files/list.ts';
 import { permanentlyDeleteFile, restoreFile, softDeleteFile } from '../../files/lifecycle.ts';
 import { LocalDiskStorage, type FileStorage } from '../../files/storage.ts';
@@ -13,8 +13,9 @@ import type { GqlContext } from '../context.ts';
 
 /**
  * The Files family (spec "GraphQL families"): `file(id)` (files:read) and `files(...)`
- * (files:list; files:list.all for every customer's uploads). Absent from the schema of a key
- * without the scope. File answers are never put in the shared response cache (uploads change
+ * (files:list; files:list.all for every customer's uploads). In every key's schema: a key
+ * without the scope gets `missing required scope: <scope>` (spec error table; pruning is only
+ * for unlisted operations and models, and write fields on public keys). File answers are never put in the shared response cache (uploads change
  * lists at any time and a customer's list is theirs).
  */
 const nn = <T extends GraphQLNullableType>(t: T) => new GraphQLNonNull(t);
@@ -70,13 +71,13 @@ function ownerOf(ctx: GqlContext): Owner {
   return isPublicKey(ctx.principal.kind) ? { keysOnly: true } : { all: true };
 }
 
-export function fileQueries(principal: KeyPrincipal): GraphQLFieldConfigMap<unknown, GqlContext> {
-  const out: GraphQLFieldConfigMap<unknown, GqlContext> = {};
-  if (hasScope(principal, 'files:read')) {
-    out.file = {
+export function fileQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
+  return {
+    file: {
       type: FileType,
       args: { id: { type: nn(GraphQLID) } },
       resolve: async (_r, args: { id: string }, ctx) => {
+        requireScope(ctx.principal, 'files:read');
         ctx.noStore = true;
         const row = await projectFile(ctx.svc.sql, ctx.principal.projectId, args.id);
         // A customer sees their own uploads (files:list.all sees every file).
@@ -84,19 +85,17 @@ export function fileQueries(principal: KeyPrincipal): GraphQLFieldConfigMap<unkn
         if (row && 'customerId' in owner && row.customer_id !== owner.customerId) return null;
         return row && !row.deleted_at ? row : null;
       },
-    };
-  }
-  if (hasScope(principal, 'files:list') || hasScope(principal, 'files:list.all')) {
-    out.files = {
+    },
+    files: {
       type: nn(FileConnection),
       args: { first: { type: GraphQLInt }, after: { type: GraphQLString }, folder: { type: GraphQLString }, contentType: { type: GraphQLString } },
       resolve: (_r, args, ctx) => {
+        if (!hasScope(ctx.principal, 'files:list.all')) requireScope(ctx.principal, 'files:list');
         ctx.noStore = true;
         return listFiles(ctx.svc.sql, ctx.principal.projectId, ownerOf(ctx), args);
       },
-    };
-  }
-  return out;
+    },
+  };
 }
 
 function storageOf(ctx: GqlContext): FileStorage {
@@ -106,24 +105,26 @@ function storageOf(ctx: GqlContext): FileStorage {
 
 /** deleteFile (soft), restoreFile, permanentlyDeleteFile: files:delete, secret keys only. */
 export function fileMutations(principal: KeyPrincipal): GraphQLFieldConfigMap<unknown, GqlContext> {
-  if (isPublicKey(principal.kind) || !hasScope(principal, 'files:delete')) return {};
+  // Write fields are absent from a public key's schema; a secret key without files:delete is told so.
+  if (isPublicKey(principal.kind)) return {};
   const idArg = { id: { type: nn(GraphQLID) } };
   // A customer's token limits these to the customer's own uploads (files:list.all lifts it).
   const who = (ctx: GqlContext) => {
     const o = ownerOf(ctx);
     return 'customerId' in o ? o.customerId : null;
   };
+  const may = (ctx: GqlContext) => requireScope(ctx.principal, 'files:delete');
   const changed = async <T>(ctx: GqlContext, id: string, v: T): Promise<T> => {
     await ctx.svc.bus.publish({ type: 'custom', topic: 'files.changed', projectId: ctx.principal.projectId, data: { fileId: id } });
     return v;
   };
   return {
-    deleteFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx))) },
-    restoreFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx))) },
+    deleteFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))) },
+    restoreFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))) },
     permanentlyDeleteFile: {
       type: nn(GraphQLBoolean),
       args: idArg,
-      resolve: async (_r, a: { id: string }, ctx) => changed(ctx, a.id, await permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id, who(ctx))),
+      resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id, who(ctx)))),
     },
   };
 }

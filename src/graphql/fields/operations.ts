@@ -11,6 +11,7 @@ import { listScheduleRuns, listSchedules, triggerSchedule } from '../../operatio
 import type { GqlContext } from '../context.ts';
 import { GRAPHQL_NAME } from '../context.ts';
 import { JSONScalar } from '../scalars.ts';
+import type { CustomerGrants } from '../grants.ts';
 
 /**
  * Operation fields (CONTRACT §4, §9; spec "Per-operation scopes"): `execute<Op>` per operation
@@ -70,12 +71,25 @@ export function pascal(key: string): string {
   return key.split(/[^A-Za-z0-9]+/).filter(Boolean).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('');
 }
 
-/** The key must hold the scope; with a customer token, the customer's stamped scopes must too. */
+/**
+ * Whose scopes decide an execution: through a public key with a customer token, the customer's
+ * stamped scopes alone (customer roles rule 2: the key never grants execute to customers, only
+ * the role does); otherwise the key's, and with a customer token beside a secret key the
+ * customer's too (a customer runs only what their roles stamp, whatever the key holds).
+ */
 function requireExecute(ctx: GqlContext, operationKey: string): void {
   const scope = `operations:execute:${operationKey}`;
+  if (ctx.customer && isPublicKey(ctx.principal.kind)) return requireScope(ctx.customer.scopes, scope);
   requireScope(ctx.principal, scope);
-  // A customer runs only what their roles stamp into the token (spec: customers execute with scopes).
   if (ctx.customer) requireScope(ctx.customer.scopes, scope);
+}
+
+/**
+ * `operations:read` on the key, or the customer of the request executed it (they follow what
+ * they ran: here and on `jobs:{executionId}`).
+ */
+export function mayReadExecution(ctx: Pick<GqlContext, 'principal' | 'customer'>, createdBy: string | null): boolean {
+  return hasScope(ctx.principal, 'operations:read') || (!!ctx.customer && createdBy === ctx.customer.customerId);
 }
 
 async function execute(ctx: GqlContext, operationKey: string, input: unknown) {
@@ -87,7 +101,7 @@ async function execute(ctx: GqlContext, operationKey: string, input: unknown) {
   return view(row);
 }
 
-export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincipal): {
+export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: CustomerGrants | null = null): {
   query: GraphQLFieldConfigMap<unknown, GqlContext>;
   mutation: GraphQLFieldConfigMap<unknown, GqlContext>;
 } {
@@ -96,9 +110,11 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
       type: OperationExecutionType,
       args: { id: { type: nn(GraphQLString) } },
       resolve: async (_r, args, ctx) => {
-        requireScope(ctx.principal, 'operations:read');
         ctx.noStore = true;
+        if (!ctx.customer) requireScope(ctx.principal, 'operations:read');
         const row = await getExecution(ctx.svc.sql, ctx.snapshot.id, String(args.id));
+        // Whether an execution exists is said only to those who may read it.
+        if (!mayReadExecution(ctx, row?.created_by ?? null)) requireScope(ctx.principal, 'operations:read');
         return row ? view(row) : null;
       },
     },
@@ -121,9 +137,11 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
     },
   };
   const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
-  // Public keys get mutations only for what they were granted (spec: no write fields otherwise).
-  const mayExecuteSome = hasScope(principal, 'operations:execute') || [...principal.scopes].some((s) => s.startsWith('operations:execute:'));
-  if (!isPublicKey(principal.kind) || mayExecuteSome) {
+  // A key that may execute nothing sees no execute field, generic or typed (spec "Per-operation
+  // scopes" rule 2); the generic one appears with the first operation it may run.
+  // A customer's stamped grants (through a public key) add their operations to the key's.
+  const mayExecuteSome = hasScope(principal, 'operations:execute') || [...principal.scopes].some((s) => s.startsWith('operations:execute:')) || !!grants?.executeSome;
+  if (mayExecuteSome) {
     mutation.executeOperation = {
       type: nn(OperationExecutionType),
       args: { key: { type: nn(GraphQLString) }, input: { type: JSONScalar } },
@@ -132,7 +150,7 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
   }
   for (const op of snapshot.operations) {
     const name = `execute${pascal(op.key)}`;
-    if (!GRAPHQL_NAME.test(name) || name in mutation || !hasScope(principal, `operations:execute:${op.key}`)) continue;
+    if (!GRAPHQL_NAME.test(name) || name in mutation || !(hasScope(principal, `operations:execute:${op.key}`) || grants?.executes.has(op.key))) continue;
     mutation[name] = {
       type: nn(OperationExecutionType),
       description: op.description ?? op.name ?? undefined,

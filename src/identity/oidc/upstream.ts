@@ -46,13 +46,35 @@ export async function listProviders(sql: Sql, projectId: string): Promise<Provid
   const rows = await sql<{ key: string; is_default: boolean; priority: number; definition: Record<string, unknown> }[]>`
     select key, is_default, priority, definition from auth_providers
     where project_id = ${projectId} and type = 'oauth2' and enabled order by priority, position, key`;
-  return rows.map((r) => ({
+  const out = rows.map((r) => ({
     key: r.key,
     name: typeof r.definition.name === 'string' ? r.definition.name : r.key,
     isDefault: r.is_default,
     priority: r.priority,
     config: (r.definition.config ?? {}) as Provider['config'],
   }));
+  // Rows stored before such providers were held disabled: never a button that cannot work.
+  return out.filter((p) => canLogIn(p.config));
+}
+
+/** Whether a provider's config says where to send people: an issuer, or the three endpoints. */
+export function canLogIn(c: Partial<Provider['config']>): boolean {
+  return typeof c.issuer === 'string' || (typeof c.authorizeUrl === 'string' && typeof c.tokenUrl === 'string' && typeof c.userinfoUrl === 'string');
+}
+
+/**
+ * The name of a stored oauth2 provider that cannot log anyone in yet (a push accepts one with
+ * only a client id and allowed domains, held disabled): the login page says so instead of a
+ * generic refusal. Null when there is no such provider.
+ */
+export async function providerNotReady(sql: Sql, projectId: string, key: string): Promise<string | null> {
+  if (typeof key !== 'string' || key.length > 128) return null;
+  const [row] = await sql<{ definition: Record<string, unknown> }[]>`
+    select definition from auth_providers where project_id = ${projectId} and key = ${key} and type = 'oauth2'`;
+  if (!row) return null;
+  const config = (row.definition.config ?? {}) as Partial<Provider['config']>;
+  if (canLogIn(config)) return null;
+  return typeof row.definition.name === 'string' ? row.definition.name : key;
 }
 
 /** Upstream lookups are allowed over plain http only to loopback hosts (tests, local providers). */
