@@ -7,6 +7,8 @@ export type Role = 'all' | 'api' | 'gateway' | 'worker';
 
 export interface Settings {
   databaseUrl: string | undefined;
+  /** Streaming replicas for published content reads (`DATABASE_READ_URL`, docs/scaling.md); unset, none. */
+  replicas: ReplicaSettings | undefined;
   dataDir: string;
   host: string;
   port: number;
@@ -55,6 +57,38 @@ export interface Settings {
   appsCa: string | undefined;
   /** `SVC_VECTOR_STORE`: `auto` (pgvector when available), or `array` to force the real[] store. */
   vectorStore: 'auto' | 'array';
+}
+
+/** Read replicas (src/store/replicas.ts, docs/scaling.md). */
+export interface ReplicaSettings {
+  /** DATABASE_READ_URL: comma-separated PostgreSQL URLs of hot standbys of DATABASE_URL. */
+  urls: string[];
+  /** SVC_REPLICA_MAX_LAG_MS: a replica further behind leaves rotation (5000). */
+  maxLagMs: number;
+  /** SVC_REPLICA_POLL_MS: how often each replica's replay position is polled (100). */
+  pollMs: number;
+  /** SVC_REPLICA_WAIT_MS: how long a read that must see a write waits for a replica before the primary (250; 0: never waits). */
+  waitMs: number;
+}
+
+function readReplicaSettings(env: Record<string, string | undefined>): ReplicaSettings | undefined {
+  const raw = env.DATABASE_READ_URL?.trim();
+  if (!raw) return undefined;
+  const urls = raw.split(',').map((u) => u.trim()).filter(Boolean);
+  if (urls.length > 16) throw new Error('DATABASE_READ_URL names at most 16 replicas');
+  for (const u of urls) {
+    let ok = false;
+    try {
+      ok = /^postgres(ql)?:$/.test(new URL(u).protocol);
+    } catch {}
+    if (!ok) throw new Error('DATABASE_READ_URL must be comma-separated postgres:// URLs');
+  }
+  return {
+    urls,
+    maxLagMs: int(env.SVC_REPLICA_MAX_LAG_MS, 5000, 'SVC_REPLICA_MAX_LAG_MS', 10, 3_600_000),
+    pollMs: int(env.SVC_REPLICA_POLL_MS, 100, 'SVC_REPLICA_POLL_MS', 10, 60_000),
+    waitMs: int(env.SVC_REPLICA_WAIT_MS, 250, 'SVC_REPLICA_WAIT_MS', 0, 60_000),
+  };
 }
 
 /** Files and media (src/files, docs/files.md). */
@@ -164,6 +198,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
   const baseUrl = (env.SVC_BASE_URL || `http://${host}:${p}`).replace(/\/$/, '');
   return {
     databaseUrl: env.DATABASE_URL || undefined,
+    replicas: readReplicaSettings(env),
     dataDir: resolve(env.SVC_DATA_DIR || './.svc'),
     host,
     port: p,

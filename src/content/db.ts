@@ -1,5 +1,9 @@
 import { SQL } from 'bun';
 import type { ContentSql, Sql } from '../store/db.ts';
+import { RoutedReads } from '../store/replicas.ts';
+
+/** Where a content read runs: a pool, or a replica route (store/replicas.ts) that falls back to the primary. */
+export type Reader = Sql | ContentSql | RoutedReads;
 
 /**
  * Every content query goes through `run`, so tests can count round trips per request
@@ -12,8 +16,9 @@ export function observeQueries(fn: Observer | undefined): void {
   observer = fn;
 }
 
-export function run<T>(sql: Sql | ContentSql, text: string, params: unknown[]): Promise<T[]> {
+export function run<T>(sql: Reader, text: string, params: unknown[]): Promise<T[]> {
   observer?.(text);
+  if (sql instanceof RoutedReads) return sql.run<T>(text, params).catch(withSqlState);
   if (sql instanceof SQL) return (sql.unsafe(text, params) as unknown as Promise<T[]>).catch(withSqlState);
   return sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;
 }

@@ -1,6 +1,5 @@
-import type { ContentSql, Sql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
-import { run } from './db.ts';
+import { run, type Reader } from './db.ts';
 import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceValue, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
 import type { ContentRow, ReadScope } from './types.ts';
 
@@ -66,7 +65,7 @@ export function restrictsModel(scope: ReadScope, modelKey: string): boolean {
  * Records by id in one query (batched reference/select/`record` resolution). One row per id,
  * in the requested locale or else the default locale.
  */
-export async function readByIds(sql: Sql | ContentSql, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
+export async function readByIds(sql: Reader, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
   const out = new Map<string, ContentRow>();
   if (ids.length === 0) return out;
   const q = byIdsStatement(scope, ids, modelKeys);
@@ -110,7 +109,7 @@ export interface OneSelector {
   lookup?: Record<string, unknown>;
 }
 
-export async function readOne(sql: Sql | ContentSql, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
+export async function readOne(sql: Reader, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
   const p = new Params();
   const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.model_key = ${p.add(model.key)}`, `c.stage = ${p.add(scope.stage)}`];
   const loc = p.add(scope.locale);
@@ -153,7 +152,7 @@ export interface ListResult {
 }
 
 /** One page of a model's records: filter, keyset cursor and (when asked) the total, in one statement. */
-export async function listRecords(sql: Sql | ContentSql, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
+export async function listRecords(sql: Reader, scope: ReadScope, model: ModelDef, args: ListArgs): Promise<ListResult> {
   const p = new Params();
   const keys = sortKeys(model, args.orderBy);
   // Filtered/sorted lists inline project and model so the per-field partial indexes match
@@ -209,7 +208,7 @@ export interface SearchRow extends ContentRow {
  * Full-text search over the stored tsvector ('simple' configuration: language-neutral), ranked,
  * newest id breaking ties. `offset` is the page position carried by search cursors.
  */
-export async function searchContent(sql: Sql | ContentSql, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
+export async function searchContent(sql: Reader, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
   const p = new Params();
   const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.stage = ${p.add(scope.stage)}`, localeSql(p, scope)];
   if (modelKeys) conds.push(`c.model_key = any(${p.add([...modelKeys], 'text[]')})`);
@@ -239,7 +238,7 @@ export interface VersionRow {
 }
 
 /** A record's history, with its model (so callers need no second query); null if no such record. */
-export async function listVersions(sql: Sql | ContentSql, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
+export async function listVersions(sql: Reader, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
   const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.variant_id, v.created_at, v.restored_from, r.model_key

@@ -11,6 +11,8 @@ import type { WriteCommitter } from '../content/tx.ts';
 import type { RowAccess } from '../content/types.ts';
 import type { Targeting } from '../content/targeting.ts';
 import type { VectorStore } from '../search/store.ts';
+import type { ReadReplicas } from '../store/replicas.ts';
+import type { Reader } from '../content/db.ts';
 import type { AuditFrom } from '../editorial/audit.ts';
 
 /**
@@ -25,8 +27,10 @@ export interface GraphqlDeps {
   contentSql: ContentSql;
   /** Record-write transactions: one message, one commit, events with it (src/content/tx.ts). */
   writes: WriteCommitter;
-  /** Content reads. */
+  /** Content reads on the primary: drafts, previews, releases, and every read when no replicas are set. */
   readSql: ContentSql;
+  /** Streaming replicas for published reads (`DATABASE_READ_URL`, store/replicas.ts); absent without. */
+  replicas?: ReadReplicas;
   bus: EventBus;
   /** Collaboration rooms (`saveCollabDraft`); absent where no rooms run. */
   collab?: { saveDraft(projectId: string, roomName: string, userId: string | null): Promise<boolean> };
@@ -47,6 +51,8 @@ export interface GqlContext {
   /** Models this key may see, by key. */
   models: ReadonlyMap<string, ModelDef>;
   loader: RecordLoader;
+  /** Where this request's published reads run: a replica that has seen the project's latest change, else the primary. */
+  published: Reader;
   /** Set by resolvers that honoured `preview: true`: the response must not be stored anywhere. */
   noStore: boolean;
   /** The customer of a verified access token sent with the key (src/identity/tokens.ts), else null. */

@@ -222,8 +222,11 @@ export function checkDocument(view: SchemaView, text: string): readonly GraphQLE
 }
 
 /** The resolver context of one request (a fresh loader: batching is per request). */
-export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null): GqlContext {
+export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0, live = false): GqlContext {
   const { snapshot, entry } = target;
+  // A request reads from one replica chosen now; a subscription's context (live) is routed per
+  // statement, as it outlives the changes whose events it resolves (store/replicas.ts).
+  const published = !deps.replicas ? deps.readSql : live ? deps.replicas.live(snapshot.id) : deps.replicas.route(snapshot.id, lsn);
   // Model `access.read`: owner-only and closed models of this reader (usually none).
   const access = modelRowAccess(snapshot.models, requestReaders({ principal, customer }));
   const rows = access.owned.length || access.closed.length ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null } : undefined;
@@ -232,7 +235,8 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
     principal,
     snapshot,
     models: entry.view.models,
-    loader: new RecordLoader(deps.readSql, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
+    published,
+    loader: new RecordLoader(deps.readSql, published, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
     noStore: false,
     customer,
     rows,
@@ -337,6 +341,13 @@ export interface ExecuteOptions {
   customer: CustomerPrincipal | null;
   /** The client's address (login throttling), asked when a resolver needs it. */
   clientIp?: (() => string | null) | null;
+  /**
+   * The commit LSN the client presented (`x-svc-lsn`, store/replicas.ts): published reads wait
+   * for a replica that has replayed it, and skip the response cache (it may predate the write).
+   */
+  lsn?: number;
+  /** Set by execute when it ran a mutation: the HTTP layer then names the commit's LSN (http/replica-lsn.ts). */
+  wrote?: boolean;
   /** The request's origin for the audit log (writes ask for it). */
   auditFrom?: (() => AuditFrom) | null;
 }
@@ -355,7 +366,8 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   const badVariables = checkVariables(req.variables, prepared.argumentOf);
   if (badVariables) return failed({ errors: [badVariables] });
   // Only reads are cached: no response key (a SHA-256 of the document and its variables' JSON) otherwise.
-  const rc = opts.customer !== null || !deps.settings.responseCache || prepared.operation !== 'query' ? undefined : responseCache(target.actor);
+  if (prepared.operation === 'mutation') opts.wrote = true;
+  const rc = opts.customer !== null || !deps.settings.responseCache || opts.lsn || prepared.operation !== 'query' ? undefined : responseCache(target.actor);
   // A trusted document is keyed by its hash: without variables, no SHA-256 at all (the key is
   // fingerprint, hash and operation name: ~120 characters, never the document).
   const responseKey = !rc ? '' : doc.trusted && !req.variables ? `t\0${principal.fingerprint}\0${doc.trusted}\0${req.operationName ?? ''}` : digest(principal.fingerprint, req.operationName ?? '', doc.trusted ?? doc.query, doc.trusted ? '\u0001' : '', req.variables ? JSON.stringify(req.variables) : '');
@@ -371,7 +383,7 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     return refused([new GraphQLError(message, { originalError: new BadUserInput(message) })]);
   }
 
-  const ctx = contextFor(deps, principal, target, opts.customer);
+  const ctx = contextFor(deps, principal, target, opts.customer, opts.lsn);
   ctx.clientIp = opts.clientIp ?? undefined;
   ctx.auditFrom = opts.auditFrom ?? undefined;
   const gen = rc?.gen;

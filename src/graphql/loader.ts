@@ -1,4 +1,5 @@
 import type { Sql, ContentSql } from '../store/db.ts';
+import type { Reader } from '../content/db.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { readByIds } from '../content/read.ts';
 import { toNode, type ReadScope, type RecordNode, type RowAccess, type Stage } from '../content/types.ts';
@@ -23,6 +24,8 @@ export class RecordLoader {
 
   constructor(
     private readonly sql: Sql | ContentSql,
+    /** Published reads (a replica route, graphql/context.ts); drafts and releases use `sql`. */
+    private readonly published: Reader,
     private readonly projectId: string,
     private readonly defaultLocale: string,
     /** Visible models: records of any other model resolve to null. */
@@ -62,7 +65,7 @@ export class RecordLoader {
     const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale, targeting: b.targeting, rows: this.rows };
     if (b.release !== undefined) scope.release = b.release;
     try {
-      const rows = await readByIds(this.sql, scope, [...b.ids.keys()], this.restrictTo);
+      const rows = await readByIds(b.stage === 'published' && b.release === undefined ? this.published : this.sql, scope, [...b.ids.keys()], this.restrictTo);
       for (const [id, waiters] of b.ids) {
         const row = rows.get(id);
         const model = row ? this.models.get(row.model_key) : undefined;

@@ -9,6 +9,7 @@ import type { GqlContext } from './context.ts';
 import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
+import type { Reader } from '../content/db.ts';
 import { releaseExists } from '../releases/store.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
@@ -30,6 +31,11 @@ export function requireScope(ctx: GqlContext, scope: string): void {
 /** Per-model scopes: the bare scope or its `:<model>` variant satisfies the requirement. */
 export function requireModelScope(ctx: GqlContext, base: string, model: ModelDef): void {
   if (!holds(ctx, `${base}:${model.key}`)) throw missingScope(base);
+}
+
+/** Published content may come from a replica (ctx.published); drafts and release previews from the primary. */
+export function readerFor(ctx: GqlContext, scope: ReadScope): Reader {
+  return scope.stage === 'published' && scope.release === undefined ? ctx.published : ctx.svc.readSql;
 }
 
 export function readScope(ctx: GqlContext, args: { locale?: string | null; preview?: boolean | null }): ReadScope {
@@ -157,7 +163,7 @@ export async function listConnection(ctx: GqlContext, model: ModelDef, args: Rec
   checkWhere(args.where);
   checkOrderBy(args.orderBy);
   const withRecord = needsRecordColumns(info) || ownerMatters(ctx, model);
-  const r = await listRecords(ctx.svc.readSql, scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord });
+  const r = await listRecords(readerFor(ctx, scope), scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
@@ -182,7 +188,7 @@ export async function searchConnection(ctx: GqlContext, models: readonly ModelDe
     }
     offset = c[1] as number;
   }
-  const r = await searchContent(ctx.svc.readSql, scope, models.map((m) => m.key), query, first, offset);
+  const r = await searchContent(readerFor(ctx, scope), scope, models.map((m) => m.key), query, first, offset);
   const edges = r.rows.flatMap((row, i) => {
     const n = node(ctx, row, scope);
     return n ? [{ cursor: encodeCursor(['s', offset + i + 1]), node: n }] : [];
@@ -198,14 +204,14 @@ export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<
   if (!args._id && !args.naturalKey && Object.keys(lookup).length === 0) {
     throw new BadUserInput(`${model.key} needs _id, naturalKey or a lookup argument`);
   }
-  const row = await readOne(ctx.svc.readSql, scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
+  const row = await readOne(readerFor(ctx, scope), scope, model, { id: args._id, naturalKey: args.naturalKey, lookup });
   return row ? toNode(row, model, scope) : null;
 }
 
 export async function genericRecord(ctx: GqlContext, args: Record<string, any>): Promise<RecordNode | null> {
   requireScope(ctx, 'records:read');
   const scope = await targetedScope(ctx, args);
-  const rows = await readByIds(ctx.svc.readSql, scope, [String(args._id)], [...ctx.models.keys()]);
+  const rows = await readByIds(readerFor(ctx, scope), scope, [String(args._id)], [...ctx.models.keys()]);
   const row = rows.get(String(args._id));
   return row ? node(ctx, row, scope) : null;
 }

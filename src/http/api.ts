@@ -50,6 +50,8 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .get('/health', async () => ({
       status: 'ok',
       bus: await svc.bus.health(),
+      // Read replicas (DATABASE_READ_URL): each one's state and lag; all down, reads use the primary.
+      ...(svc.replicas ? { replicas: svc.replicas.status() } : {}),
       details: { vectorSearch: svc.vectorStore === 'pgvector' ? 'pgvector (HNSW, cosine)' : 'real[] (exact cosine in SQL)', vectorSearchReason: svc.vectorStoreReason },
     }))
     .use(metricsRoutes(svc))

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { Elysia } from 'elysia';
 import type { Gate } from '../auth/gate.ts';
 import { BadUserInput, PayloadTooLarge, toSvcError } from '../errors.ts';
-import { execute, schemaSdl, type GraphqlRequest } from '../graphql/execute.ts';
+import { execute, schemaSdl, type ExecuteOptions, type GraphqlRequest } from '../graphql/execute.ts';
+import { lsnHeaders, presentedLsn } from './replica-lsn.ts';
 import type { Executed } from '../graphql/response-cache.ts';
 import type { GraphqlDeps } from '../graphql/context.ts';
 import { LIMITS } from '../graphql/limits.ts';
@@ -263,14 +264,15 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       // A customer token makes the read per customer: never shared, never in the response cache.
       // The audit log's view of the request, made once, only if the request writes.
       let from: AuditFrom | undefined;
-      const opts = { method, customer: caller.customer, clientIp, auditFrom: () => (from ??= auditFrom(request.headers, clientIp?.() ?? null)) };
+      // A write's response names its commit's position (`opts.wrote`, read replicas: http/replica-lsn.ts).
+      const opts: ExecuteOptions = { method, customer: caller.customer, clientIp, auditFrom: () => (from ??= auditFrom(request.headers, clientIp?.() ?? null)), lsn: presentedLsn(request.headers, deps.replicas) };
       if (!batch) {
         const one = req as GraphqlRequest;
         const r = await execute(deps, caller.key, one, opts);
         const body = bodyOf(r, production);
         const status = statusOf(r, media);
         if (method === 'GET' && status === 200 && r.cacheControl.startsWith('public')) return cachedGet(request, r, body, rate, media, caller.key.projectId, one.documentId);
-        return json(status, body, rate, media, r.cacheControl);
+        return json(status, body, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl);
       }
       const results: { body: string; cacheControl: string }[] = [];
       for (const one of batch) {
@@ -283,7 +285,7 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       }
       // The batch is only as cacheable as its least cacheable answer.
       const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
-      return json(200, `[${results.map((r) => r.body).join(',')}]`, rate, media, cacheControl);
+      return json(200, `[${results.map((r) => r.body).join(',')}]`, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, cacheControl);
     } catch (err) {
       return failure(err, production, rate, media);
     }

@@ -121,7 +121,7 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
         document: ready.document,
         operationName: payload.operationName ?? undefined,
         variableValues: payload.variables ?? undefined,
-        contextValue: contextFor(svc, who.key, target, who.customer),
+        contextValue: contextFor(svc, who.key, target, who.customer, 0, true),
       };
     },
     // Errors leave masked, once, at this transport's boundary (graphql/errors.ts).

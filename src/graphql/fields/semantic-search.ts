@@ -14,7 +14,7 @@ import { checkModelName, checkVector } from '../../search/vectors.ts';
 import { deleteEmbedding, modelFor, similar, upsertEmbedding, type Hit, type VectorStore } from '../../search/store.ts';
 import type { GqlContext } from '../context.ts';
 import { checkCursor, LIMITS } from '../limits.ts';
-import { node, pageSize, requireScope, targetedScope, type Connection } from '../resolvers.ts';
+import { node, pageSize, readerFor, requireScope, targetedScope, type Connection } from '../resolvers.ts';
 import type { ReadScope } from '../../content/types.ts';
 import { DateTimeScalar } from '../scalars.ts';
 
@@ -86,7 +86,7 @@ async function target(ctx: GqlContext, vectorArg: unknown, modelArg: unknown): P
 }
 
 async function nodesOf(ctx: GqlContext, ids: readonly string[], scope: ReadScope): Promise<Map<string, RecordNode>> {
-  const rows = await readByIds(ctx.svc.readSql, scope, ids, [...ctx.models.keys()]);
+  const rows = await readByIds(readerFor(ctx, scope), scope, ids, [...ctx.models.keys()]);
   const out = new Map<string, RecordNode>();
   for (const [id, row] of rows) {
     const n = node(ctx, row, scope);
@@ -197,7 +197,7 @@ export async function semanticSearchConnection(ctx: GqlContext, models: readonly
   let ranked: string[];
   if (args.mode === 'SEMANTIC') ranked = semantic.map((h) => h.recordId);
   else {
-    const text = await searchContent(ctx.svc.readSql, scope, keys, query, pool, 0);
+    const text = await searchContent(readerFor(ctx, scope), scope, keys, query, pool, 0);
     const fused = new Map<string, number>();
     // Only vectors pointing the query's way are evidence: a record at or past 90° gets no vector rank.
     for (const [i, h] of semantic.filter((h) => h.score > 0).entries()) fused.set(h.recordId, (fused.get(h.recordId) ?? 0) + 1 / (RRF_K + i + 1));
