@@ -31,7 +31,9 @@ const resolvers = {
   },
 };
 
+// biome-ignore lint/correctness/useHookAtTopLevel: envelop plugins, not React hooks
 const plugins = [useGraphQlJit()];
+// biome-ignore lint/correctness/useHookAtTopLevel: envelop plugins, not React hooks
 if (process.env.BENCH_YOGA_CACHE === '1') plugins.push(useResponseCache({ session: () => null, idFields: ['_id'] }));
 const yoga = createYoga({ schema: createSchema({ typeDefs: process.env.BENCH_SDL, resolvers }), graphiql: false, landingPage: false, logging: false, maskedErrors: true, plugins });
 createServer(yoga).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('ready'));
