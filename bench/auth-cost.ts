@@ -64,11 +64,21 @@ async function time(fn: (i: number) => unknown): Promise<number> {
 
 /** Request headers as Bun.serve hands them over for a wrk request. */
 function headersFor(key: string): Headers {
-  return new Headers({ host: '127.0.0.1:4000', 'content-type': 'application/json', 'content-length': '94', 'x-api-key': key });
+  return new Headers({
+    host: '127.0.0.1:4000',
+    'content-type': 'application/json',
+    'content-length': '94',
+    'x-api-key': key,
+  });
 }
 
 async function main(): Promise<void> {
-  const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { databaseUrl: string; tenantId: string; projectId: string; publicKey: string };
+  const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+    databaseUrl: string;
+    tenantId: string;
+    projectId: string;
+    publicKey: string;
+  };
   const settings = readSettings({
     DATABASE_URL: input.databaseUrl,
     SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-bench-auth-')),
@@ -82,7 +92,14 @@ async function main(): Promise<void> {
     for (let i = 0; i < 1000; i += 50) {
       const batch = await Promise.all(
         Array.from({ length: 50 }, (_, j) =>
-          insertApiKey(svc.sql, { tenantId: input.tenantId, projectId: input.projectId, kind: 'pk', name: `auth-cost-${i + j}`, scopes: ['records:read'], rateLimit: 2_000_000_000 }),
+          insertApiKey(svc.sql, {
+            tenantId: input.tenantId,
+            projectId: input.projectId,
+            kind: 'pk',
+            name: `auth-cost-${i + j}`,
+            scopes: ['records:read'],
+            rateLimit: 2_000_000_000,
+          }),
         ),
       );
       keys.push(...batch.map((k) => k.key));

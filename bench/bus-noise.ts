@@ -9,14 +9,26 @@ import postgres from 'postgres';
 import { connect } from 'nats';
 import { parseBusUrl, subjectOf } from '../src/bus/nats/transport.ts';
 
-const cfg = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { databaseUrl: string; busUrl?: string; projects: number; perSec: number };
+const cfg = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  databaseUrl: string;
+  busUrl?: string;
+  projects: number;
+  perSec: number;
+};
 const TICK_MS = 100;
 const perTick = Math.max(1, Math.round((cfg.perSec * TICK_MS) / 1000));
 let next = 0;
 const batch = () =>
   Array.from({ length: perTick }, () => {
     const p = `noise-${next++ % cfg.projects}`;
-    return { type: 'record.changed' as const, projectId: p, action: 'updated' as const, recordId: `r${next}`, modelKey: 'note', userId: null };
+    return {
+      type: 'record.changed' as const,
+      projectId: p,
+      action: 'updated' as const,
+      recordId: `r${next}`,
+      modelKey: 'note',
+      userId: null,
+    };
   });
 
 let stop = false;
@@ -29,7 +41,9 @@ if (cfg.busUrl) {
   const enc = new TextEncoder();
   while (!stop) {
     const at = Date.now();
-    await Promise.all(batch().map((e) => js.publish(subjectOf(e, prefix), enc.encode(JSON.stringify({ o: 'noise', at, e })))));
+    await Promise.all(
+      batch().map((e) => js.publish(subjectOf(e, prefix), enc.encode(JSON.stringify({ o: 'noise', at, e })))),
+    );
     await Bun.sleep(Math.max(0, TICK_MS - (Date.now() - at)));
   }
   await nc.close();

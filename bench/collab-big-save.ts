@@ -22,21 +22,38 @@ const FRAME_CHARS = Number(process.env.BIG_SAVE_CHARS ?? Math.round(1.8 * 1024 *
 /** `spread`: frame i goes to the i-th key of SPREAD (two fields, then keys the note does not save). */
 const SPREAD = process.env.BIG_SAVE_SPREAD === '1' ? ['body', 'title', 'x1', 'x2', 'x3', 'x4'] : ['body'];
 
-const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+const rssMb = (pid: number) =>
+  Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
 
 // Records are created through this process's API; the room lives on the spawned process only.
 const base = await startTestServer();
 const svc = await spawnGateway(base);
 try {
-  const p = await gqlProject(base, [
-    { key: 'note', name: 'Note', versioned: false, fields: [{ key: 'title', type: 'text', required: true }, { key: 'body', type: 'text' }] },
-  ] as never, 'big-save');
+  const p = await gqlProject(
+    base,
+    [
+      {
+        key: 'note',
+        name: 'Note',
+        versioned: false,
+        fields: [
+          { key: 'title', type: 'text', required: true },
+          { key: 'body', type: 'text' },
+        ],
+      },
+    ] as never,
+    'big-save',
+  );
   const key = await p.key('sk', ALL_SECRET);
   const id = (await p.gql(key, `mutation { createNote(data: { title: "big" }) { _id } }`)).body.data.createNote._id;
   const rssBefore = rssMb(svc.proc.pid);
 
   const doc = new Y.Doc();
-  const provider = new WebsocketProvider(svc.url.replace(/^http/, 'ws'), `note:${id}:default`, doc, { params: { apiKey: key }, disableBc: true, connect: true });
+  const provider = new WebsocketProvider(svc.url.replace(/^http/, 'ws'), `note:${id}:default`, doc, {
+    params: { apiKey: key },
+    disableBc: true,
+    connect: true,
+  });
   let closed: { code: number; reason: string } | null = null;
   provider.on('connection-close', (e: CloseEvent | null) => {
     if (e && !closed) closed = { code: e.code, reason: e.reason };
@@ -45,14 +62,22 @@ try {
 
   // The poller is a process of its own: this one is busy making and sending the frames, and its
   // own stalls would show as slow /health answers.
-  const poll = Bun.spawn([process.execPath, '-e', `
+  const poll = Bun.spawn(
+    [
+      process.execPath,
+      '-e',
+      `
     const url = process.argv[1];
     for (;;) {
       const t0 = performance.now();
       await fetch(url).then((r) => r.arrayBuffer());
       console.log((performance.now() - t0).toFixed(2));
       await Bun.sleep(5);
-    }`, `${svc.url}/health`], { stdout: 'pipe', stderr: 'inherit' });
+    }`,
+      `${svc.url}/health`,
+    ],
+    { stdout: 'pipe', stderr: 'inherit' },
+  );
   const latText = new Response(poll.stdout).text();
   await Bun.sleep(200);
   const content = doc.getMap('content');
@@ -88,11 +113,28 @@ try {
   const lat = (await latText).trim().split('\n').map(Number);
   const sorted = [...lat].sort((a, b) => a - b);
   const q = (x: number) => sorted[Math.min(sorted.length - 1, Math.floor(x * sorted.length))]!.toFixed(1);
-  console.log(JSON.stringify({
-    frames: FRAMES, sent, frameChars: FRAME_CHARS, spread: SPREAD.length > 1, closed, savedChars: saved,
-    health: { polls: lat.length, p50: q(0.5), p99: q(0.99), max: sorted.at(-1)!.toFixed(1), over100ms: lat.filter((x) => x > 100).length },
-    rssMb: { before: rssBefore, after: rssMb(svc.proc.pid) },
-  }, null, 1));
+  console.log(
+    JSON.stringify(
+      {
+        frames: FRAMES,
+        sent,
+        frameChars: FRAME_CHARS,
+        spread: SPREAD.length > 1,
+        closed,
+        savedChars: saved,
+        health: {
+          polls: lat.length,
+          p50: q(0.5),
+          p99: q(0.99),
+          max: sorted.at(-1)!.toFixed(1),
+          over100ms: lat.filter((x) => x > 100).length,
+        },
+        rssMb: { before: rssBefore, after: rssMb(svc.proc.pid) },
+      },
+      null,
+      1,
+    ),
+  );
 } finally {
   svc.proc.kill('SIGTERM');
   await svc.proc.exited;

@@ -30,9 +30,21 @@ interface Server {
   env?: Record<string, string>;
 }
 const servers: Server[] = [
-  { name: 'relay', cmd: process.execPath, args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')], env: { FLOOR_MODE: 'relay' } },
-  { name: 'apply', cmd: process.execPath, args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')], env: { FLOOR_MODE: 'apply' } },
-  ...(nodeForPeers() ? [{ name: 'y-websocket', cmd: nodeForPeers()!, args: [peerFile('y-websocket', 'bin', 'server.js')] }] : []),
+  {
+    name: 'relay',
+    cmd: process.execPath,
+    args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')],
+    env: { FLOOR_MODE: 'relay' },
+  },
+  {
+    name: 'apply',
+    cmd: process.execPath,
+    args: [join(import.meta.dir, 'references', 'collab-floor-server.ts')],
+    env: { FLOOR_MODE: 'apply' },
+  },
+  ...(nodeForPeers()
+    ? [{ name: 'y-websocket', cmd: nodeForPeers()!, args: [peerFile('y-websocket', 'bin', 'server.js')] }]
+    : []),
 ];
 
 async function once(s: Server): Promise<string> {
@@ -46,8 +58,19 @@ async function once(s: Server): Promise<string> {
     const per = Math.ceil(ROOMS / LOADERS);
     for (let i = 0; i < LOADERS; i++) {
       const file = join(dir, `load-${i}.json`);
-      writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: 5, warmupMs: WARMUP_MS, durationMs: DURATION_MS }));
-      const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: `load-${i}`, cwd: join(import.meta.dir, '..') });
+      writeFileSync(
+        file,
+        JSON.stringify({
+          urls: urls.slice(i * per, (i + 1) * per),
+          rate: 5,
+          warmupMs: WARMUP_MS,
+          durationMs: DURATION_MS,
+        }),
+      );
+      const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], {
+        label: `load-${i}`,
+        cwd: join(import.meta.dir, '..'),
+      });
       let out = '';
       child.proc.stdout?.on('data', (c: Buffer) => void (out += c.toString()));
       loaders.push({ child, out: () => out });
@@ -64,7 +87,14 @@ async function once(s: Server): Promise<string> {
     const c = cpu.end();
     const l1 = loadavg()[0]!;
     while (!loaders.every((l) => l.out().includes('COLLABJSON'))) await Bun.sleep(50);
-    const res = loaders.map((l) => JSON.parse(/COLLABJSON (\{.*\})/.exec(l.out())![1]!) as { latencies: number[]; seconds: number; errors: number });
+    const res = loaders.map(
+      (l) =>
+        JSON.parse(/COLLABJSON (\{.*\})/.exec(l.out())![1]!) as {
+          latencies: number[];
+          seconds: number;
+          errors: number;
+        },
+    );
     const delivered = res.reduce((n, r) => n + r.latencies.length, 0) / Math.max(...res.map((r) => r.seconds));
     const lat = res.flatMap((r) => r.latencies).sort((a, b) => a - b);
     const cores = c?.cores ?? NaN;

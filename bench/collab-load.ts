@@ -134,7 +134,9 @@ const go = new Promise<void>((r) => process.once('SIGUSR1', () => r()));
 const eds: Ed[] = [];
 // Connect in batches: thousands of handshakes at once only measure the accept queue.
 for (let i = 0; i < plan.urls.length; i += 50) {
-  const batch = plan.urls.slice(i, i + 50).flatMap((u) => (Array.isArray(u) ? [connect(u[0]), connect(u[1])] : [connect(u), connect(u)]));
+  const batch = plan.urls
+    .slice(i, i + 50)
+    .flatMap((u) => (Array.isArray(u) ? [connect(u[0]), connect(u[1])] : [connect(u), connect(u)]));
   eds.push(...(await Promise.all(batch)));
 }
 console.log('COLLABREADY');
@@ -166,6 +168,8 @@ await Bun.sleep(plan.durationMs);
 measuring = false;
 const seconds = (performance.now() - t0) / 1000;
 for (const t of timers) clearTimeout(t), clearInterval(t);
-console.log(`COLLABJSON ${JSON.stringify({ editors: eds.length, sent, received, seconds, errors, firstError, latencies: latencies.map((x) => Math.round(x * 100) / 100) })}`);
+console.log(
+  `COLLABJSON ${JSON.stringify({ editors: eds.length, sent, received, seconds, errors, firstError, latencies: latencies.map((x) => Math.round(x * 100) / 100) })}`,
+);
 for (const ed of eds) ed.ws.close();
 process.exit(0);

@@ -37,16 +37,29 @@ const frames = updates.map((us) => us.map(updateFrame));
 
 type Step = () => (room: number, i: number) => void;
 const ws = { send() {}, publish() {}, subscribe() {}, unsubscribe() {}, close() {} };
-const host = { key: 'k', peers: new Set<string>(), publish() {}, relay() {}, changed() {}, lastEditor: () => null, refused() {}, broken() {} };
-const sync = (mk: () => Y.Doc): Step => () => {
-  const rooms = updates.map(() => new RoomSync(mk(), host));
-  const conn: Conn = { ws, userId: 'u', rule: null, awarenessIds: new Set() };
-  return (r, i) => rooms[r]!.frame(conn, frames[r]![i]!);
+const host = {
+  key: 'k',
+  peers: new Set<string>(),
+  publish() {},
+  relay() {},
+  changed() {},
+  lastEditor: () => null,
+  refused() {},
+  broken() {},
 };
-const apply = (mk: () => Y.Doc): Step => () => {
-  const docs = updates.map(mk);
-  return (r, i) => Y.applyUpdate(docs[r]!, updates[r]![i]!, 'x');
-};
+const sync =
+  (mk: () => Y.Doc): Step =>
+  () => {
+    const rooms = updates.map(() => new RoomSync(mk(), host));
+    const conn: Conn = { ws, userId: 'u', rule: null, awarenessIds: new Set() };
+    return (r, i) => rooms[r]!.frame(conn, frames[r]![i]!);
+  };
+const apply =
+  (mk: () => Y.Doc): Step =>
+  () => {
+    const docs = updates.map(mk);
+    return (r, i) => Y.applyUpdate(docs[r]!, updates[r]![i]!, 'x');
+  };
 const steps: Record<string, Step> = {
   'Y.decodeUpdate': () => (r, i) => void Y.decodeUpdate(updates[r]![i]!),
   parseFrame: () => (r, i) => void parseFrame(frames[r]![i]!),
@@ -60,7 +73,8 @@ const only = process.argv.slice(2);
 if (only.length === 0) {
   // Each step in its own process: Yjs' call sites that saw a Y.Doc and a RoomDoc are
   // polymorphic, and would slow whichever ran second.
-  for (const name of Object.keys(steps)) Bun.spawnSync([process.execPath, import.meta.path, name], { stdout: 'inherit', stderr: 'inherit' });
+  for (const name of Object.keys(steps))
+    Bun.spawnSync([process.execPath, import.meta.path, name], { stdout: 'inherit', stderr: 'inherit' });
   process.exit(0);
 }
 for (const [name, step] of Object.entries(steps)) {

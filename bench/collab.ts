@@ -58,15 +58,27 @@ interface LoaderResult {
   latencies: number[];
 }
 
-async function drive(urls: (string | [string, string])[], servers: Child[], quick: boolean, databaseUrl?: string, hocuspocusToken?: string): Promise<CollabFigures> {
+async function drive(
+  urls: (string | [string, string])[],
+  servers: Child[],
+  quick: boolean,
+  databaseUrl?: string,
+  hocuspocusToken?: string,
+): Promise<CollabFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-'));
   const warmupMs = quick ? 3_000 : 5_000;
   const durationMs = Number(process.env.BENCH_DURATION || (quick ? 5 : 15)) * 1000;
   const per = Math.ceil(urls.length / LOADERS);
   const loaders = Array.from({ length: Math.ceil(urls.length / per) }, (_, i) => {
     const file = join(dir, `collab-${i}.json`);
-    writeFileSync(file, JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs, hocuspocusToken }));
-    const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], { label: `collab-load-${i}`, cwd: join(import.meta.dir, '..') });
+    writeFileSync(
+      file,
+      JSON.stringify({ urls: urls.slice(i * per, (i + 1) * per), rate: RATE, warmupMs, durationMs, hocuspocusToken }),
+    );
+    const child = startChild(process.execPath, [join(import.meta.dir, 'collab-load.ts'), file], {
+      label: `collab-load-${i}`,
+      cwd: join(import.meta.dir, '..'),
+    });
     let out = '';
     child.proc.stdout?.on('data', (c: Buffer) => void (out += c.toString()));
     const ended = new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
@@ -108,7 +120,8 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
       return JSON.parse(m[1]!) as LoaderResult;
     });
     const latencies = results.flatMap((r) => r.latencies).sort((x, y) => x - y);
-    const q = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN);
+    const q = (p: number) =>
+      latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN;
     const seconds = Math.max(...results.map((r) => r.seconds));
     return {
       editors: results.reduce((n, r) => n + r.editors, 0),
@@ -132,7 +145,17 @@ async function drive(urls: (string | [string, string])[], servers: Child[], quic
   }
 }
 
-export async function runCollab(databaseUrl: string, quick: boolean, profile?: string): Promise<{ service: CollabFigures | string; reference: CollabFigures | string; hocuspocus: CollabFigures | string; twoProcesses?: CollabFigures | string; profile?: string }> {
+export async function runCollab(
+  databaseUrl: string,
+  quick: boolean,
+  profile?: string,
+): Promise<{
+  service: CollabFigures | string;
+  reference: CollabFigures | string;
+  hocuspocus: CollabFigures | string;
+  twoProcesses?: CollabFigures | string;
+  profile?: string;
+}> {
   let service: CollabFigures | string;
   let reference: CollabFigures | string;
   let hocuspocus: CollabFigures | string = 'not run';
@@ -145,16 +168,32 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
     try {
       const keys: string[] = [];
       for (let i = 0; i < Math.ceil(ROOMS / KEY_ROOMS); i++) {
-        keys.push((await insertApiKey(sql, { tenantId: s.tenantId, projectId: s.projectId, kind: 'sk', name: `collab-${i}`, scopes: ['records:read', 'records:write', 'drafts:read'], rateLimit: 1_000_000_000 })).key);
+        keys.push(
+          (
+            await insertApiKey(sql, {
+              tenantId: s.tenantId,
+              projectId: s.projectId,
+              kind: 'sk',
+              name: `collab-${i}`,
+              scopes: ['records:read', 'records:write', 'drafts:read'],
+              rateLimit: 1_000_000_000,
+            })
+          ).key,
+        );
       }
       const ids: string[] = [];
       for (let i = 0; i < ROOMS; i += 16) {
-        const batch = Array.from({ length: Math.min(16, ROOMS - i) }, (_, j) => gql(svc.url, s.secretKey, 'mutation($d: PadInput!) { createPad(data: $d) { _id } }', { d: { title: `pad ${i + j}`, body: '' } }));
+        const batch = Array.from({ length: Math.min(16, ROOMS - i) }, (_, j) =>
+          gql(svc.url, s.secretKey, 'mutation($d: PadInput!) { createPad(data: $d) { _id } }', {
+            d: { title: `pad ${i + j}`, body: '' },
+          }),
+        );
         for (const r of await Promise.all(batch)) ids.push(r.data.createPad._id as string);
       }
       const ws = svc.gatewayUrl.replace(/^http/, 'ws');
       const urls = ids.map((id, i) => `${ws}/pad:${id}:default?apiKey=${keys[Math.floor(i / KEY_ROOMS)]}`);
-      const count = async () => Number((await sql`select count(*)::int as n from record_versions where action = 'updated'`)[0]!.n);
+      const count = async () =>
+        Number((await sql`select count(*)::int as n from record_versions where action = 'updated'`)[0]!.n);
       process.stderr.write(`bench: collab (${ROOMS} rooms × 2 editors, ${RATE} updates/s each) … `);
       const before = await count();
       const t0 = performance.now();
@@ -164,7 +203,9 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
       const saves = (await count()) - before;
       f.savesPerSecond = saves / ((performance.now() - t0) / 1000);
       service = f;
-      process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+      process.stderr.write(
+        `${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`,
+      );
       if (TWO_PROCESSES) {
         // The same rooms with each room's two editors on two service processes: every update
         // crosses PostgreSQL (relay rows + NOTIFY, in batches).
@@ -175,7 +216,9 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
           process.stderr.write(`bench: collab on 2 service processes (each room's editors on both) … `);
           const g = await drive(pairs, [svc.child, svc2.child], quick, databaseUrl);
           twoProcesses = g;
-          process.stderr.write(`${num(g.updatesPerSecond, 0)} updates/s, p99 ${num(g.p99, 1)} ms, ${g.delivered} delivered (${g.received} frames received), ${g.errors} closed${g.firstError ? ` (${g.firstError})` : ''}\n`);
+          process.stderr.write(
+            `${num(g.updatesPerSecond, 0)} updates/s, p99 ${num(g.p99, 1)} ms, ${g.delivered} delivered (${g.received} frames received), ${g.errors} closed${g.firstError ? ` (${g.firstError})` : ''}\n`,
+          );
         } catch (err) {
           twoProcesses = (err as Error).message.split('\n')[0]!.slice(0, 160);
         } finally {
@@ -194,14 +237,19 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
   if (!node) reference = ensurePeers() ?? 'no Node to run y-websocket on';
   else {
     const port = await freePort();
-    const ref = startChild(node, [peerFile('y-websocket', 'bin', 'server.js')], { label: 'y-websocket', env: { PORT: String(port), HOST: '127.0.0.1' } });
+    const ref = startChild(node, [peerFile('y-websocket', 'bin', 'server.js')], {
+      label: 'y-websocket',
+      env: { PORT: String(port), HOST: '127.0.0.1' },
+    });
     try {
       await waitHttp(`http://127.0.0.1:${port}/`, ref);
       process.stderr.write(`bench: collab reference y-websocket ${peerVersion('y-websocket')} server under Node 22 … `);
       const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
       const f = await drive(urls, [ref], quick);
       reference = f;
-      process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+      process.stderr.write(
+        `${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`,
+      );
     } catch (err) {
       reference = (err as Error).message.split('\n')[0]!.slice(0, 160);
     } finally {
@@ -219,13 +267,20 @@ export async function runCollab(databaseUrl: string, quick: boolean, profile?: s
 async function runHocuspocus(node: string, databaseUrl: string, quick: boolean): Promise<CollabFigures | string> {
   const port = await freePort();
   const token = `hp_${crypto.randomUUID()}`;
-  const hp = startChild(node, [peerScript('hocuspocus.mjs')], { label: 'hocuspocus', env: { PORT: String(port), BENCH_DATABASE_URL: databaseUrl, BENCH_TOKEN: token } });
+  const hp = startChild(node, [peerScript('hocuspocus.mjs')], {
+    label: 'hocuspocus',
+    env: { PORT: String(port), BENCH_DATABASE_URL: databaseUrl, BENCH_TOKEN: token },
+  });
   try {
     await waitHttp(`http://127.0.0.1:${port}/`, hp, 60_000);
-    process.stderr.write(`bench: collab peer Hocuspocus ${peerVersion('@hocuspocus/server')} (database extension on the bench database, auth hook) under Node 22 … `);
+    process.stderr.write(
+      `bench: collab peer Hocuspocus ${peerVersion('@hocuspocus/server')} (database extension on the bench database, auth hook) under Node 22 … `,
+    );
     const urls = Array.from({ length: ROOMS }, (_, i) => `ws://127.0.0.1:${port}/pad-${i}`);
     const f = await drive(urls, [hp], quick, databaseUrl, token);
-    process.stderr.write(`${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`);
+    process.stderr.write(
+      `${num(f.updatesPerSecond, 0)} updates/s, p99 ${num(f.p99, 1)} ms, ${f.delivered} delivered, ${f.errors} closed${f.firstError ? ` (${f.firstError})` : ''}\n`,
+    );
     return f;
   } catch (err) {
     process.stderr.write('failed\n');
@@ -235,10 +290,16 @@ async function runHocuspocus(node: string, databaseUrl: string, quick: boolean):
   }
 }
 
-const num = (n: number | null | undefined, digits: number) => (typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const num = (n: number | null | undefined, digits: number) =>
+  typeof n === 'number' && Number.isFinite(n) ? n.toFixed(digits) : 'n/a';
 
 /** The `## Collaboration` section of the results. */
-export function collabLines(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string; twoProcesses?: CollabFigures | string }): string[] {
+export function collabLines(r: {
+  service: CollabFigures | string;
+  reference: CollabFigures | string;
+  hocuspocus?: CollabFigures | string;
+  twoProcesses?: CollabFigures | string;
+}): string[] {
   // Per update the server got through (delivered), not per update offered: a server that falls
   // behind would otherwise be credited with updates still waiting in its socket buffers.
   const perCpu = (f: CollabFigures) => (f.cores ? (f.deliveredPerSecond ?? f.updatesPerSecond) / f.cores : NaN);
@@ -255,15 +316,27 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
     row('svc gateway', r.service),
     row(`y-websocket ${peerVersion('y-websocket')} server (Node 22)`, r.reference),
-    ...(r.hocuspocus === undefined ? [] : [row(`Hocuspocus ${peerVersion('@hocuspocus/server')} + database extension (Node 22)`, r.hocuspocus)]),
-    ...(r.twoProcesses === undefined ? [] : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
+    ...(r.hocuspocus === undefined
+      ? []
+      : [row(`Hocuspocus ${peerVersion('@hocuspocus/server')} + database extension (Node 22)`, r.hocuspocus)]),
+    ...(r.twoProcesses === undefined
+      ? []
+      : [row('svc, 2 processes (editors split; cores summed, RSS of the larger)', r.twoProcesses)]),
   ];
   const s = r.service;
   const ref = r.reference;
   if (typeof s !== 'string' && typeof ref !== 'string' && s.cores && ref.cores) {
-    lines.push('', `Updates per CPU-second: svc ${perCpu(s).toFixed(0)}, reference ${perCpu(ref).toFixed(0)} (× ${(perCpu(s) / perCpu(ref)).toFixed(2)}). The load is fixed (both servers get the same offered rate), so throughput is compared per core.`);
+    lines.push(
+      '',
+      `Updates per CPU-second: svc ${perCpu(s).toFixed(0)}, reference ${perCpu(ref).toFixed(0)} (× ${(perCpu(s) / perCpu(ref)).toFixed(2)}). The load is fixed (both servers get the same offered rate), so throughput is compared per core.`,
+    );
   }
-  for (const [n, f] of [['svc', s], ['reference', ref]] as const) if (typeof f !== 'string' && f.errors > 0) lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
+  for (const [n, f] of [
+    ['svc', s],
+    ['reference', ref],
+  ] as const)
+    if (typeof f !== 'string' && f.errors > 0)
+      lines.push('', `${n}: ${f.errors} sockets closed during the run (first: ${f.firstError})`);
   lines.push('');
   return lines;
 }
@@ -274,9 +347,17 @@ export function collabLines(r: { service: CollabFigures | string; reference: Col
  * persists, such as Hocuspocus with its database extension, is counted the same way), p99, and
  * PostgreSQL CPU per room save.
  */
-export function collabFigures(r: { service: CollabFigures | string; reference: CollabFigures | string; hocuspocus?: CollabFigures | string }): Record<string, { value: number; unit: string; errors?: number }> {
+export function collabFigures(r: {
+  service: CollabFigures | string;
+  reference: CollabFigures | string;
+  hocuspocus?: CollabFigures | string;
+}): Record<string, { value: number; unit: string; errors?: number }> {
   const out: Record<string, { value: number; unit: string; errors?: number }> = {};
-  for (const [name, f] of [['collab', r.service], ['y-websocket', r.reference], ['hocuspocus', r.hocuspocus ?? 'not run']] as const) {
+  for (const [name, f] of [
+    ['collab', r.service],
+    ['y-websocket', r.reference],
+    ['hocuspocus', r.hocuspocus ?? 'not run'],
+  ] as const) {
     if (typeof f === 'string' || !f.cores) continue;
     const delivered = f.deliveredPerSecond ?? f.updatesPerSecond;
     // Honest counting: closed sockets are errors, and so are updates that did not reach the peer
@@ -284,10 +365,15 @@ export function collabFigures(r: { service: CollabFigures | string; reference: C
     const lost = delivered < 0.9 * f.updatesPerSecond ? Math.round(f.updatesPerSecond - delivered) : 0;
     const errors = f.errors + lost;
     out[`${name}/updates-per-cpu-second`] = { value: delivered / f.cores, unit: 'updates/CPU-s', errors };
-    out[`${name}/updates-per-cpu-second-with-pg`] = { value: delivered / (f.cores + (f.pgCores ?? 0)), unit: 'updates/CPU-s', errors };
+    out[`${name}/updates-per-cpu-second-with-pg`] = {
+      value: delivered / (f.cores + (f.pgCores ?? 0)),
+      unit: 'updates/CPU-s',
+      errors,
+    };
     if (Number.isFinite(f.p99)) out[`${name}/p99`] = { value: f.p99, unit: 'ms', errors };
     // /proc counts CPU in 10 ms ticks: no tick in the window is no measurement, not 0 ms.
-    if (f.savesPerSecond && f.pgCores) out[`${name}/pg-ms-per-save`] = { value: (1000 * f.pgCores) / f.savesPerSecond, unit: 'ms', errors };
+    if (f.savesPerSecond && f.pgCores)
+      out[`${name}/pg-ms-per-save`] = { value: (1000 * f.pgCores) / f.savesPerSecond, unit: 'ms', errors };
   }
   return out;
 }

@@ -42,7 +42,12 @@ const ROUND_MS = 200;
 const IN_FLIGHT = 16;
 
 function headersFor(key: string, token?: string): Headers {
-  const h = new Headers({ host: '127.0.0.1:4000', 'content-type': 'application/json', 'content-length': '94', 'x-api-key': key });
+  const h = new Headers({
+    host: '127.0.0.1:4000',
+    'content-type': 'application/json',
+    'content-length': '94',
+    'x-api-key': key,
+  });
   if (token) h.set('authorization', `Bearer ${token}`);
   return h;
 }
@@ -54,7 +59,11 @@ const cpuNs = () => {
 };
 
 async function main(): Promise<void> {
-  const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { databaseUrl: string; publicKey: string; token: string };
+  const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+    databaseUrl: string;
+    publicKey: string;
+    token: string;
+  };
   const settings = readSettings({
     DATABASE_URL: input.databaseUrl,
     SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-bench-customer-')),
@@ -106,7 +115,14 @@ async function main(): Promise<void> {
     }
     const sorted = [...extra].sort((a, b) => a - b);
     const q = (f: number) => sorted[Math.floor(f * (sorted.length - 1))]!;
-    const out: CustomerCost = { keyOnly: median(plain), withToken: median(token), extra: median(extra), extraQ1: q(0.25), extraQ3: q(0.75), rounds: ROUNDS };
+    const out: CustomerCost = {
+      keyOnly: median(plain),
+      withToken: median(token),
+      extra: median(extra),
+      extraQ1: q(0.25),
+      extraQ3: q(0.75),
+      rounds: ROUNDS,
+    };
     console.log(`CUSTJSON ${JSON.stringify(out)}`);
   } finally {
     await svc.close();

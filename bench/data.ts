@@ -56,7 +56,8 @@ export const FILTER_CATEGORY = 'c7';
 export const FILTERED_DOC = `{ listings(first: 20, where: { category: { eq: "${FILTER_CATEGORY}" } }, orderBy: [{ field: rank, direction: DESC }]) { edges { node { _id title category rank } } } }`;
 
 /** The equivalent documents for PostGraphile's generated schema over bench_ref tables. */
-export const PG_READ_DOC = '{ allArticles(first: 10, orderBy: PRIMARY_KEY_ASC) { edges { node { rowId title slug summary rating featured } } } }';
+export const PG_READ_DOC =
+  '{ allArticles(first: 10, orderBy: PRIMARY_KEY_ASC) { edges { node { rowId title slug summary rating featured } } } }';
 export const PG_FILTERED_DOC = `{ allListings(first: 20, condition: { category: "${FILTER_CATEGORY}" }, orderBy: RANK_DESC) { edges { node { rowId title category rank } } } }`;
 
 /** The minimal schema, mirroring the service's naming, that ceiling-jit and yoga-node execute. */

@@ -36,7 +36,12 @@ function luaString(s: string): string {
 }
 
 function wrkScript(plan: LoadPlan): string {
-  const sets = plan.headerSets.map((h) => `{${Object.entries(h).map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`).join(',')}}`);
+  const sets = plan.headerSets.map(
+    (h) =>
+      `{${Object.entries(h)
+        .map(([k, v]) => `[ ${luaString(k)} ] = ${luaString(v)}`)
+        .join(',')}}`,
+  );
   return `
 wrk.method = "POST"
 wrk.body = ${luaString(plan.body ?? '')}
@@ -83,23 +88,54 @@ async function runWrk(wrk: string, plan: LoadPlan): Promise<LoadResult> {
   const conns = String(Math.max(plan.connections, Number(threads)));
   const base = ['-t', threads, '-c', conns, '-s', script, '--timeout', '5s'];
   if (plan.warmupMs > 0) {
-    const w = startChild(wrk, [...base, '-d', `${Math.max(1, Math.round(plan.warmupMs / 1000))}s`, plan.url], { label: 'wrk' });
+    const w = startChild(wrk, [...base, '-d', `${Math.max(1, Math.round(plan.warmupMs / 1000))}s`, plan.url], {
+      label: 'wrk',
+    });
     await collect(w, plan.warmupMs + 15_000);
   }
-  const child = startChild(wrk, [...base, '-d', `${Math.max(1, Math.round(plan.durationMs / 1000))}s`, plan.url], { label: 'wrk' });
+  const child = startChild(wrk, [...base, '-d', `${Math.max(1, Math.round(plan.durationMs / 1000))}s`, plan.url], {
+    label: 'wrk',
+  });
   const out = await collect(child, plan.durationMs + 15_000);
   const m = /WRKJSON (\{.*\})/.exec(out);
   if (!m) throw new Error(`wrk printed no summary: ${child.tail()}`);
-  const r = JSON.parse(m[1]!) as { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number };
+  const r = JSON.parse(m[1]!) as {
+    requests: number;
+    bad: number;
+    duration_us: number;
+    p50_us: number;
+    p99_us: number;
+    errors: number;
+  };
   return wrkResult(r);
 }
 
 /** wrk's summary → a LoadResult: answered requests that were errors (`bad`) are not throughput. */
-export function wrkResult(r: { requests: number; bad: number; duration_us: number; p50_us: number; p99_us: number; errors: number }): LoadResult {
+export function wrkResult(r: {
+  requests: number;
+  bad: number;
+  duration_us: number;
+  p50_us: number;
+  p99_us: number;
+  errors: number;
+}): LoadResult {
   const seconds = r.duration_us / 1e6;
   const ok = Math.max(0, r.requests - r.bad);
   const errors = r.bad + r.errors;
-  return { requests: ok, seconds, rps: ok / seconds, p50: r.p50_us / 1000, p99: r.p99_us / 1000, errors, ...(errors > 0 ? { latencyIncludesErrors: true, firstError: `wrk: ${r.bad} error responses, ${r.errors} socket errors or timeouts` } : {}) };
+  return {
+    requests: ok,
+    seconds,
+    rps: ok / seconds,
+    p50: r.p50_us / 1000,
+    p99: r.p99_us / 1000,
+    errors,
+    ...(errors > 0
+      ? {
+          latencyIncludesErrors: true,
+          firstError: `wrk: ${r.bad} error responses, ${r.errors} socket errors or timeouts`,
+        }
+      : {}),
+  };
 }
 
 async function runBunLoad(plan: LoadPlan): Promise<LoadResult> {

@@ -36,20 +36,46 @@ function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-async function gateway(databaseUrl: string, dataDir: string, rootToken: string, busUrl: string | undefined): Promise<{ child: Child; port: number }> {
+async function gateway(
+  databaseUrl: string,
+  dataDir: string,
+  rootToken: string,
+  busUrl: string | undefined,
+): Promise<{ child: Child; port: number }> {
   const [port, rport] = [await freePort(), await freePort()];
   const child = startChild(process.execPath, [join(ROOT, 'src', 'main.ts')], {
     label: 'gateway',
     cwd: ROOT,
-    env: { DATABASE_URL: databaseUrl, SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: rootToken, SVC_ROLE: 'gateway', PORT: String(port), REALTIME_PORT: String(rport), HOST: '127.0.0.1', SVC_LOG: 'off', SVC_BUS_URL: busUrl, SVC_REALTIME_CONNECTIONS_PER_IDENTITY: '100000' },
+    env: {
+      DATABASE_URL: databaseUrl,
+      SVC_DATA_DIR: dataDir,
+      SVC_ROOT_TOKEN: rootToken,
+      SVC_ROLE: 'gateway',
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      HOST: '127.0.0.1',
+      SVC_LOG: 'off',
+      SVC_BUS_URL: busUrl,
+      SVC_REALTIME_CONNECTIONS_PER_IDENTITY: '100000',
+    },
   });
   await waitHttp(`http://127.0.0.1:${rport}/health`, child);
   return { child, port: rport };
 }
 
-async function one(databaseUrl: string, bus: 'postgres' | 'nats', projects: number, opts: { subscribers: number; writes: number; rate: number }): Promise<Measured> {
-  const busUrl = bus === 'nats' ? `${process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222'}/b${Math.random().toString(36).slice(2, 8)}` : undefined;
-  process.stderr.write(`bench: fanout-3proc ${bus}, ${projects} projects of traffic (${GATEWAYS} gateways × ${opts.subscribers} SSE subscribers, ${opts.writes} writes at ${opts.rate}/s) … `);
+async function one(
+  databaseUrl: string,
+  bus: 'postgres' | 'nats',
+  projects: number,
+  opts: { subscribers: number; writes: number; rate: number },
+): Promise<Measured> {
+  const busUrl =
+    bus === 'nats'
+      ? `${process.env.BENCH_NATS_URL ?? 'nats://127.0.0.1:4222'}/b${Math.random().toString(36).slice(2, 8)}`
+      : undefined;
+  process.stderr.write(
+    `bench: fanout-3proc ${bus}, ${projects} projects of traffic (${GATEWAYS} gateways × ${opts.subscribers} SSE subscribers, ${opts.writes} writes at ${opts.rate}/s) … `,
+  );
   const api = await startService(databaseUrl, { env: { SVC_ROLE: 'api', SVC_LOG: 'off', SVC_BUS_URL: busUrl } });
   const gws: { child: Child; port: number }[] = [];
   const clients: { child: Child; out: string; text: () => string }[] = [];
@@ -61,15 +87,30 @@ async function one(databaseUrl: string, bus: 'postgres' | 'nats', projects: numb
     for (const [i, g] of gws.entries()) {
       const file = join(dir, `client-${i}.json`);
       const out = join(dir, `arrivals-${i}.bin`);
-      writeFileSync(file, JSON.stringify({ mode: 'sse', host: '127.0.0.1', port: g.port, path: `/sse/changes:note?apiKey=${s.publicKey}`, subscribers: opts.subscribers, writes: opts.writes, out }));
-      const child = startChild(process.execPath, [join(import.meta.dir, 'fanout-client.ts'), file], { label: 'fanout-client', cwd: ROOT });
+      writeFileSync(
+        file,
+        JSON.stringify({
+          mode: 'sse',
+          host: '127.0.0.1',
+          port: g.port,
+          path: `/sse/changes:note?apiKey=${s.publicKey}`,
+          subscribers: opts.subscribers,
+          writes: opts.writes,
+          out,
+        }),
+      );
+      const child = startChild(process.execPath, [join(import.meta.dir, 'fanout-client.ts'), file], {
+        label: 'fanout-client',
+        cwd: ROOT,
+      });
       let text = '';
       child.proc.stdout?.on('data', (c: Buffer) => (text += c.toString()));
       clients.push({ child, out, text: () => text });
     }
     const setupEnd = Date.now() + 180_000;
     while (!clients.every((c) => /READY \d+ \d+/.test(c.text()))) {
-      if (Date.now() > setupEnd || clients.some((c) => c.child.exited())) throw new Error('subscribers did not connect');
+      if (Date.now() > setupEnd || clients.some((c) => c.child.exited()))
+        throw new Error('subscribers did not connect');
       await Bun.sleep(50);
     }
     const connected = clients.reduce((n, c) => n + Number(/READY (\d+)/.exec(c.text())![1]), 0);
@@ -77,7 +118,10 @@ async function one(databaseUrl: string, bus: 'postgres' | 'nats', projects: numb
     const noisePerSec = projects / 10;
     const noiseCfg = join(dir, 'noise.json');
     writeFileSync(noiseCfg, JSON.stringify({ databaseUrl, busUrl, projects, perSec: noisePerSec }));
-    noise = startChild(process.execPath, [join(import.meta.dir, 'bus-noise.ts'), noiseCfg], { label: 'bus-noise', cwd: ROOT });
+    noise = startChild(process.execPath, [join(import.meta.dir, 'bus-noise.ts'), noiseCfg], {
+      label: 'bus-noise',
+      cwd: ROOT,
+    });
     await Bun.sleep(2_000);
     const cpu0 = gws.map((g) => cpuSeconds(g.child.pid));
     const rss = gws.map((g) => rssWindow(g.child.pid));
@@ -88,7 +132,11 @@ async function one(databaseUrl: string, bus: 'postgres' | 'nats', projects: numb
       const wait = wall0 + (k * 1000) / opts.rate - performance.now();
       if (wait > 0) await Bun.sleep(wait);
       t0.push(performance.timeOrigin + performance.now());
-      const res = await fetch(`${api.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': s.secretKey }, body });
+      const res = await fetch(`${api.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': s.secretKey },
+        body,
+      });
       if (!res.ok) throw new Error(`write failed: HTTP ${res.status}`);
       await res.text();
     }
@@ -104,9 +152,23 @@ async function one(databaseUrl: string, bus: 'postgres' | 'nats', projects: numb
       for (let i = 0; i < arr.length; i++) if (!Number.isNaN(arr[i]!)) latencies.push(arr[i]! - t0[i % opts.writes]!);
     }
     latencies.sort((a, b) => a - b);
-    const q = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN);
-    const r: Measured = { bus, projects, noisePerSec, connected, deliveries: latencies.length, expected: connected * opts.writes, p50: q(0.5), p99: q(0.99), gatewayCores, gatewayRssMb };
-    process.stderr.write(`p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.deliveries}/${r.expected} deliveries, gateway ${r.gatewayCores.toFixed(2)} cores each\n`);
+    const q = (p: number) =>
+      latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]! : NaN;
+    const r: Measured = {
+      bus,
+      projects,
+      noisePerSec,
+      connected,
+      deliveries: latencies.length,
+      expected: connected * opts.writes,
+      p50: q(0.5),
+      p99: q(0.99),
+      gatewayCores,
+      gatewayRssMb,
+    };
+    process.stderr.write(
+      `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${r.deliveries}/${r.expected} deliveries, gateway ${r.gatewayCores.toFixed(2)} cores each\n`,
+    );
     return r;
   } finally {
     await noise?.stop('SIGTERM', 5_000);
@@ -142,7 +204,10 @@ export async function runFanout3(databaseUrl: string, quick: boolean): Promise<s
   ];
   for (const r of rows) {
     if ('na' in r) lines.push(`| ${r.bus} | ${r.projects} | n/a (${r.na}) | | | | | | |`);
-    else lines.push(`| ${r.bus} | ${r.projects.toLocaleString('en-US')} | ${f(r.noisePerSec, 0)} | ${r.connected} | ${r.deliveries}/${r.expected} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.gatewayCores, 2)} | ${f(r.gatewayRssMb, 0)} |`);
+    else
+      lines.push(
+        `| ${r.bus} | ${r.projects.toLocaleString('en-US')} | ${f(r.noisePerSec, 0)} | ${r.connected} | ${r.deliveries}/${r.expected} | ${f(r.p50)} | ${f(r.p99)} | ${f(r.gatewayCores, 2)} | ${f(r.gatewayRssMb, 0)} |`,
+      );
   }
   lines.push('');
   return lines;

@@ -30,26 +30,37 @@ async function uploads(url: string, headers: Record<string, string>, tag: string
   let firstError: string | undefined;
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: cfg.concurrency }, async () => {
-    for (let i = next++; i < cfg.count; i = next++) {
-      const bytes = new Uint8Array(image.length + 16);
-      bytes.set(image);
-      bytes.set(new TextEncoder().encode(`${tag}${String(i).padStart(12, '0')}`.slice(0, 16)), image.length);
-      const body = new FormData();
-      body.append('file', new Blob([bytes], { type: 'image/png' }), `bench-${i}.png`);
-      const s = performance.now();
-      const res = await fetch(url, { method: 'POST', headers, body });
-      await res.arrayBuffer();
-      lat.push(performance.now() - s);
-      if (res.status !== 201) {
-        errors++;
-        firstError ??= `HTTP ${res.status}`;
+  await Promise.all(
+    Array.from({ length: cfg.concurrency }, async () => {
+      for (let i = next++; i < cfg.count; i = next++) {
+        const bytes = new Uint8Array(image.length + 16);
+        bytes.set(image);
+        bytes.set(new TextEncoder().encode(`${tag}${String(i).padStart(12, '0')}`.slice(0, 16)), image.length);
+        const body = new FormData();
+        body.append('file', new Blob([bytes], { type: 'image/png' }), `bench-${i}.png`);
+        const s = performance.now();
+        const res = await fetch(url, { method: 'POST', headers, body });
+        await res.arrayBuffer();
+        lat.push(performance.now() - s);
+        if (res.status !== 201) {
+          errors++;
+          firstError ??= `HTTP ${res.status}`;
+        }
       }
-    }
-  }));
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   const mb = (cfg.count * (image.length + 16)) / 1e6;
-  return { requests: cfg.count, seconds, rps: cfg.count / seconds, mbps: mb / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors, firstError };
+  return {
+    requests: cfg.count,
+    seconds,
+    rps: cfg.count / seconds,
+    mbps: mb / seconds,
+    p50: pct(lat, 50),
+    p99: pct(lat, 99),
+    errors,
+    firstError,
+  };
 }
 
 async function gets(url: string) {
@@ -57,15 +68,17 @@ async function gets(url: string) {
   let errors = 0;
   const end = performance.now() + cfg.duration * 1000;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: cfg.connections }, async () => {
-    while (performance.now() < end) {
-      const s = performance.now();
-      const res = await fetch(url);
-      await res.arrayBuffer();
-      lat.push(performance.now() - s);
-      if (res.status !== 200) errors++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: cfg.connections }, async () => {
+      while (performance.now() < end) {
+        const s = performance.now();
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        lat.push(performance.now() - s);
+        if (res.status !== 200) errors++;
+      }
+    }),
+  );
   const seconds = (performance.now() - t0) / 1000;
   return { requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(lat, 50), p99: pct(lat, 99), errors };
 }

@@ -23,34 +23,53 @@ export async function runFiles(svc: Target, s: Seeded, quick: boolean): Promise<
   process.stderr.write(`bench: files (${COUNT} uploads of 200 KB, cached webp variant) … `);
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-files-'));
   // 512 × 130 RGB noise, stored PNG: about 200 KB that no codec can shrink.
-  const png = await sharp(randomBytes(512 * 130 * 3), { raw: { width: 512, height: 130, channels: 3 } }).png({ compressionLevel: 0 }).toBuffer();
+  const png = await sharp(randomBytes(512 * 130 * 3), { raw: { width: 512, height: 130, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
   const imagePath = join(dir, 'image.png');
   writeFileSync(imagePath, png);
   // Preflight: one upload and its variant through the service.
   const form = new FormData();
   form.append('file', new Blob([png], { type: 'image/png' }), 'probe.png');
-  const up = await fetch(`${svc.url}/api/files/upload`, { method: 'POST', headers: { 'x-api-key': s.secretKey }, body: form });
+  const up = await fetch(`${svc.url}/api/files/upload`, {
+    method: 'POST',
+    headers: { 'x-api-key': s.secretKey },
+    body: form,
+  });
   const file = (await up.json()) as { url?: string; error?: string };
-  if (up.status !== 201 || !file.url) throw new Error(`preflight upload: HTTP ${up.status} ${JSON.stringify(file).slice(0, 120)}`);
+  if (up.status !== 201 || !file.url)
+    throw new Error(`preflight upload: HTTP ${up.status} ${JSON.stringify(file).slice(0, 120)}`);
   const variant = `${svc.url}${new URL(file.url).pathname}?w=400&format=webp`;
   const v = await fetch(variant);
   if (v.status !== 200) throw new Error(`preflight variant: HTTP ${v.status}`);
   const variantPath = join(dir, 'variant.webp');
   writeFileSync(variantPath, new Uint8Array(await v.arrayBuffer()));
   const port = await freePort();
-  const ref = startChild(process.execPath, [join(import.meta.dir, 'references', 'files-ref.ts')], { label: 'files-ref', env: { PORT: String(port), STATIC_FILE: variantPath } });
+  const ref = startChild(process.execPath, [join(import.meta.dir, 'references', 'files-ref.ts')], {
+    label: 'files-ref',
+    env: { PORT: String(port), STATIC_FILE: variantPath },
+  });
   try {
     await waitHttp(`http://127.0.0.1:${port}/`, ref);
     const cfgPath = join(dir, 'files.json');
     const connections = Number(process.env.BENCH_CONNECTIONS || 32);
     const duration = Number(process.env.BENCH_DURATION || (quick ? 3 : 10));
-    writeFileSync(cfgPath, JSON.stringify({
-      image: imagePath, count: COUNT, concurrency: 8, connections, duration,
-      service: { upload: `${svc.url}/api/files/upload`, apiKey: s.secretKey, variant },
-      reference: { upload: `http://127.0.0.1:${port}/upload`, static: `http://127.0.0.1:${port}/static` },
-    }));
+    writeFileSync(
+      cfgPath,
+      JSON.stringify({
+        image: imagePath,
+        count: COUNT,
+        concurrency: 8,
+        connections,
+        duration,
+        service: { upload: `${svc.url}/api/files/upload`, apiKey: s.secretKey, variant },
+        reference: { upload: `http://127.0.0.1:${port}/upload`, static: `http://127.0.0.1:${port}/static` },
+      }),
+    );
     const rss = rssWindow(svc.child.pid);
-    const driver = startChild(process.execPath, [join(import.meta.dir, 'files-load.ts'), cfgPath], { label: 'files-load' });
+    const driver = startChild(process.execPath, [join(import.meta.dir, 'files-load.ts'), cfgPath], {
+      label: 'files-load',
+    });
     let out = '';
     driver.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
     const timer = setTimeout(() => void driver.stop('SIGKILL', 0), 600_000);
@@ -63,13 +82,23 @@ export async function runFiles(svc: Target, s: Seeded, quick: boolean): Promise<
     const refUp = Math.max(r.uploadRef.mbps, 1e-9);
     const stat = Math.max(r.staticRef.rps, r.staticRefAgain.rps);
     const served = Math.max(r.variant.rps, r.variantAgain.rps);
-    process.stderr.write(`${r.upload.mbps.toFixed(1)} MB/s upload (Bun ref ${r.uploadRef.mbps.toFixed(1)}), ${served.toFixed(0)} variant req/s (static ${stat.toFixed(0)})\n`);
+    process.stderr.write(
+      `${r.upload.mbps.toFixed(1)} MB/s upload (Bun ref ${r.uploadRef.mbps.toFixed(1)}), ${served.toFixed(0)} variant req/s (static ${stat.toFixed(0)})\n`,
+    );
     const notes = [
       `files: ${COUNT} uploads of ${(png.length / 1000).toFixed(0)} KB PNGs at concurrency 8: ${r.upload.mbps.toFixed(1)} MB/s (${r.upload.rps.toFixed(0)} uploads/s), p50 ${r.upload.p50.toFixed(1)} ms, p99 ${r.upload.p99.toFixed(1)} ms = ${(r.upload.mbps / refUp).toFixed(2)} × a bare Bun multipart server hashing and writing the same bodies (${r.uploadRef.mbps.toFixed(1)} MB/s, p99 ${r.uploadRef.p99.toFixed(1)} ms)${r.upload.errors ? `; ${r.upload.errors} failed (${r.upload.firstError})` : ''}`,
-      `files: cached w=400&format=webp variant (${(v.headers.get('content-length') ?? '?')} bytes) at ${connections} connections: ${r.variant.rps.toFixed(0)} then ${r.variantAgain.rps.toFixed(0)} req/s (p99 ${r.variant.p99.toFixed(1)} / ${r.variantAgain.p99.toFixed(1)} ms) = ${(served / stat).toFixed(2)} × Bun.file static serving of the same bytes (${r.staticRef.rps.toFixed(0)} then ${r.staticRefAgain.rps.toFixed(0)} req/s, run before and after); the service checks the file is live on each GET from a per-process row cache that deletes invalidate over the bus (src/files/live.ts); load from bench/files-load.ts (fetch loops) in its own process`,
+      `files: cached w=400&format=webp variant (${v.headers.get('content-length') ?? '?'} bytes) at ${connections} connections: ${r.variant.rps.toFixed(0)} then ${r.variantAgain.rps.toFixed(0)} req/s (p99 ${r.variant.p99.toFixed(1)} / ${r.variantAgain.p99.toFixed(1)} ms) = ${(served / stat).toFixed(2)} × Bun.file static serving of the same bytes (${r.staticRef.rps.toFixed(0)} then ${r.staticRefAgain.rps.toFixed(0)} req/s, run before and after); the service checks the file is live on each GET from a per-process row cache that deletes invalidate over the bus (src/files/live.ts); load from bench/files-load.ts (fetch loops) in its own process`,
     ];
-    const row = (name: string, x: { requests: number; seconds: number; rps: number; p50: number; p99: number; errors: number }, reference: boolean, rssMb?: number): Row => ({
-      name, shape: 'files', reference, result: { requests: x.requests, seconds: x.seconds, rps: x.rps, p50: x.p50, p99: x.p99, errors: x.errors, rssMb },
+    const row = (
+      name: string,
+      x: { requests: number; seconds: number; rps: number; p50: number; p99: number; errors: number },
+      reference: boolean,
+      rssMb?: number,
+    ): Row => ({
+      name,
+      shape: 'files',
+      reference,
+      result: { requests: x.requests, seconds: x.seconds, rps: x.rps, p50: x.p50, p99: x.p99, errors: x.errors, rssMb },
     });
     return {
       notes,

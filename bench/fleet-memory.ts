@@ -24,21 +24,108 @@ if (!base) throw new Error('DATABASE_URL must name a PostgreSQL server (a fresh 
 const field = (key: string, type: string, extra: Record<string, unknown> = {}) => ({ key, type, label: key, ...extra });
 /** A storefront-sized schema: 6 models, 40 fields, lookups and references. */
 const MODELS = [
-  { key: 'product', name: 'Product', fields: [field('title', 'text', { required: true }), field('sku', 'text', { queryable: true }), field('price', 'number', { queryable: true }), field('description', 'richtext'), field('images', 'list', { itemType: 'image' }), field('category', 'reference', { config: { modelKey: 'category' } }), field('inStock', 'boolean', { queryable: true }), field('tags', 'list', { itemType: 'text' })], lookups: [{ keyBy: ['sku'] }] },
-  { key: 'category', name: 'Category', fields: [field('name', 'text', { required: true }), field('slug', 'text', { queryable: true }), field('parent', 'reference', { config: { modelKey: 'category' } }), field('position', 'number')], lookups: [{ keyBy: ['slug'] }] },
-  { key: 'page', name: 'Page', fields: [field('title', 'text'), field('slug', 'text', { queryable: true }), field('body', 'richtext'), field('seoTitle', 'text'), field('seoDescription', 'text'), field('publishedOn', 'date', { queryable: true })], lookups: [{ keyBy: ['slug'] }] },
-  { key: 'banner', name: 'Banner', versioned: false, fields: [field('headline', 'text'), field('image', 'image'), field('link', 'text'), field('active', 'boolean', { queryable: true }), field('position', 'number')] },
-  { key: 'faq', name: 'FAQ', fields: [field('question', 'text'), field('answer', 'richtext'), field('topic', 'enum', { config: { options: [{ value: 'shipping', label: 'Shipping' }, { value: 'returns', label: 'Returns' }] } }), field('position', 'number')] },
-  { key: 'store', name: 'Store', versioned: false, fields: [field('name', 'text'), field('address', 'text'), field('city', 'text', { queryable: true }), field('phone', 'text'), field('opening', 'json'), field('lat', 'number'), field('lng', 'number'), field('manager', 'text'), field('email', 'text'), field('open', 'boolean')] },
+  {
+    key: 'product',
+    name: 'Product',
+    fields: [
+      field('title', 'text', { required: true }),
+      field('sku', 'text', { queryable: true }),
+      field('price', 'number', { queryable: true }),
+      field('description', 'richtext'),
+      field('images', 'list', { itemType: 'image' }),
+      field('category', 'reference', { config: { modelKey: 'category' } }),
+      field('inStock', 'boolean', { queryable: true }),
+      field('tags', 'list', { itemType: 'text' }),
+    ],
+    lookups: [{ keyBy: ['sku'] }],
+  },
+  {
+    key: 'category',
+    name: 'Category',
+    fields: [
+      field('name', 'text', { required: true }),
+      field('slug', 'text', { queryable: true }),
+      field('parent', 'reference', { config: { modelKey: 'category' } }),
+      field('position', 'number'),
+    ],
+    lookups: [{ keyBy: ['slug'] }],
+  },
+  {
+    key: 'page',
+    name: 'Page',
+    fields: [
+      field('title', 'text'),
+      field('slug', 'text', { queryable: true }),
+      field('body', 'richtext'),
+      field('seoTitle', 'text'),
+      field('seoDescription', 'text'),
+      field('publishedOn', 'date', { queryable: true }),
+    ],
+    lookups: [{ keyBy: ['slug'] }],
+  },
+  {
+    key: 'banner',
+    name: 'Banner',
+    versioned: false,
+    fields: [
+      field('headline', 'text'),
+      field('image', 'image'),
+      field('link', 'text'),
+      field('active', 'boolean', { queryable: true }),
+      field('position', 'number'),
+    ],
+  },
+  {
+    key: 'faq',
+    name: 'FAQ',
+    fields: [
+      field('question', 'text'),
+      field('answer', 'richtext'),
+      field('topic', 'enum', {
+        config: {
+          options: [
+            { value: 'shipping', label: 'Shipping' },
+            { value: 'returns', label: 'Returns' },
+          ],
+        },
+      }),
+      field('position', 'number'),
+    ],
+  },
+  {
+    key: 'store',
+    name: 'Store',
+    versioned: false,
+    fields: [
+      field('name', 'text'),
+      field('address', 'text'),
+      field('city', 'text', { queryable: true }),
+      field('phone', 'text'),
+      field('opening', 'json'),
+      field('lat', 'number'),
+      field('lng', 'number'),
+      field('manager', 'text'),
+      field('email', 'text'),
+      field('open', 'boolean'),
+    ],
+  },
 ];
-const QUERY = '{ products(first: 10) { edges { node { _id title sku price } } totalCount } pages(first: 5) { edges { node { title slug } } } }';
+const QUERY =
+  '{ products(first: 10) { edges { node { _id title sku price } } totalCount } pages(first: 5) { edges { node { title slug } } } }';
 
 const name = `svc_fleetmem_${randomBytes(4).toString('hex')}`;
 const admin = postgres(base, { max: 1, onnotice: () => {} });
 await admin.unsafe(`create database "${name}"`);
 const url = new URL(base);
 url.pathname = `/${name}`;
-const settings = readSettings({ DATABASE_URL: url.toString(), PORT: '0', REALTIME_PORT: '0', SVC_LOG: 'off', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-fleetmem-')), SVC_ROOT_TOKEN: `rt_${randomBytes(8).toString('hex')}` });
+const settings = readSettings({
+  DATABASE_URL: url.toString(),
+  PORT: '0',
+  REALTIME_PORT: '0',
+  SVC_LOG: 'off',
+  SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-fleetmem-')),
+  SVC_ROOT_TOKEN: `rt_${randomBytes(8).toString('hex')}`,
+});
 const svc = await openService(settings);
 try {
   const sql: Sql = svc.sql;
@@ -56,7 +143,14 @@ try {
   }
   const scopes = new Set(['records:read']) as ReadonlySet<string>;
   const principal = (projectId: string): KeyPrincipal => ({
-    keyId: 'key_mem', kind: 'pk_t', tenantId: tenant, projectId, scopes, allowedModels: null, allowedFileTypes: null, fingerprint: fingerprintOf({ kind: 'pk_t', scopes, allowedModels: null }),
+    keyId: 'key_mem',
+    kind: 'pk_t',
+    tenantId: tenant,
+    projectId,
+    scopes,
+    allowedModels: null,
+    allowedFileTypes: null,
+    fingerprint: fingerprintOf({ kind: 'pk_t', scopes, allowedModels: null }),
   });
   const heap = () => {
     Bun.gc(true);

@@ -51,10 +51,21 @@ const CREATE = 'mutation($nk: String, $d: NoteInput!) { createNote(naturalKey: $
 const BATCH = 'mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }';
 const PUBLISH = 'mutation($id: ID!) { publishNoteVersion(_id: $id) { _id } }';
 const PEER_CREATE = 'mutation($n: NoteInput!) { createNote(input: { note: $n }) { note { rowId } } }';
-const PEER_PUBLISH = 'mutation($id: UUID!, $at: Datetime!) { updateNoteByRowId(input: { rowId: $id, notePatch: { publishedAt: $at } }) { note { rowId } } }';
+const PEER_PUBLISH =
+  'mutation($id: UUID!, $at: Datetime!) { updateNoteByRowId(input: { rowId: $id, notePatch: { publishedAt: $at } }) { note { rowId } } }';
 
-async function post(url: string, headers: Record<string, string>, body: string): Promise<{ ok: boolean; text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, keepalive: true, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ ok: boolean; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+    keepalive: true,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
   const text = await res.text();
   return { ok: res.status === 200 && !text.includes('"errors"'), text };
 }
@@ -82,22 +93,41 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
       return r.ok || fail(r.text);
     }
     const nk = `w-${process.pid}-${n}`;
-    const data = { title: `Written ${n}`, slug: nk, summary: 'written by the bench', rating: n % 100, featured: n % 2 === 0 };
+    const data = {
+      title: `Written ${n}`,
+      slug: nk,
+      summary: 'written by the bench',
+      rating: n % 100,
+      featured: n % 2 === 0,
+    };
     if (plan.mode === 'batch100') {
-      const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { ...data, slug: `${nk}-${i}` } }));
+      const ops = Array.from({ length: 100 }, (_, i) => ({
+        action: 'CREATE',
+        modelKey: 'note',
+        data: { ...data, slug: `${nk}-${i}` },
+      }));
       const b = await post(plan.url, headers, JSON.stringify({ query: BATCH, variables: { ops } }));
       return b.ok || fail(b.text);
     }
     if (plan.mode === 'peer-write' || plan.mode === 'peer-create') {
       const c = await post(plan.url, headers, JSON.stringify({ query: PEER_CREATE, variables: { n: data } }));
-      const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { note?: { rowId?: string } } } }).data?.createNote?.note?.rowId : undefined;
+      const id = c.ok
+        ? (JSON.parse(c.text) as { data?: { createNote?: { note?: { rowId?: string } } } }).data?.createNote?.note
+            ?.rowId
+        : undefined;
       if (!id) return fail(c.text);
       if (plan.mode === 'peer-create') return true;
-      const p = await post(plan.url, headers, JSON.stringify({ query: PEER_PUBLISH, variables: { id, at: new Date().toISOString() } }));
+      const p = await post(
+        plan.url,
+        headers,
+        JSON.stringify({ query: PEER_PUBLISH, variables: { id, at: new Date().toISOString() } }),
+      );
       return p.ok || fail(p.text);
     }
     const c = await post(plan.url, headers, JSON.stringify({ query: CREATE, variables: { nk, d: data } }));
-    const id = c.ok ? (JSON.parse(c.text) as { data?: { createNote?: { _id?: string } } }).data?.createNote?._id : undefined;
+    const id = c.ok
+      ? (JSON.parse(c.text) as { data?: { createNote?: { _id?: string } } }).data?.createNote?._id
+      : undefined;
     if (!id) return fail(c.text);
     if (plan.mode === 'create') return true;
     const p = await post(plan.url, headers, JSON.stringify({ query: PUBLISH, variables: { id } }));
@@ -127,7 +157,16 @@ export async function runPlan(plan: LoadPlan): Promise<LoadResult> {
   await Promise.all(loops);
   lat.sort((a, b) => a - b);
   const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : 0);
-  return { requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors, firstError, warmupMs: Math.round(warmupMs) };
+  return {
+    requests: lat.length,
+    seconds,
+    rps: lat.length / seconds,
+    p50: pct(50),
+    p99: pct(99),
+    errors,
+    firstError,
+    warmupMs: Math.round(warmupMs),
+  };
 }
 
 /** Warm-up windows: the rate counts as steady when three successive windows agree within this share. */

@@ -20,13 +20,21 @@ export interface LoginLoad {
 
 type Measure = (name: string, plan: LoadPlan) => Promise<Row | undefined>;
 
-export async function runLoginLoad(graphql: string, publicKey: string, plan: LoadPlan, measure: Measure): Promise<LoginLoad> {
+export async function runLoginLoad(
+  graphql: string,
+  publicKey: string,
+  plan: LoadPlan,
+  measure: Measure,
+): Promise<LoginLoad> {
   const rate = Number(process.env.BENCH_LOGIN_RATE || 20);
   const before = await measure('login-load/idle', plan);
   const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'logins.json');
   const seconds = (plan.warmupMs + plan.durationMs) / 1000 + 1;
   writeFileSync(file, JSON.stringify({ graphql, publicKey, rate, seconds, customers: 40 }));
-  const driver = startChild(process.execPath, [join(import.meta.dir, 'logins.ts'), file], { label: 'logins', cwd: join(import.meta.dir, '..') });
+  const driver = startChild(process.execPath, [join(import.meta.dir, 'logins.ts'), file], {
+    label: 'logins',
+    cwd: join(import.meta.dir, '..'),
+  });
   let out = '';
   const ready = new Promise<void>((resolve, reject) => {
     driver.proc.stdout?.on('data', (c: Buffer) => {
@@ -51,7 +59,9 @@ export async function runLoginLoad(graphql: string, publicKey: string, plan: Loa
   await fetch(graphql, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
-    body: JSON.stringify({ query: 'mutation { loginCustomer(email: "drain-probe@example.com", password: "drain probe pw") { accessToken } }' }),
+    body: JSON.stringify({
+      query: 'mutation { loginCustomer(email: "drain-probe@example.com", password: "drain probe pw") { accessToken } }',
+    }),
     signal: AbortSignal.timeout(180_000),
   }).then((r) => r.text());
   const drainS = (Date.now() - t0) / 1000;

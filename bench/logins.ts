@@ -32,13 +32,20 @@ async function call(input: Input, query: string, variables: Record<string, unkno
   return res.status === 200 && !body.errors;
 }
 
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN;
 
 async function main(): Promise<void> {
   const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Input;
   const emails = Array.from({ length: input.customers }, (_, i) => `login-${process.pid}-${i}@example.com`);
   for (const e of emails) {
-    if (!(await call(input, 'mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { accessToken } }', { e, p: PASSWORD }))) {
+    if (
+      !(await call(
+        input,
+        'mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { accessToken } }',
+        { e, p: PASSWORD },
+      ))
+    ) {
       throw new Error(`registering ${e} failed`);
     }
   }
@@ -56,7 +63,10 @@ async function main(): Promise<void> {
     const e = emails[sent++ % emails.length]!;
     const start = performance.now();
     inflight.push(
-      call(input, 'mutation($e: String!, $p: String!) { loginCustomer(email: $e, password: $p) { accessToken } }', { e, p: PASSWORD }).then(
+      call(input, 'mutation($e: String!, $p: String!) { loginCustomer(email: $e, password: $p) { accessToken } }', {
+        e,
+        p: PASSWORD,
+      }).then(
         (ok) => {
           if (ok) latencies.push(performance.now() - start);
           else failed++;
@@ -68,7 +78,9 @@ async function main(): Promise<void> {
   await Promise.all(inflight);
   const wall = (performance.now() - t0) / 1000;
   latencies.sort((a, b) => a - b);
-  console.log(`LOGINJSON ${JSON.stringify({ sent, failed, rate: latencies.length / wall, p50: pct(latencies, 50), p99: pct(latencies, 99) })}`);
+  console.log(
+    `LOGINJSON ${JSON.stringify({ sent, failed, rate: latencies.length / wall, p50: pct(latencies, 50), p99: pct(latencies, 99) })}`,
+  );
 }
 
 main().then(

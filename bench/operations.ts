@@ -10,7 +10,14 @@
  */
 import { readFileSync } from 'node:fs';
 
-interface Input { graphql: string; sse: string; apiKey: string; endpoint: string; count: number; connections: number }
+interface Input {
+  graphql: string;
+  sse: string;
+  apiKey: string;
+  endpoint: string;
+  count: number;
+  connections: number;
+}
 const input = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Input;
 const now = () => performance.timeOrigin + performance.now();
 const pct = (xs: number[], p: number) => {
@@ -20,9 +27,11 @@ const pct = (xs: number[], p: number) => {
 
 async function pool(n: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: input.connections }, async () => {
-    while (next < n) await work(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: input.connections }, async () => {
+      while (next < n) await work(next++);
+    }),
+  );
 }
 
 // 1. Direct calls: the ceiling.
@@ -30,7 +39,11 @@ const direct: number[] = [];
 const d0 = now();
 await pool(input.count, async () => {
   const t = now();
-  const res = await fetch(input.endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"input":{"n":1}}' });
+  const res = await fetch(input.endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"input":{"n":1}}',
+  });
   await res.arrayBuffer();
   direct.push(now() - t);
 });
@@ -41,7 +54,10 @@ const completed = new Map<string, number>();
 let errors = 0;
 let firstError: string | undefined;
 const abort = new AbortController();
-const stream = await fetch(`${input.sse}/sse/${encodeURIComponent('jobs:*')}?apiKey=${encodeURIComponent(input.apiKey)}`, { signal: abort.signal });
+const stream = await fetch(
+  `${input.sse}/sse/${encodeURIComponent('jobs:*')}?apiKey=${encodeURIComponent(input.apiKey)}`,
+  { signal: abort.signal },
+);
 if (!stream.ok || !stream.body) throw new Error(`SSE jobs:* answered ${stream.status}`);
 let connected!: () => void;
 const ready = new Promise<void>((r) => (connected = r));
@@ -100,10 +116,27 @@ const done = [...sent].filter(([id]) => Number.isFinite(completed.get(id)));
 const last = Math.max(...done.map(([id]) => completed.get(id)!));
 const dispatch = [...sent].filter(([id]) => received[id] !== undefined).map(([id, t]) => received[id]! - t);
 const e2e = done.map(([id, t]) => completed.get(id)! - t);
-console.log(`OPSJSON ${JSON.stringify({
-  direct: { requests: input.count, seconds: directSeconds, rps: input.count / directSeconds, p50: pct(direct, 50), p99: pct(direct, 99), errors: 0 },
-  service: { requests: done.length, seconds: (last - s0) / 1000, rps: done.length / ((last - s0) / 1000), p50: pct(dispatch, 50), p99: pct(dispatch, 99), errors: errors + (sent.size - done.length), firstError },
-  e2e: { p50: pct(e2e, 50), p99: pct(e2e, 99) },
-  missing: sent.size - completed.size,
-})}`);
+console.log(
+  `OPSJSON ${JSON.stringify({
+    direct: {
+      requests: input.count,
+      seconds: directSeconds,
+      rps: input.count / directSeconds,
+      p50: pct(direct, 50),
+      p99: pct(direct, 99),
+      errors: 0,
+    },
+    service: {
+      requests: done.length,
+      seconds: (last - s0) / 1000,
+      rps: done.length / ((last - s0) / 1000),
+      p50: pct(dispatch, 50),
+      p99: pct(dispatch, 99),
+      errors: errors + (sent.size - done.length),
+      firstError,
+    },
+    e2e: { p50: pct(e2e, 50), p99: pct(e2e, 99) },
+    missing: sent.size - completed.size,
+  })}`,
+);
 process.exit(0);

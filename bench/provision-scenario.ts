@@ -46,10 +46,23 @@ async function control(url: string, token: string, method: string, path: string,
   return JSON.parse(text);
 }
 
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 
 /** Runs `count` calls of `one` with `concurrency` workers; requests/s and latency quantiles. */
-async function drive(count: number, concurrency: number, one: (i: number) => Promise<void>): Promise<{ requests: number; seconds: number; rps: number; p50: number; p99: number; errors: number; firstError?: string }> {
+async function drive(
+  count: number,
+  concurrency: number,
+  one: (i: number) => Promise<void>,
+): Promise<{
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  firstError?: string;
+}> {
   const latencies: number[] = [];
   let next = 0;
   let errors = 0;
@@ -72,20 +85,48 @@ async function drive(count: number, concurrency: number, one: (i: number) => Pro
   );
   const seconds = (performance.now() - t0) / 1000;
   latencies.sort((x, y) => x - y);
-  return { requests: latencies.length, seconds, rps: latencies.length / seconds, p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), errors, ...(firstError ? { firstError } : {}) };
+  return {
+    requests: latencies.length,
+    seconds,
+    rps: latencies.length / seconds,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    errors,
+    ...(firstError ? { firstError } : {}),
+  };
 }
 
-export async function setupFleet(url: string, s: Seeded, rss: () => { end(): number | undefined }): Promise<FleetSetup> {
+export async function setupFleet(
+  url: string,
+  s: Seeded,
+  rss: () => { end(): number | undefined },
+): Promise<FleetSetup> {
   const notes: string[] = [];
   const group = `bench-${Date.now().toString(36)}`;
-  await control(url, s.ownerKey, 'POST', `/v1/control/fleet-groups/${group}/publish`, { name: 'Bench storefronts', config: { models: [ITEM] } });
+  await control(url, s.ownerKey, 'POST', `/v1/control/fleet-groups/${group}/publish`, {
+    name: 'Bench storefronts',
+    config: { models: [ITEM] },
+  });
   const key = (type: string, scopes: string[]) =>
-    control(url, s.ownerKey, 'POST', '/v1/control/api-keys', { name: `bench-fleet-${type}`, type, tenant: true, projects: [s.projectId], scopes, rateLimit: BENCH_RATE_LIMIT }) as Promise<{ id: string; key: string }>;
+    control(url, s.ownerKey, 'POST', '/v1/control/api-keys', {
+      name: `bench-fleet-${type}`,
+      type,
+      tenant: true,
+      projects: [s.projectId],
+      scopes,
+      rateLimit: BENCH_RATE_LIMIT,
+    }) as Promise<{ id: string; key: string }>;
   const prov = await key('secret', ['provision', 'records:read', 'records:write']);
   const reader = await key('public', ['records:read']);
 
-  process.stderr.write(`bench: provision/projects-create (reference: ${PROJECTS} bare project creates, concurrency ${CONCURRENCY}) … `);
-  const ref = await drive(PROJECTS, CONCURRENCY, async (i) => void (await control(url, s.ownerKey, 'POST', '/v1/control/projects', { name: `bare ${i}` })));
+  process.stderr.write(
+    `bench: provision/projects-create (reference: ${PROJECTS} bare project creates, concurrency ${CONCURRENCY}) … `,
+  );
+  const ref = await drive(
+    PROJECTS,
+    CONCURRENCY,
+    async (i) => void (await control(url, s.ownerKey, 'POST', '/v1/control/projects', { name: `bare ${i}` })),
+  );
   process.stderr.write(`${ref.rps.toFixed(1)} projects/s\n`);
 
   process.stderr.write(`bench: provision (${PROJECTS} projects into one group, concurrency ${CONCURRENCY}) … `);
@@ -95,7 +136,13 @@ export async function setupFleet(url: string, s: Seeded, rss: () => { end(): num
     const res = await fetch(`${url}/v1/provision`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': prov.key, 'x-project-id': s.projectId },
-      body: JSON.stringify({ provision_id: `${group}-${i}`, group_id: group, name: `Shop ${i}`, branding: { displayName: `Shop ${i}` }, allow_list_key_ids: [prov.id, reader.id] }),
+      body: JSON.stringify({
+        provision_id: `${group}-${i}`,
+        group_id: group,
+        name: `Shop ${i}`,
+        branding: { displayName: `Shop ${i}` },
+        allow_list_key_ids: [prov.id, reader.id],
+      }),
       signal: AbortSignal.timeout(60_000),
     });
     const body = (await res.json()) as { project_id?: string; status?: string; message?: string };
@@ -117,7 +164,10 @@ export async function setupFleet(url: string, s: Seeded, rss: () => { end(): num
       const res = await fetch(`${url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': prov.key, 'x-project-id': done[i]! },
-        body: JSON.stringify({ query: create, variables: { d: { title: `Item of shop ${i}`, sku: `sku-${i}`, price: i } } }),
+        body: JSON.stringify({
+          query: create,
+          variables: { d: { title: `Item of shop ${i}`, sku: `sku-${i}`, price: i } },
+        }),
       });
       const text = await res.text();
       if (res.ok && !text.includes('"errors"')) return;

@@ -32,8 +32,22 @@ const LIST = JSON.stringify({ query: '{ posts(first: 20) { edges { node { _id ti
 
 async function load(url: string, key: string): Promise<LoadResult> {
   const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'plan.json');
-  writeFileSync(file, JSON.stringify({ url: `${url}/graphql`, mode: 'request', body: LIST, headerSets: [{ 'content-type': 'application/json', 'x-api-key': key }], connections: CONNECTIONS, warmupMs: 500, durationMs: SECONDS * 1000 }));
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'load.ts'), file], { stdout: 'pipe', stderr: 'inherit' });
+  writeFileSync(
+    file,
+    JSON.stringify({
+      url: `${url}/graphql`,
+      mode: 'request',
+      body: LIST,
+      headerSets: [{ 'content-type': 'application/json', 'x-api-key': key }],
+      connections: CONNECTIONS,
+      warmupMs: 500,
+      durationMs: SECONDS * 1000,
+    }),
+  );
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, 'load.ts'), file], {
+    stdout: 'pipe',
+    stderr: 'inherit',
+  });
   const out = await new Response(proc.stdout).text();
   const line = out.split('\n').find((l) => l.startsWith('LOADJSON '));
   if (!line) throw new Error(`load generator printed no result: ${out.slice(0, 300)}`);
@@ -79,10 +93,21 @@ async function main(): Promise<void> {
             const p = await gqlProject(server, MODELS);
             const sk = await p.key('sk', ['records:read', 'records:write', 'records:publish', 'drafts:read']);
             // The load is far past a key's default hourly limit.
-            const pk = (await insertApiKey(server.svc.sql, { tenantId: p.tenantId, projectId: p.projectId, kind: 'pk', name: 'bench-replica', scopes: ['records:read'], rateLimit: 2_000_000_000 })).key;
+            const pk = (
+              await insertApiKey(server.svc.sql, {
+                tenantId: p.tenantId,
+                projectId: p.projectId,
+                kind: 'pk',
+                name: 'bench-replica',
+                scopes: ['records:read'],
+                rateLimit: 2_000_000_000,
+              })
+            ).key;
             let id = '';
             for (let i = 0; i < 100; i++) {
-              const c = await p.gql(sk, 'mutation($t: String!) { createPost(data: { title: $t }) { _id } }', { t: `Post ${i}` });
+              const c = await p.gql(sk, 'mutation($t: String!) { createPost(data: { title: $t }) { _id } }', {
+                t: `Post ${i}`,
+              });
               id = c.body.data.createPost._id;
               await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
             }
@@ -90,9 +115,13 @@ async function main(): Promise<void> {
           }
           const r = await load(server.apiUrl, keys.pk);
           const name = `read-${replica ? 'replica' : 'primary'}${cached ? '' : '/uncached'}`;
-          const served = replica ? ` (replica served ${server.svc.replicas!.status()[0]!.reads}, primary ${server.svc.replicas!.primaryReads})` : '';
+          const served = replica
+            ? ` (replica served ${server.svc.replicas!.status()[0]!.reads}, primary ${server.svc.replicas!.primaryReads})`
+            : '';
           if (r.errors) console.error(`${name}: ${r.errors} errors, first: ${r.firstError}`);
-          rows.push(`| ${name} | ${Math.round(r.rps)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}${served} |`);
+          rows.push(
+            `| ${name} | ${Math.round(r.rps)} | ${r.p50.toFixed(2)} | ${r.p99.toFixed(2)} | ${r.errors}${served} |`,
+          );
           if (!cached) {
             // Write, then read back what was written presenting the write's LSN.
             const readBack: number[] = [];
@@ -101,13 +130,32 @@ async function main(): Promise<void> {
             for (let i = 0; i < ROUNDS; i++) {
               const t0 = performance.now();
               const gql = (key: string, query: string, variables: unknown, headers: Record<string, string> = {}) =>
-                fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers }, body: JSON.stringify({ query, variables }) });
-              await (await gql(keys.sk, 'mutation($id: ID!, $t: String!) { updatePost(_id: $id, data: { title: $t }) { _id } }', { id: keys.id, t: `round ${i}` })).text();
-              const pub = await gql(keys.sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id: keys.id });
+                fetch(`${server.apiUrl}/graphql`, {
+                  method: 'POST',
+                  headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+                  body: JSON.stringify({ query, variables }),
+                });
+              await (
+                await gql(
+                  keys.sk,
+                  'mutation($id: ID!, $t: String!) { updatePost(_id: $id, data: { title: $t }) { _id } }',
+                  { id: keys.id, t: `round ${i}` },
+                )
+              ).text();
+              const pub = await gql(keys.sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', {
+                id: keys.id,
+              });
               await pub.text();
               const lsn = pub.headers.get('x-svc-lsn');
               const t1 = performance.now();
-              const read = (await (await gql(keys.pk, 'query($id: ID!) { post(_id: $id) { title } }', { id: keys.id }, lsn ? { 'x-svc-lsn': lsn } : {})).json()) as any;
+              const read = (await (
+                await gql(
+                  keys.pk,
+                  'query($id: ID!) { post(_id: $id) { title } }',
+                  { id: keys.id },
+                  lsn ? { 'x-svc-lsn': lsn } : {},
+                )
+              ).json()) as any;
               const t2 = performance.now();
               if (read.data?.post?.title !== `round ${i}`) stale++;
               readBack.push(t2 - t1);
@@ -115,7 +163,9 @@ async function main(): Promise<void> {
             }
             readBack.sort((a, b) => a - b);
             total.sort((a, b) => a - b);
-            rows.push(`| write+read-back (${replica ? 'replica, x-svc-lsn' : 'primary'}) | ${ROUNDS} rounds | read-back p50 ${pct(readBack, 50).toFixed(2)} | p99 ${pct(readBack, 99).toFixed(2)}; write+read p50 ${pct(total, 50).toFixed(2)} ms | stale reads: ${stale} |`);
+            rows.push(
+              `| write+read-back (${replica ? 'replica, x-svc-lsn' : 'primary'}) | ${ROUNDS} rounds | read-back p50 ${pct(readBack, 50).toFixed(2)} | p99 ${pct(readBack, 99).toFixed(2)}; write+read p50 ${pct(total, 50).toFixed(2)} ms | stale reads: ${stale} |`,
+            );
           }
         } finally {
           await server.stop();

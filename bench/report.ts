@@ -11,7 +11,19 @@ export interface Row {
   na?: string;
 }
 
-export const COLUMNS = ['scenario', 'req/s', 'errors', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-jit', '× yoga-cached', '× write-ceiling'] as const;
+export const COLUMNS = [
+  'scenario',
+  'req/s',
+  'errors',
+  'p50 ms',
+  'p99 ms',
+  'peak RSS MB',
+  '× ceiling-jit',
+  '× postgraphile',
+  '× yoga-jit',
+  '× yoga-cached',
+  '× write-ceiling',
+] as const;
 
 const PEERS = ['ceiling-jit', 'postgraphile', 'yoga-jit', 'yoga-cached'] as const;
 
@@ -42,21 +54,47 @@ export function tableLines(rows: Row[]): string[] {
     });
     // Writes against bare INSERT commits (issue 11): pairs/s and creates/s of the service.
     const ceiling = byName.get('write-ceiling')?.result;
-    ratios.push(r.shape === 'write' && !r.reference && r.name !== 'write/batch100' && ceiling && ceiling.rps > 0 ? (r.result.rps / ceiling.rps).toFixed(3) : '');
+    ratios.push(
+      r.shape === 'write' && !r.reference && r.name !== 'write/batch100' && ceiling && ceiling.rps > 0
+        ? (r.result.rps / ceiling.rps).toFixed(3)
+        : '',
+    );
     const rss = r.result.rssMb === undefined ? 'n/a' : f(r.result.rssMb, 0);
     const errors = r.result.errors ?? 0;
-    lines.push(`| ${r.name}${errors > 0 ? ERROR_MARK : ''} | ${f(r.result.rps, 0)} | ${errors} | ${f(r.result.p50, 2)} | ${f(r.result.p99, 2)} | ${rss} | ${ratios.join(' | ')} |`);
+    lines.push(
+      `| ${r.name}${errors > 0 ? ERROR_MARK : ''} | ${f(r.result.rps, 0)} | ${errors} | ${f(r.result.p50, 2)} | ${f(r.result.p99, 2)} | ${rss} | ${ratios.join(' | ')} |`,
+    );
   }
   return lines;
 }
 
-const UNITS: Record<Row['shape'], string> = { read: 'req/s', filtered: 'req/s', write: 'ops/s', operations: 'executions/s', provision: 'req/s', files: 'req/s' };
+const UNITS: Record<Row['shape'], string> = {
+  read: 'req/s',
+  filtered: 'req/s',
+  write: 'ops/s',
+  operations: 'executions/s',
+  provision: 'req/s',
+  files: 'req/s',
+};
 
 /** The rows as data for the result file, errors and all. */
 export function rowsJson(rows: Row[]): RowJson[] {
   return rows.map((r) =>
     r.result
-      ? { name: r.name, shape: r.shape, reference: r.reference, rps: r.result.rps, p50Ms: r.result.p50, p99Ms: r.result.p99, ...(r.result.rssMb !== undefined ? { rssMb: r.result.rssMb } : {}), requests: r.result.requests, errors: r.result.errors ?? 0, ...(r.result.firstError ? { firstError: r.result.firstError } : {}), seconds: r.result.seconds, ...(r.result.warmupMs !== undefined ? { warmupMs: r.result.warmupMs } : {}) }
+      ? {
+          name: r.name,
+          shape: r.shape,
+          reference: r.reference,
+          rps: r.result.rps,
+          p50Ms: r.result.p50,
+          p99Ms: r.result.p99,
+          ...(r.result.rssMb !== undefined ? { rssMb: r.result.rssMb } : {}),
+          requests: r.result.requests,
+          errors: r.result.errors ?? 0,
+          ...(r.result.firstError ? { firstError: r.result.firstError } : {}),
+          seconds: r.result.seconds,
+          ...(r.result.warmupMs !== undefined ? { warmupMs: r.result.warmupMs } : {}),
+        }
       : { name: r.name, shape: r.shape, reference: r.reference, na: r.na ?? 'not run' },
   );
 }
@@ -64,6 +102,7 @@ export function rowsJson(rows: Row[]): RowJson[] {
 /** Each measured row's throughput as a figure named like the row (successful operations only). */
 export function rowFigures(rows: Row[]): Record<string, Figure> {
   const out: Record<string, Figure> = {};
-  for (const r of rows) if (r.result) out[r.name] = { value: r.result.rps, unit: UNITS[r.shape], errors: r.result.errors ?? 0 };
+  for (const r of rows)
+    if (r.result) out[r.name] = { value: r.result.rps, unit: UNITS[r.shape], errors: r.result.errors ?? 0 };
   return out;
 }

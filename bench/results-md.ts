@@ -34,7 +34,11 @@ const num = (n: number | undefined, unit = ''): string => {
 function cell(s: ScenarioResult): { figure: string; reference: string; ratio: string; met: string } {
   const mark = s.errors ? ` ⚠ ${s.errors} errors` : '';
   const figure = `${num(s.value, s.unit)}${mark}`;
-  const reference = s.reference ? (s.referenceValue !== undefined ? `${s.reference}: ${num(s.referenceValue, s.unit)}` : `${s.reference}: n/a`) : '—';
+  const reference = s.reference
+    ? s.referenceValue !== undefined
+      ? `${s.reference}: ${num(s.referenceValue, s.unit)}`
+      : `${s.reference}: n/a`
+    : '—';
   const ratio = s.ratio !== undefined ? `${s.ratio.toFixed(2)} ×` : s.reference ? 'n/a' : '—';
   const met = s.met === undefined ? (s.target ? 'n/a' : '') : s.met ? 'met' : 'not met';
   return { figure, reference, ratio, met };
@@ -57,13 +61,17 @@ export function resultsMarkdown(results: { file: string; data: ResultFile }[]): 
   ];
   for (const c of COMPARISONS) {
     // The newest file with this comparison's figure; a newer run without its reference still wins (it says n/a).
-    const hit = [...results].reverse().find((r) => r.data.scenarios?.some((s) => s.id === c.id && s.value !== undefined));
+    const hit = [...results]
+      .reverse()
+      .find((r) => r.data.scenarios?.some((s) => s.id === c.id && s.value !== undefined));
     if (!hit) continue;
     const s = hit.data.scenarios.find((x) => x.id === c.id)!;
     used.set(hit.file, hit.data);
     const x = cell(s);
     const label = c.figure === c.scenario ? c.scenario : `${c.scenario} (${c.figure.replace(`${c.scenario}/`, '')})`;
-    lines.push(`| ${label} | [${hit.data.started.slice(0, 16).replace('T', ' ')}${hit.data.quick ? ' quick' : ''}](#${hit.file.replace(/\.json$/, '').toLowerCase()}) | ${x.figure} | ${x.reference} | ${x.ratio} | ${s.target ?? ''} | ${x.met} |`);
+    lines.push(
+      `| ${label} | [${hit.data.started.slice(0, 16).replace('T', ' ')}${hit.data.quick ? ' quick' : ''}](#${hit.file.replace(/\.json$/, '').toLowerCase()}) | ${x.figure} | ${x.reference} | ${x.ratio} | ${s.target ?? ''} | ${x.met} |`,
+    );
   }
   if (used.size === 0) lines.push('| (no results yet: run `npm run bench`) | | | | | | |');
   lines.push('', '## Runs', '');
@@ -85,7 +93,10 @@ export function resultsMarkdown(results: { file: string; data: ResultFile }[]): 
   return lines.join('\n');
 }
 
-export function writeResultsMarkdown(file = process.env.BENCH_RESULTS_MD || join(import.meta.dir, 'RESULTS.md'), dir = RESULTS_DIR): string {
+export function writeResultsMarkdown(
+  file = process.env.BENCH_RESULTS_MD || join(import.meta.dir, 'RESULTS.md'),
+  dir = RESULTS_DIR,
+): string {
   const md = resultsMarkdown(readResults(dir));
   writeFileSync(file, md);
   return file;

@@ -72,7 +72,18 @@ export interface ResultFile {
   quick: boolean;
   commit: string;
   dirty: boolean;
-  machine: { cores: number; cpuModel: string; cpuMHz: number | undefined; memoryGiB: number; bun: string; node: string; peerNode?: string; postgres: string; database: string; loadgen: string };
+  machine: {
+    cores: number;
+    cpuModel: string;
+    cpuMHz: number | undefined;
+    memoryGiB: number;
+    bun: string;
+    node: string;
+    peerNode?: string;
+    postgres: string;
+    database: string;
+    loadgen: string;
+  };
   conditions: { before: Conditions; after: Conditions; warmupMs: number; durationMs: number; steadyWarmup: string };
   rows: RowJson[];
   figures: Record<string, Figure>;
@@ -96,7 +107,14 @@ function procStat(): CpuTimes | undefined {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
     const [, user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).map(Number) as number[];
     const total = [user, nice, system, idle, iowait, irq, softirq, steal].reduce((a, b) => a! + (b ?? 0), 0)!;
-    return { user: user! + nice!, system: system! + irq! + softirq!, idle: idle!, iowait: iowait!, steal: steal ?? 0, total };
+    return {
+      user: user! + nice!,
+      system: system! + irq! + softirq!,
+      idle: idle!,
+      iowait: iowait!,
+      steal: steal ?? 0,
+      total,
+    };
   } catch {
     return undefined;
   }
@@ -106,7 +124,14 @@ function procStat(): CpuTimes | undefined {
 export function cpuShares(a: CpuTimes, b: CpuTimes, sampleMs: number): Conditions['cpu'] {
   const d = Math.max(1, b.total - a.total);
   const pct = (x: number, y: number) => Math.round((10_000 * (y - x)) / d) / 100;
-  return { userPct: pct(a.user, b.user), systemPct: pct(a.system, b.system), idlePct: pct(a.idle, b.idle), iowaitPct: pct(a.iowait, b.iowait), stealPct: pct(a.steal, b.steal), sampleMs };
+  return {
+    userPct: pct(a.user, b.user),
+    systemPct: pct(a.system, b.system),
+    idlePct: pct(a.idle, b.idle),
+    iowaitPct: pct(a.iowait, b.iowait),
+    stealPct: pct(a.steal, b.steal),
+    sampleMs,
+  };
 }
 
 /**
@@ -148,7 +173,9 @@ export async function conditions(sampleMs = 1000): Promise<Conditions> {
 
 function cpuMHz(): number | undefined {
   try {
-    const mhz = [...readFileSync('/proc/cpuinfo', 'utf8').matchAll(/^cpu MHz\s*:\s*([\d.]+)/gm)].map((m) => Number(m[1]));
+    const mhz = [...readFileSync('/proc/cpuinfo', 'utf8').matchAll(/^cpu MHz\s*:\s*([\d.]+)/gm)].map((m) =>
+      Number(m[1]),
+    );
     if (mhz.length) return Math.round(mhz.reduce((a, b) => a + b, 0) / mhz.length);
   } catch {}
   const s = cpus()[0]?.speed;
@@ -157,13 +184,21 @@ function cpuMHz(): number | undefined {
 
 function version(cmd: string, args: string[]): string {
   try {
-    return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim().replace(/^v/, '');
+    return execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim()
+      .replace(/^v/, '');
   } catch {
     return 'not installed';
   }
 }
 
-export function describeBox(p: { postgres: string; database: string; loadgen: string; peerNode?: string }): ResultFile['machine'] {
+export function describeBox(p: {
+  postgres: string;
+  database: string;
+  loadgen: string;
+  peerNode?: string;
+}): ResultFile['machine'] {
   const cs = cpus();
   return {
     cores: cs.length,
@@ -181,8 +216,16 @@ export function describeBox(p: { postgres: string; database: string; loadgen: st
 
 export function gitState(cwd = ROOT): { commit: string; dirty: boolean } {
   try {
-    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim() !== '';
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd, stdio: ['ignore', 'pipe', 'ignore'] })
+      .toString()
+      .trim();
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], {
+        cwd,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
+        .toString()
+        .trim() !== '';
     return { commit, dirty };
   } catch {
     return { commit: 'unknown', dirty: false };
@@ -191,7 +234,10 @@ export function gitState(cwd = ROOT): { commit: string; dirty: boolean } {
 
 /** `2026-11-28T17-04-05Z`: a file name that sorts by time. */
 export function stamp(d = new Date()): string {
-  return d.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  return d
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-');
 }
 
 /** Evaluates every comparison whose scenario figure is in this run. */
@@ -200,7 +246,14 @@ export function evaluate(figures: Record<string, Figure>, list: readonly Compari
   for (const c of list) {
     const f = figures[c.figure];
     if (!f) continue;
-    const r: ScenarioResult = { id: c.id, scenario: c.scenario, figure: c.figure, value: f.value, unit: f.unit, ...(c.target ? { target: c.target.text } : {}) };
+    const r: ScenarioResult = {
+      id: c.id,
+      scenario: c.scenario,
+      figure: c.figure,
+      value: f.value,
+      unit: f.unit,
+      ...(c.target ? { target: c.target.text } : {}),
+    };
     let errors = f.errors ?? 0;
     if (c.reference) {
       r.reference = c.reference;
@@ -214,7 +267,9 @@ export function evaluate(figures: Record<string, Figure>, list: readonly Compari
     if (errors > 0) r.errors = errors;
     if (c.target) {
       const x = c.target.of === 'ratio' ? r.ratio : f.value;
-      if (x !== undefined && Number.isFinite(x)) r.met = c.target.op === '>=' ? x >= c.target.value : c.target.op === '<=' ? x <= c.target.value : x < c.target.value;
+      if (x !== undefined && Number.isFinite(x))
+        r.met =
+          c.target.op === '>=' ? x >= c.target.value : c.target.op === '<=' ? x <= c.target.value : x < c.target.value;
       // A figure measured with errors never meets its target.
       if (errors > 0) r.met = false;
     }

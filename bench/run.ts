@@ -16,7 +16,16 @@ import { pgCpuWindow } from './pg-cpu.ts';
 import type { AuthCost } from './auth-cost.ts';
 import type { CustomerCost } from './customer-cost.ts';
 import { rowFigures, rowsJson, tableLines, type Row } from './report.ts';
-import { conditions, describeBox, evaluate, gitState, stamp, type Conditions, type Figure, type ResultFile } from './results.ts';
+import {
+  conditions,
+  describeBox,
+  evaluate,
+  gitState,
+  stamp,
+  type Conditions,
+  type Figure,
+  type ResultFile,
+} from './results.ts';
 import { RESULTS_DIR, writeResultsMarkdown } from './results-md.ts';
 import { peerNode } from './peers.ts';
 import { parseCompare, runCompare } from './compare.ts';
@@ -31,9 +40,32 @@ import { runCli } from '../src/cli/main.ts';
 import { FANOUT, runFanout, type FanoutName } from './fanout.ts';
 import { collabFigures, collabLines, runCollab } from './collab.ts';
 import { runFanout3 } from './fanout-3proc.ts';
-import { pushTrustedRead, runFirstAfterRestart, runRevalidate, TRUSTED_BODY, TRUSTED_SCENARIOS, trustedRatios } from './trusted.ts';
+import {
+  pushTrustedRead,
+  runFirstAfterRestart,
+  runRevalidate,
+  TRUSTED_BODY,
+  TRUSTED_SCENARIOS,
+  trustedRatios,
+} from './trusted.ts';
 
-export const SCENARIOS = ['read-cached', 'read-uncached', 'read-filtered', 'write', 'auth-mixed', 'auth-customer', 'auth-cost', 'login-load', 'operations', 'provision', 'files', ...FANOUT, 'fanout-3proc', 'collab', ...TRUSTED_SCENARIOS] as const;
+export const SCENARIOS = [
+  'read-cached',
+  'read-uncached',
+  'read-filtered',
+  'write',
+  'auth-mixed',
+  'auth-customer',
+  'auth-cost',
+  'login-load',
+  'operations',
+  'provision',
+  'files',
+  ...FANOUT,
+  'fanout-3proc',
+  'collab',
+  ...TRUSTED_SCENARIOS,
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
 type Name = (typeof ALL)[number];
@@ -112,7 +144,13 @@ const profiles: string[] = [];
 let fanoutLines: string[] = [];
 const isFanout = (n: string): n is FanoutName => (FANOUT as readonly string[]).includes(n);
 
-function planFor(o: Options, endpoint: string, body: string | undefined, headerSets: Record<string, string>[], mode: LoadPlan['mode'] = 'request'): LoadPlan {
+function planFor(
+  o: Options,
+  endpoint: string,
+  body: string | undefined,
+  headerSets: Record<string, string>[],
+  mode: LoadPlan['mode'] = 'request',
+): LoadPlan {
   const seconds = Number(process.env.BENCH_DURATION || (o.quick ? 3 : 10));
   return {
     url: endpoint,
@@ -127,15 +165,28 @@ function planFor(o: Options, endpoint: string, body: string | undefined, headerS
 
 /** One request first: the target must answer this document with data and no errors. */
 async function preflight(endpoint: string, body: string, headers: Record<string, string>): Promise<string> {
-  const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(15_000) });
+  const res = await fetch(endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+    signal: AbortSignal.timeout(15_000),
+  });
   const text = await res.text();
   if (res.status === 404) throw new Error(`POST ${new URL(endpoint).pathname} → 404`);
   if (res.status !== 200 || text.includes('"errors"')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 140)}`);
   return text;
 }
 
-async function measure(name: string, shape: Row['shape'], reference: boolean, target: Target, plan: LoadPlan): Promise<void> {
-  process.stderr.write(`bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
+async function measure(
+  name: string,
+  shape: Row['shape'],
+  reference: boolean,
+  target: Target,
+  plan: LoadPlan,
+): Promise<void> {
+  process.stderr.write(
+    `bench: ${name} (${loadgenName(plan)}, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `,
+  );
   const rss = rssWindow(target.child.pid);
   const cpu = cpuWindow(target.child.pid);
   const pg = shape === 'write' && db ? await pgCpuWindow(db.url).catch(() => undefined) : undefined;
@@ -145,16 +196,26 @@ async function measure(name: string, shape: Row['shape'], reference: boolean, ta
   const used = cpu.end();
   const pgSeconds = await pg?.end();
   if (used && pgSeconds !== undefined && result.rps > 0) {
-    const ops = result.rps * (plan.warmupMs + plan.durationMs) / 1000;
+    const ops = (result.rps * (plan.warmupMs + plan.durationMs)) / 1000;
     writeCpu.set(name, { client: (used.cpuSeconds * 1e6) / ops, pg: (pgSeconds * 1e6) / ops });
   }
   if (used && !reference && result.rps > 0) {
     cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
-    notes.push(`${name}: server CPU ${((used.cores * 1e6) / result.rps).toFixed(1)} µs per request (${used.cores.toFixed(2)} cores busy)`);
+    notes.push(
+      `${name}: server CPU ${((used.cores * 1e6) / result.rps).toFixed(1)} µs per request (${used.cores.toFixed(2)} cores busy)`,
+    );
   }
-  if (result.errors > 0) notes.push(`${name}: ${result.errors} failed requests${result.firstError ? ` (first: ${result.firstError.slice(0, 120)})` : ''}`);
+  if (result.errors > 0)
+    notes.push(
+      `${name}: ${result.errors} failed requests${result.firstError ? ` (first: ${result.firstError.slice(0, 120)})` : ''}`,
+    );
   if (result.requests === 0) {
-    rows.push({ name, shape, reference, na: `no successful request${result.firstError ? `: ${result.firstError.slice(0, 80)}` : ''}` });
+    rows.push({
+      name,
+      shape,
+      reference,
+      na: `no successful request${result.firstError ? `: ${result.firstError.slice(0, 80)}` : ''}`,
+    });
     process.stderr.write('no requests\n');
     return;
   }
@@ -163,16 +224,23 @@ async function measure(name: string, shape: Row['shape'], reference: boolean, ta
 }
 
 const body = (query: string) => JSON.stringify({ query });
-const naRow = (name: string, shape: Row['shape'], reference: boolean, reason: string) => rows.push({ name, shape, reference, na: reason.split('\n')[0]!.slice(0, 160) });
+const naRow = (name: string, shape: Row['shape'], reference: boolean, reason: string) =>
+  rows.push({ name, shape, reference, na: reason.split('\n')[0]!.slice(0, 160) });
 
 async function runReference(o: Options, name: ReferenceName, readBytes: { file?: string }): Promise<void> {
   const dbUrl = db?.url;
   const shapes: [string, Row['shape'], string][] =
     name === 'postgraphile'
-      ? [[name, 'read', body(PG_READ_DOC)], [`${name}/filtered`, 'filtered', body(PG_FILTERED_DOC)]]
+      ? [
+          [name, 'read', body(PG_READ_DOC)],
+          [`${name}/filtered`, 'filtered', body(PG_FILTERED_DOC)],
+        ]
       : name === 'ceiling-static'
         ? [[name, 'read', body(READ_DOC)]]
-        : [[name, 'read', body(READ_DOC)], [`${name}/filtered`, 'filtered', body(FILTERED_DOC)]];
+        : [
+            [name, 'read', body(READ_DOC)],
+            [`${name}/filtered`, 'filtered', body(FILTERED_DOC)],
+          ];
   let target: Target | undefined;
   try {
     if (name === 'ceiling-static' && !readBytes.file) {
@@ -184,7 +252,11 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
       writeFileSync(readBytes.file, text);
       notes.push('ceiling-static serves the ceiling-jit response bytes (the service read was not available)');
     }
-    target = await startReference(name, { databaseUrl: dbUrl, bodyFile: readBytes.file, profile: o.profile === name ? name : undefined });
+    target = await startReference(name, {
+      databaseUrl: dbUrl,
+      bodyFile: readBytes.file,
+      profile: o.profile === name ? name : undefined,
+    });
     for (const [rowName, shape, b] of shapes) {
       try {
         await preflight(target.endpoint, b, {});
@@ -201,21 +273,46 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
   }
 }
 
-async function runService(o: Options, wanted: Scenario[], pinnedPort: number | undefined, readBytes: { file?: string }): Promise<void> {
-  const shapeOf = (s: Scenario): Row['shape'] => (s === 'read-filtered' ? 'filtered' : s === 'write' ? 'write' : s === 'operations' ? 'operations' : s === 'provision' ? 'provision' : s === 'files' ? 'files' : 'read');
-  const cachedNeeded = wanted.filter((s) => s !== 'read-uncached' && s !== 'read-trusted-uncached' && s !== 'first-after-restart');
+async function runService(
+  o: Options,
+  wanted: Scenario[],
+  pinnedPort: number | undefined,
+  readBytes: { file?: string },
+): Promise<void> {
+  const shapeOf = (s: Scenario): Row['shape'] =>
+    s === 'read-filtered'
+      ? 'filtered'
+      : s === 'write'
+        ? 'write'
+        : s === 'operations'
+          ? 'operations'
+          : s === 'provision'
+            ? 'provision'
+            : s === 'files'
+              ? 'files'
+              : 'read';
+  const cachedNeeded = wanted.filter(
+    (s) => s !== 'read-uncached' && s !== 'read-trusted-uncached' && s !== 'first-after-restart',
+  );
   let svc: (Target & { rootToken: string; gatewayUrl: string }) | undefined;
   let seeded: Seeded | undefined;
   const unavailable: Partial<Record<Scenario, string>> = {};
   try {
-    svc = await startService(db!.url, { pinnedPort, profile: o.profile && o.profile !== 'read-uncached' && (SCENARIOS as readonly string[]).includes(o.profile) ? o.profile : undefined });
+    svc = await startService(db!.url, {
+      pinnedPort,
+      profile:
+        o.profile && o.profile !== 'read-uncached' && (SCENARIOS as readonly string[]).includes(o.profile)
+          ? o.profile
+          : undefined,
+    });
     seeded = await seedProject(svc.url, svc.rootToken, db!.url);
     fleetSeed = seeded;
     notes.push(...seeded.notes);
     await seedArticles(svc.url, seeded);
     const text = await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
     // Trusted-document rows (bench/trusted.ts): the read document, pushed once.
-    if (wanted.some((w) => (TRUSTED_SCENARIOS as readonly string[]).includes(w))) await pushTrustedRead(svc.url, seeded);
+    if (wanted.some((w) => (TRUSTED_SCENARIOS as readonly string[]).includes(w)))
+      await pushTrustedRead(svc.url, seeded);
     readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
     writeFileSync(readBytes.file, text);
   } catch (err) {
@@ -236,32 +333,62 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, TRUSTED_BODY, [pub]));
         } else if (name === 'revalidate-304') {
           const plan = planFor(o, svc.endpoint, undefined, [pub]);
-          rows.push({ name, shape: 'read', reference: false, result: { ...(await runRevalidate(svc, s.publicKey, plan)), rssMb: undefined } });
+          rows.push({
+            name,
+            shape: 'read',
+            reference: false,
+            result: { ...(await runRevalidate(svc, s.publicKey, plan)), rssMb: undefined },
+          });
         } else if (name === 'auth-mixed') {
           const keys = await rotationKeys(svc.url, db!.url, s, 1_000);
           await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': keys[keys.length - 1]! });
-          await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), keys.map((k) => ({ 'x-api-key': k }))));
+          await measure(
+            name,
+            'read',
+            false,
+            svc,
+            planFor(
+              o,
+              svc.endpoint,
+              body(READ_DOC),
+              keys.map((k) => ({ 'x-api-key': k })),
+            ),
+          );
         } else if (name === 'auth-customer') {
           // Key + customer token: the same document, never response-cached (per customer).
-          const reg = await gql(svc.url, s.publicKey, 'mutation($e: String!) { registerCustomer(email: $e, password: "bench customer pw") { accessToken } }', { e: `bench-${Date.now()}@example.com` });
+          const reg = await gql(
+            svc.url,
+            s.publicKey,
+            'mutation($e: String!) { registerCustomer(email: $e, password: "bench customer pw") { accessToken } }',
+            { e: `bench-${Date.now()}@example.com` },
+          );
           const h = { ...pub, authorization: `Bearer ${reg.data.registerCustomer.accessToken}` };
           await preflight(svc.endpoint, body(READ_DOC), h);
           customerToken = reg.data.registerCustomer.accessToken;
-          await runCustomerCost(s, customerToken!).catch((err) => notes.push(`auth-customer, in-process: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`));
+          await runCustomerCost(s, customerToken!).catch((err) =>
+            notes.push(`auth-customer, in-process: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`),
+          );
           await measure(name, 'read', false, svc, planFor(o, svc.endpoint, body(READ_DOC), [h]));
         } else if (name === 'auth-cost') {
           authCost = await runAuthCost(s);
         } else if (name === 'login-load') {
-          const r = await runLoginLoad(svc.endpoint, s.publicKey, planFor(o, svc.endpoint, body(READ_DOC), [pub]), async (n, plan) => {
-            await measure(n, 'read', false, svc!, plan);
-            return rows.find((row) => row.name === n);
-          });
+          const r = await runLoginLoad(
+            svc.endpoint,
+            s.publicKey,
+            planFor(o, svc.endpoint, body(READ_DOC), [pub]),
+            async (n, plan) => {
+              await measure(n, 'read', false, svc!, plan);
+              return rows.find((row) => row.name === n);
+            },
+          );
           loginLines = r.lines;
           notes.push(...r.notes);
         } else if (name === 'read-filtered') {
           const t0 = Date.now();
           await seedListings(svc.url, s, 240_000);
-          notes.push(`read-filtered: seeded 10,000 listings through GraphQL create + publish in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+          notes.push(
+            `read-filtered: seeded 10,000 listings through GraphQL create + publish in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+          );
           await preflight(svc.endpoint, body(FILTERED_DOC), pub);
           await measure(name, 'filtered', false, svc, planFor(o, svc.endpoint, body(FILTERED_DOC), [pub]));
         } else if (name === 'operations') {
@@ -275,7 +402,9 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
           rows.push(...r.rows);
           notes.push(...r.notes);
         } else if (name === 'write') {
-          await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', { d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false } });
+          await gql(svc.url, s.secretKey, 'mutation($d: NoteInput!) { createNote(data: $d) { _id } }', {
+            d: { title: 'probe', slug: 'probe', summary: 's', rating: 1, featured: false },
+          });
           const sk = [{ 'x-api-key': s.secretKey }];
           await measure(name, 'write', false, svc, planFor(o, svc.endpoint, undefined, sk, 'write'));
           // The reference right after, same connections, same database (issue 11).
@@ -296,7 +425,10 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
   }
   if (wanted.includes('first-after-restart')) {
     try {
-      notes.push((await runFirstAfterRestart(() => startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' } }), s.publicKey)).note);
+      notes.push(
+        (await runFirstAfterRestart(() => startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' } }), s.publicKey))
+          .note,
+      );
     } catch (err) {
       notes.push(`first-after-restart: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`);
     }
@@ -305,9 +437,13 @@ async function runService(o: Options, wanted: Scenario[], pinnedPort: number | u
     // A second service process on the same database with the response cache off.
     let un: Target | undefined;
     try {
-      un = await startService(db!.url, { env: { SVC_RESPONSE_CACHE: 'off' }, profile: o.profile === 'read-uncached' ? o.profile : undefined });
+      un = await startService(db!.url, {
+        env: { SVC_RESPONSE_CACHE: 'off' },
+        profile: o.profile === 'read-uncached' ? o.profile : undefined,
+      });
       await preflight(un.endpoint, body(READ_DOC), pub);
-      if (wanted.includes('read-uncached')) await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
+      if (wanted.includes('read-uncached'))
+        await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
       if (wanted.includes('read-trusted-uncached')) {
         await preflight(un.endpoint, TRUSTED_BODY, pub);
         await measure('read-trusted-uncached', 'read', false, un, planFor(o, un.endpoint, TRUSTED_BODY, [pub]));
@@ -346,7 +482,10 @@ async function runCustomerAb(o: Options, un: Target, s: Seeded, token: string): 
   const ratios: string[] = [];
   const values: number[] = [];
   for (let r = 1; r <= rounds; r++) {
-    const order: [string, Record<string, string>][] = [[`read-uncached/ab${r}`, pub], [`auth-customer/ab${r}`, tok]];
+    const order: [string, Record<string, string>][] = [
+      [`read-uncached/ab${r}`, pub],
+      [`auth-customer/ab${r}`, tok],
+    ];
     if (r % 2 === 0) order.reverse();
     for (const [n, h] of order) await measure(n, 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [h]));
     const a = cpuPerRequest.get(`auth-customer/ab${r}`);
@@ -358,7 +497,9 @@ async function runCustomerAb(o: Options, un: Target, s: Seeded, token: string): 
   if (values.length === 0) return;
   values.sort((x, y) => x - y);
   const median = values[Math.floor(values.length / 2)]!;
-  notes.push(`auth-customer vs read-uncached, same process, interleaved (server CPU per request, token ÷ key only): ${ratios.join('; ')}; median ${median.toFixed(3)}× → the token adds ${((median - 1) * 100).toFixed(1)} % (target: under 5 %)`);
+  notes.push(
+    `auth-customer vs read-uncached, same process, interleaved (server CPU per request, token ÷ key only): ${ratios.join('; ')}; median ${median.toFixed(3)}× → the token adds ${((median - 1) * 100).toFixed(1)} % (target: under 5 %)`,
+  );
 }
 
 /**
@@ -375,7 +516,13 @@ async function runProvision(o: Options, svc: Target & { rootToken: string }): Pr
   await preflight(svc.endpoint, body(FLEET_READ_DOC), one[0]!);
   await measure('provision/read-1', 'read', true, svc, planFor(o, svc.endpoint, body(FLEET_READ_DOC), one));
   const before = await cacheEntries(svc.url);
-  await measure(`provision/read-${fleet.rotation.length}`, 'read', false, svc, planFor(o, svc.endpoint, body(FLEET_READ_DOC), fleet.rotation));
+  await measure(
+    `provision/read-${fleet.rotation.length}`,
+    'read',
+    false,
+    svc,
+    planFor(o, svc.endpoint, body(FLEET_READ_DOC), fleet.rotation),
+  );
   const after = await cacheEntries(svc.url);
   notes.push(await fleetMemory());
   const r1 = rows.find((r) => r.name === 'provision/read-1')?.result;
@@ -390,8 +537,14 @@ async function runProvision(o: Options, svc: Target & { rootToken: string }): Pr
 
 /** bench/fleet-memory.ts in its own process (its heap is measured): heap per project, members against standalone. */
 async function fleetMemory(): Promise<string> {
-  process.stderr.write('bench: provision/memory (1,000 members against 1,000 standalone projects, bench/fleet-memory.ts) … ');
-  const child = startChild(process.execPath, [join(import.meta.dir, 'fleet-memory.ts'), '1000'], { label: 'fleet-memory', cwd: join(import.meta.dir, '..'), env: { DATABASE_URL: db!.url } });
+  process.stderr.write(
+    'bench: provision/memory (1,000 members against 1,000 standalone projects, bench/fleet-memory.ts) … ',
+  );
+  const child = startChild(process.execPath, [join(import.meta.dir, 'fleet-memory.ts'), '1000'], {
+    label: 'fleet-memory',
+    cwd: join(import.meta.dir, '..'),
+    env: { DATABASE_URL: db!.url },
+  });
   let out = '';
   child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   const timer = setTimeout(() => void child.stop('SIGKILL', 0), 300_000);
@@ -402,8 +555,17 @@ async function fleetMemory(): Promise<string> {
     process.stderr.write('failed\n');
     return `provision/memory: bench/fleet-memory.ts printed no result: ${child.tail().slice(0, 160)}`;
   }
-  const r = JSON.parse(m[1]!) as { projects: number; memberBytesPerProject: number; standaloneBytesPerProject: number; memberTotalMb: number; standaloneTotalMb: number; sharedSchemas: number };
-  process.stderr.write(`${(r.memberBytesPerProject / 1024).toFixed(1)} KB against ${(r.standaloneBytesPerProject / 1024).toFixed(1)} KB per project\n`);
+  const r = JSON.parse(m[1]!) as {
+    projects: number;
+    memberBytesPerProject: number;
+    standaloneBytesPerProject: number;
+    memberTotalMb: number;
+    standaloneTotalMb: number;
+    sharedSchemas: number;
+  };
+  process.stderr.write(
+    `${(r.memberBytesPerProject / 1024).toFixed(1)} KB against ${(r.standaloneBytesPerProject / 1024).toFixed(1)} KB per project\n`,
+  );
   return `provision/memory: heap after one read per project (6 models, 40 fields): ${r.projects} fleet members on one version +${r.memberTotalMb.toFixed(1)} MB (${(r.memberBytesPerProject / 1024).toFixed(1)} KB per project, ${r.sharedSchemas} shared schema), ${r.projects} standalone projects with the same models +${r.standaloneTotalMb.toFixed(1)} MB (${(r.standaloneBytesPerProject / 1024).toFixed(1)} KB per project) = ${(r.standaloneBytesPerProject / Math.max(1, r.memberBytesPerProject)).toFixed(1)} × the member cost`;
 }
 
@@ -417,10 +579,23 @@ let fleetSeed: Seeded | undefined;
 
 /** bench/references/write-ceiling.ts as its own process, with the write scenario's plan. */
 async function runWriteCeiling(plan: LoadPlan): Promise<void> {
-  process.stderr.write(`bench: write-ceiling (bare INSERT commits from Bun.SQL, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `);
+  process.stderr.write(
+    `bench: write-ceiling (bare INSERT commits from Bun.SQL, ${plan.connections} connections, ${plan.durationMs / 1000} s) … `,
+  );
   const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'write-ceiling.json');
-  writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, connections: plan.connections, warmupMs: plan.warmupMs, durationMs: plan.durationMs }));
-  const child = startChild(process.execPath, [join(import.meta.dir, 'references', 'write-ceiling.ts'), input], { label: 'write-ceiling', cwd: join(import.meta.dir, '..') });
+  writeFileSync(
+    input,
+    JSON.stringify({
+      databaseUrl: db!.url,
+      connections: plan.connections,
+      warmupMs: plan.warmupMs,
+      durationMs: plan.durationMs,
+    }),
+  );
+  const child = startChild(process.execPath, [join(import.meta.dir, 'references', 'write-ceiling.ts'), input], {
+    label: 'write-ceiling',
+    cwd: join(import.meta.dir, '..'),
+  });
   const pg = await pgCpuWindow(db!.url).catch(() => undefined);
   let out = '';
   child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
@@ -438,7 +613,7 @@ async function runWriteCeiling(plan: LoadPlan): Promise<void> {
   if (r.cpuSeconds !== undefined && pgSeconds !== undefined && r.rps > 0) {
     // The client's whole life (setup, warm-up, run; it reports its own CPU) against operations
     // at the measured rate over warm-up and run.
-    const ops = r.rps * (plan.warmupMs + plan.durationMs) / 1000;
+    const ops = (r.rps * (plan.warmupMs + plan.durationMs)) / 1000;
     writeCpu.set('write-ceiling', { client: (r.cpuSeconds * 1e6) / ops, pg: (pgSeconds * 1e6) / ops });
   }
   rows.push({ name: 'write-ceiling', shape: 'write', reference: true, result: { ...r, rssMb: undefined } });
@@ -458,9 +633,16 @@ async function runWritePeer(o: Options): Promise<void> {
     await createWritePeerTable(db!.url);
     peer = await startReference('postgraphile', { databaseUrl: db!.url });
     await measure('postgraphile/write', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-write'));
-    await measure('postgraphile/create', 'write', true, peer, planFor(o, peer.endpoint, undefined, [{}], 'peer-create'));
+    await measure(
+      'postgraphile/create',
+      'write',
+      true,
+      peer,
+      planFor(o, peer.endpoint, undefined, [{}], 'peer-create'),
+    );
   } catch (err) {
-    for (const n of ['postgraphile/write', 'postgraphile/create']) if (!rows.some((r) => r.name === n)) naRow(n, 'write', true, (err as Error).message);
+    for (const n of ['postgraphile/write', 'postgraphile/create'])
+      if (!rows.some((r) => r.name === n)) naRow(n, 'write', true, (err as Error).message);
   } finally {
     await peer?.stop();
   }
@@ -473,23 +655,52 @@ function writeNotes(): void {
   const batch = rps('write/batch100');
   const ceiling = rps('write-ceiling');
   const pairs = rps('write');
-  if (pairs && ceiling) notes.push(`write: ${pairs.toFixed(0)} create+publish pairs/s = ${(pairs / ceiling).toFixed(3)} × write-ceiling (${ceiling.toFixed(0)} bare INSERT commits/s, same connections, same run); targets ≥ 0.4 (at least 0.25)`);
-  for (const [peer, mine] of [['postgraphile/write', 'write'], ['postgraphile/create', 'write/create']] as const) {
+  if (pairs && ceiling)
+    notes.push(
+      `write: ${pairs.toFixed(0)} create+publish pairs/s = ${(pairs / ceiling).toFixed(3)} × write-ceiling (${ceiling.toFixed(0)} bare INSERT commits/s, same connections, same run); targets ≥ 0.4 (at least 0.25)`,
+    );
+  for (const [peer, mine] of [
+    ['postgraphile/write', 'write'],
+    ['postgraphile/create', 'write/create'],
+  ] as const) {
     const p = rps(peer);
     const m = rps(mine);
     const cp = writeCpu.get(peer);
     const cm = writeCpu.get(mine);
-    if (p && m) notes.push(`${mine}: ${m.toFixed(0)}/s = ${(m / p).toFixed(2)} × ${peer} (${p.toFixed(0)}/s, PostGraphile 5 on Node, same connections, same run)${cp && cm ? `; by CPU ${((cp.client + cp.pg) / (cm.client + cm.pg)).toFixed(2)} ×` : ''}`);
+    if (p && m)
+      notes.push(
+        `${mine}: ${m.toFixed(0)}/s = ${(m / p).toFixed(2)} × ${peer} (${p.toFixed(0)}/s, PostGraphile 5 on Node, same connections, same run)${cp && cm ? `; by CPU ${((cp.client + cp.pg) / (cm.client + cm.pg)).toFixed(2)} ×` : ''}`,
+      );
   }
   for (const [name, c] of writeCpu) {
-    const per = name === 'write' || name === 'postgraphile/write' ? 'create+publish pair' : name === 'write-ceiling' ? 'bare INSERT commit' : name === 'write/batch100' ? 'batch of 100' : 'create';
-    const who = name === 'write-ceiling' ? 'the Bun.SQL client' : name.startsWith('postgraphile/') ? 'PostGraphile' : 'the service';
-    notes.push(`${name}: CPU per ${per}: ${c.client.toFixed(0)} µs in ${who} + ${c.pg.toFixed(0)} µs in PostgreSQL backends = ${(c.client + c.pg).toFixed(0)} µs`);
+    const per =
+      name === 'write' || name === 'postgraphile/write'
+        ? 'create+publish pair'
+        : name === 'write-ceiling'
+          ? 'bare INSERT commit'
+          : name === 'write/batch100'
+            ? 'batch of 100'
+            : 'create';
+    const who =
+      name === 'write-ceiling'
+        ? 'the Bun.SQL client'
+        : name.startsWith('postgraphile/')
+          ? 'PostGraphile'
+          : 'the service';
+    notes.push(
+      `${name}: CPU per ${per}: ${c.client.toFixed(0)} µs in ${who} + ${c.pg.toFixed(0)} µs in PostgreSQL backends = ${(c.client + c.pg).toFixed(0)} µs`,
+    );
   }
   const cw = writeCpu.get('write');
   const cc = writeCpu.get('write-ceiling');
-  if (cw && cc) notes.push(`write: by CPU (what a quiet 2-core box would allow when both are CPU-bound): pairs/s ≈ ${((cc.client + cc.pg) / (cw.client + cw.pg)).toFixed(3)} × write-ceiling`);
-  if (single && batch) notes.push(`write/batch100: ${(batch * 100).toFixed(0)} records/s in batches of 100 against ${single.toFixed(0)} records/s as single creates = ${((batch * 100) / single).toFixed(1)} × (target ≥ 10 ×)`);
+  if (cw && cc)
+    notes.push(
+      `write: by CPU (what a quiet 2-core box would allow when both are CPU-bound): pairs/s ≈ ${((cc.client + cc.pg) / (cw.client + cw.pg)).toFixed(3)} × write-ceiling`,
+    );
+  if (single && batch)
+    notes.push(
+      `write/batch100: ${(batch * 100).toFixed(0)} records/s in batches of 100 against ${single.toFixed(0)} records/s as single creates = ${((batch * 100) / single).toFixed(1)} × (target ≥ 10 ×)`,
+    );
 }
 
 /** `svc records import` of a generated NDJSON file into the running service (issue 11: ≥ 5,000 records/s for 100,000). */
@@ -498,14 +709,29 @@ async function runImport(apiUrl: string, secretKey: string, quick: boolean): Pro
   const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'records.ndjson');
   const lines: string[] = [];
   for (let i = 0; i < count; i++) {
-    lines.push(JSON.stringify({ naturalKey: `imp-${i}`, data: { title: `Imported ${i}`, slug: `imported-${i}`, summary: 'imported by the bench', rating: i % 100, featured: i % 3 === 0 } }));
+    lines.push(
+      JSON.stringify({
+        naturalKey: `imp-${i}`,
+        data: {
+          title: `Imported ${i}`,
+          slug: `imported-${i}`,
+          summary: 'imported by the bench',
+          rating: i % 100,
+          featured: i % 3 === 0,
+        },
+      }),
+    );
   }
   writeFileSync(file, lines.join('\n') + '\n');
   process.stderr.write(`bench: write/import (svc records import of ${count.toLocaleString('en')} records) … `);
   let out = '';
   let err = '';
   const t0 = performance.now();
-  const code = await runCli(['records', 'import', '--file', file, '--model', 'note', '--json'], { out: (x) => (out += x), err: (x) => (err += x) }, { SVC_URL: apiUrl, SVC_API_KEY: secretKey });
+  const code = await runCli(
+    ['records', 'import', '--file', file, '--model', 'note', '--json'],
+    { out: (x) => (out += x), err: (x) => (err += x) },
+    { SVC_URL: apiUrl, SVC_API_KEY: secretKey },
+  );
   const seconds = (performance.now() - t0) / 1000;
   if (code !== 0) {
     notes.push(`write/import: failed: ${err.split('\n')[0]!.slice(0, 160)}`);
@@ -513,7 +739,9 @@ async function runImport(apiUrl: string, secretKey: string, quick: boolean): Pro
     return;
   }
   const r = JSON.parse(out) as { created: number };
-  notes.push(`write/import: svc records import created ${r.created.toLocaleString('en')} records in ${seconds.toFixed(1)} s = ${Math.round(r.created / seconds).toLocaleString('en')} records/s (batches of 500, target ≥ 5,000/s)`);
+  notes.push(
+    `write/import: svc records import created ${r.created.toLocaleString('en')} records in ${seconds.toFixed(1)} s = ${Math.round(r.created / seconds).toLocaleString('en')} records/s (batches of 500, target ≥ 5,000/s)`,
+  );
   process.stderr.write(`${Math.round(r.created / seconds)} records/s\n`);
 }
 
@@ -521,8 +749,14 @@ async function runImport(apiUrl: string, secretKey: string, quick: boolean): Pro
 async function runAuthCost(s: Seeded): Promise<AuthCost> {
   process.stderr.write('bench: auth-cost (in-process microbenchmark, own child process) … ');
   const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'auth-cost.json');
-  writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, tenantId: s.tenantId, projectId: s.projectId, publicKey: s.publicKey }));
-  const child = startChild(process.execPath, [join(import.meta.dir, 'auth-cost.ts'), input], { label: 'auth-cost', cwd: join(import.meta.dir, '..') });
+  writeFileSync(
+    input,
+    JSON.stringify({ databaseUrl: db!.url, tenantId: s.tenantId, projectId: s.projectId, publicKey: s.publicKey }),
+  );
+  const child = startChild(process.execPath, [join(import.meta.dir, 'auth-cost.ts'), input], {
+    label: 'auth-cost',
+    cwd: join(import.meta.dir, '..'),
+  });
   let out = '';
   child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   const timer = setTimeout(() => void child.stop('SIGKILL', 0), 120_000);
@@ -540,7 +774,10 @@ async function runCustomerCost(s: Seeded, token: string): Promise<void> {
   process.stderr.write('bench: auth-customer, in-process CPU (own child process) … ');
   const input = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'customer-cost.json');
   writeFileSync(input, JSON.stringify({ databaseUrl: db!.url, publicKey: s.publicKey, token }));
-  const child = startChild(process.execPath, [join(import.meta.dir, 'customer-cost.ts'), input], { label: 'customer-cost', cwd: join(import.meta.dir, '..') });
+  const child = startChild(process.execPath, [join(import.meta.dir, 'customer-cost.ts'), input], {
+    label: 'customer-cost',
+    cwd: join(import.meta.dir, '..'),
+  });
   let out = '';
   child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   const timer = setTimeout(() => void child.stop('SIGKILL', 0), 120_000);
@@ -569,7 +806,11 @@ function customerCostLines(us: (ns: number) => string): string[] {
   const line = `| auth-customer (key + token): server CPU per HTTP request (${tok.cores.toFixed(2)} cores busy) | ${us(tok.ns)} | | |`;
   if (!plain) return [line];
   const extra = ((100 * (tok.ns - plain.ns)) / plain.ns).toFixed(1);
-  return [line, `| read-uncached (key only, the same uncached path): server CPU per HTTP request | ${us(plain.ns)} | | |`, `| → the token adds ${extra} % to an uncached read's server CPU (target: under 5 %) | | | |`];
+  return [
+    line,
+    `| read-uncached (key only, the same uncached path): server CPU per HTTP request | ${us(plain.ns)} | | |`,
+    `| → the token adds ${extra} % to an uncached read's server CPU (target: under 5 %) | | | |`,
+  ];
 }
 
 /** The auth-cost section: ns per request and its share of a cached read's cost. */
@@ -590,14 +831,25 @@ function authCostLines(): string[] {
     '| measure | µs/request | % of cached read (server CPU per HTTP request) | % of in-process execute (GraphQL core) (cache hit) |',
     '|---|---:|---:|---:|',
   ];
-  const row = (label: string, ns: number) => lines.push(`| ${label} | ${us(ns)} | ${http ? pct(ns, http.ns) : 'n/a (read-cached not in this run)'} | ${pct(ns, a.read)} |`);
+  const row = (label: string, ns: number) =>
+    lines.push(
+      `| ${label} | ${us(ns)} | ${http ? pct(ns, http.ns) : 'n/a (read-cached not in this run)'} | ${pct(ns, a.read)} |`,
+    );
   row('auth, 1 key', a.auth1);
   row('auth, 1,000 keys in rotation', a.auth1000);
   row('… of which Gate.authenticate', a.authenticate1000);
   row('… of which Gate.charge', a.rate1000);
-  lines.push(`| cached read: execute (GraphQL core) (response cache hit) | ${us(a.read)} | ${http ? pct(a.read, http.ns) : ''} | |`);
-  if (http) lines.push(`| cached read: server CPU per HTTP request (read-cached, ${http.cores.toFixed(2)} cores busy) | ${us(http.ns)} | | |`);
-  if (mixed) lines.push(`| auth-mixed: server CPU per HTTP request (${mixed.cores.toFixed(2)} cores busy) | ${us(mixed.ns)} | ${http ? pct(mixed.ns, http.ns) : ''} | |`);
+  lines.push(
+    `| cached read: execute (GraphQL core) (response cache hit) | ${us(a.read)} | ${http ? pct(a.read, http.ns) : ''} | |`,
+  );
+  if (http)
+    lines.push(
+      `| cached read: server CPU per HTTP request (read-cached, ${http.cores.toFixed(2)} cores busy) | ${us(http.ns)} | | |`,
+    );
+  if (mixed)
+    lines.push(
+      `| auth-mixed: server CPU per HTTP request (${mixed.cores.toFixed(2)} cores busy) | ${us(mixed.ns)} | ${http ? pct(mixed.ns, http.ns) : ''} | |`,
+    );
   lines.push(...customerCostLines(us));
   lines.push('', `key queries made by the key cache while timing: ${a.keyQueries}`, '');
   return lines;
@@ -631,7 +883,10 @@ async function main(): Promise<number> {
   const dbRefs = refs.filter((r) => r === 'postgraphile' || r.startsWith('yoga-'));
   const needDb = scenarios.length > 0 || dbRefs.length > 0;
   before = await conditions();
-  peerNodeUsed = refs.some((r) => r === 'postgraphile' || r.startsWith('yoga-')) || scenarios.includes('write') || scenarios.includes('collab');
+  peerNodeUsed =
+    refs.some((r) => r === 'postgraphile' || r.startsWith('yoga-')) ||
+    scenarios.includes('write') ||
+    scenarios.includes('collab');
   try {
     if (needDb) {
       db = await openDatabase();
@@ -648,8 +903,18 @@ async function main(): Promise<number> {
       notes.push(...r.notes);
       for (const f of r.results) {
         const mode = f.name === 'fanout-sse' ? 'sse' : 'ws';
-        if (f.svc?.cpuUsPerDelivery !== undefined) extraFigures[`${f.name}/cpu-us-per-delivery`] = { value: f.svc.cpuUsPerDelivery, unit: 'µs', errors: f.svc.failed + Math.max(0, f.svc.expected - f.svc.deliveries) };
-        if (f.relay?.cpuUsPerDelivery !== undefined) extraFigures[`relay-${mode}/cpu-us-per-delivery`] = { value: f.relay.cpuUsPerDelivery, unit: 'µs', errors: f.relay.failed + Math.max(0, f.relay.expected - f.relay.deliveries) };
+        if (f.svc?.cpuUsPerDelivery !== undefined)
+          extraFigures[`${f.name}/cpu-us-per-delivery`] = {
+            value: f.svc.cpuUsPerDelivery,
+            unit: 'µs',
+            errors: f.svc.failed + Math.max(0, f.svc.expected - f.svc.deliveries),
+          };
+        if (f.relay?.cpuUsPerDelivery !== undefined)
+          extraFigures[`relay-${mode}/cpu-us-per-delivery`] = {
+            value: f.relay.cpuUsPerDelivery,
+            unit: 'µs',
+            errors: f.relay.failed + Math.max(0, f.relay.expected - f.relay.deliveries),
+          };
       }
     }
     if (scenarios.includes('fanout-3proc')) fanoutLines = [...fanoutLines, ...(await runFanout3(db!.url, o.quick))];
@@ -672,10 +937,20 @@ async function main(): Promise<number> {
   };
   rows.sort((a, b) => order(a) - order(b));
   notes.push(...trustedRatios(rows));
-  const table = [...tableLines(rows.filter((r) => r.name !== 'auth-cost')), '', ...authCostLines(), ...loginLines, ...fanoutLines, ...collab];
+  const table = [
+    ...tableLines(rows.filter((r) => r.name !== 'auth-cost')),
+    '',
+    ...authCostLines(),
+    ...loginLines,
+    ...fanoutLines,
+    ...collab,
+  ];
   console.log(table.join('\n'));
   for (const n of notes) console.error(`note: ${n}`);
-  for (const p of profiles) console.error(existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`);
+  for (const p of profiles)
+    console.error(
+      existsSync(p) ? `bench: CPU profile written to ${p}` : `bench: CPU profile expected at ${p} was not written`,
+    );
   const wrk = wrkPath();
   const loadgen = `${wrk ? 'wrk (reads), bun bench/load.ts (write)' : 'bun bench/load.ts'}; ${process.env.BENCH_CONNECTIONS || 32} connections`;
   const after = await conditions();
@@ -684,7 +959,12 @@ async function main(): Promise<number> {
     before: before!,
     after,
     quick: o.quick,
-    machine: describeBox({ postgres: db?.version ?? 'not used', database: db?.label ?? 'not used', loadgen, peerNode: peerNodeUsed ? peerNode() : undefined }),
+    machine: describeBox({
+      postgres: db?.version ?? 'not used',
+      database: db?.label ?? 'not used',
+      loadgen,
+      peerNode: peerNodeUsed ? peerNode() : undefined,
+    }),
     sections: [...authCostLines(), ...loginLines, ...fanoutLines, ...collab],
   });
   console.error(`bench: results written to ${file}`);
@@ -704,12 +984,22 @@ function commandLine(): string {
     .filter(([k]) => k.startsWith('BENCH_') && k !== 'BENCH_RESULTS_DIR' && k !== 'BENCH_RESULTS_MD')
     .map(([k, v]) => `${k}=${v}`);
   const args = process.argv.slice(2).join(' ');
-  const cmd = process.env.npm_lifecycle_event === 'bench' ? `npm run bench${args ? ` -- ${args}` : ''}` : `bun bench/run.ts${args ? ` ${args}` : ''}`;
+  const cmd =
+    process.env.npm_lifecycle_event === 'bench'
+      ? `npm run bench${args ? ` -- ${args}` : ''}`
+      : `bun bench/run.ts${args ? ` ${args}` : ''}`;
   return [...env, cmd].join(' ');
 }
 
 /** bench/results/<UTC timestamp>.json: this run as data (bench/results.ts). */
-function writeResult(r: { rows: Row[]; before: Conditions; after: Conditions; quick: boolean; machine: ResultFile['machine']; sections: string[] }): string {
+function writeResult(r: {
+  rows: Row[];
+  before: Conditions;
+  after: Conditions;
+  quick: boolean;
+  machine: ResultFile['machine'];
+  sections: string[];
+}): string {
   const figures = { ...rowFigures(r.rows), ...extraFigures };
   const warm = r.rows.map((x) => x.result?.warmupMs).filter((x): x is number => x !== undefined);
   const plan = planFor({ names: [], quick: r.quick, profile: undefined, explicit: false }, '', undefined, [{}]);
@@ -728,7 +1018,9 @@ function writeResult(r: { rows: Row[]; before: Conditions; after: Conditions; qu
       after: r.after,
       warmupMs: plan.warmupMs,
       durationMs: plan.durationMs,
-      steadyWarmup: warm.length ? `until steady (3 × 500 ms windows within 10 %), at least ${plan.warmupMs / 1000} s: ${Math.min(...warm) / 1000}–${Math.max(...warm) / 1000} s${wrkPath() ? '; wrk rows: fixed' : ''}` : `${plan.warmupMs / 1000} s`,
+      steadyWarmup: warm.length
+        ? `until steady (3 × 500 ms windows within 10 %), at least ${plan.warmupMs / 1000} s: ${Math.min(...warm) / 1000}–${Math.max(...warm) / 1000} s${wrkPath() ? '; wrk rows: fixed' : ''}`
+        : `${plan.warmupMs / 1000} s`,
     },
     rows: rowsJson(r.rows),
     figures,
@@ -746,10 +1038,13 @@ process.on('SIGINT', () => onSignal('SIGINT'));
 process.on('SIGTERM', () => onSignal('SIGTERM'));
 process.on('exit', killAllNow);
 process.on('exit', () => rmSync(RUN_TMP, { recursive: true, force: true }));
-const deadline = setTimeout(() => {
-  console.error(`bench: gave up after ${process.env.BENCH_TIMEOUT || 1800} s`);
-  void cleanup().finally(() => process.exit(1));
-}, Number(process.env.BENCH_TIMEOUT || 1800) * 1000);
+const deadline = setTimeout(
+  () => {
+    console.error(`bench: gave up after ${process.env.BENCH_TIMEOUT || 1800} s`);
+    void cleanup().finally(() => process.exit(1));
+  },
+  Number(process.env.BENCH_TIMEOUT || 1800) * 1000,
+);
 deadline.unref();
 const code = await main();
 process.exit(code);

@@ -29,14 +29,36 @@ export interface Seeded {
 
 const BENCH_RATE_LIMIT = 1_000_000_000;
 
-const text = (key: string, queryable = false) => ({ key, type: 'text' as const, label: key, ...(queryable ? { queryable } : {}) });
-const num = (key: string, queryable = false) => ({ key, type: 'number' as const, label: key, ...(queryable ? { queryable } : {}) });
+const text = (key: string, queryable = false) => ({
+  key,
+  type: 'text' as const,
+  label: key,
+  ...(queryable ? { queryable } : {}),
+});
+const num = (key: string, queryable = false) => ({
+  key,
+  type: 'number' as const,
+  label: key,
+  ...(queryable ? { queryable } : {}),
+});
 const bool = (key: string) => ({ key, type: 'boolean' as const, label: key });
 
 export const MODELS: ModelDef[] = [
-  { key: 'article', name: 'Article', fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')] },
-  { key: 'listing', name: 'Listing', fields: [text('title'), text('category', true), num('rank', true), text('summary'), bool('featured')] },
-  { key: 'note', name: 'Note', fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')] },
+  {
+    key: 'article',
+    name: 'Article',
+    fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')],
+  },
+  {
+    key: 'listing',
+    name: 'Listing',
+    fields: [text('title'), text('category', true), num('rank', true), text('summary'), bool('featured')],
+  },
+  {
+    key: 'note',
+    name: 'Note',
+    fields: [text('title'), text('slug'), text('summary'), num('rating'), bool('featured')],
+  },
   // collab: an unversioned model, so room edits are autosaved into the record.
   { key: 'pad', name: 'Pad', versioned: false, fields: [text('title'), text('body')] },
 ];
@@ -48,7 +70,11 @@ function has(...path: string[]): boolean {
 async function cli(apiUrl: string, token: string, argv: string[]): Promise<Record<string, unknown>> {
   let out = '';
   let err = '';
-  const code = await runCli([...argv, '--json'], { out: (s) => (out += s), err: (s) => (err += s) }, { SVC_URL: apiUrl, SVC_TOKEN: token });
+  const code = await runCli(
+    [...argv, '--json'],
+    { out: (s) => (out += s), err: (s) => (err += s) },
+    { SVC_URL: apiUrl, SVC_TOKEN: token },
+  );
   if (code !== 0) throw new Error(`svc ${argv.slice(0, 2).join(' ')}: ${err.trim() || out.trim()}`);
   return JSON.parse(out) as Record<string, unknown>;
 }
@@ -83,10 +109,25 @@ export async function seedProject(apiUrl: string, rootToken: string, databaseUrl
   const key = async (type: 'secret' | 'public', scopes: string): Promise<string | undefined> => {
     if (!has('api-keys', 'create')) return undefined;
     try {
-      const r = await cli(apiUrl, ownerKey, ['api-keys', 'create', '--project', projectId, '--name', `bench-${type}`, '--type', type, '--scopes', scopes, '--rate-limit', String(BENCH_RATE_LIMIT)]);
+      const r = await cli(apiUrl, ownerKey, [
+        'api-keys',
+        'create',
+        '--project',
+        projectId,
+        '--name',
+        `bench-${type}`,
+        '--type',
+        type,
+        '--scopes',
+        scopes,
+        '--rate-limit',
+        String(BENCH_RATE_LIMIT),
+      ]);
       return r.key as string;
     } catch (err) {
-      notes.push(`svc api-keys create failed (${(err as Error).message.split('\n')[0]}); key written with insertApiKey`);
+      notes.push(
+        `svc api-keys create failed (${(err as Error).message.split('\n')[0]}); key written with insertApiKey`,
+      );
       return undefined;
     }
   };
@@ -106,7 +147,16 @@ export async function seedProject(apiUrl: string, rootToken: string, databaseUrl
         }
       }
       const insert = async (kind: 'sk' | 'pk', scopes: string[]) =>
-        (await insertApiKey(sql, { tenantId, projectId, kind, name: `bench-${kind}`, scopes, rateLimit: BENCH_RATE_LIMIT })).key;
+        (
+          await insertApiKey(sql, {
+            tenantId,
+            projectId,
+            kind,
+            name: `bench-${kind}`,
+            scopes,
+            rateLimit: BENCH_RATE_LIMIT,
+          })
+        ).key;
       secretKey ??= await insert('sk', ['*']);
       publicKey ??= await insert('pk', ['records:read']);
     } finally {
@@ -123,20 +173,46 @@ export async function rotationKeys(apiUrl: string, databaseUrl: string, s: Seede
     try {
       for (let i = 0; i < count; i += 16) {
         const batch = Array.from({ length: Math.min(16, count - i) }, (_, j) =>
-          cli(apiUrl, s.ownerKey, ['api-keys', 'create', '--project', s.projectId, '--name', `rot-${i + j}`, '--type', 'public', '--scopes', 'records:read', '--rate-limit', String(BENCH_RATE_LIMIT)]),
+          cli(apiUrl, s.ownerKey, [
+            'api-keys',
+            'create',
+            '--project',
+            s.projectId,
+            '--name',
+            `rot-${i + j}`,
+            '--type',
+            'public',
+            '--scopes',
+            'records:read',
+            '--rate-limit',
+            String(BENCH_RATE_LIMIT),
+          ]),
         );
         for (const r of await Promise.all(batch)) keys.push(r.key as string);
       }
       if (keys.every((k) => typeof k === 'string')) return keys;
     } catch (err) {
-      s.notes.push(`svc api-keys create failed (${(err as Error).message.split('\n')[0]}); rotation keys written with insertApiKey`);
+      s.notes.push(
+        `svc api-keys create failed (${(err as Error).message.split('\n')[0]}); rotation keys written with insertApiKey`,
+      );
     }
     keys.length = 0;
   }
   const sql = connect(databaseUrl, { max: 4 });
   try {
     for (let i = 0; i < count; i++) {
-      keys.push((await insertApiKey(sql, { tenantId: s.tenantId, projectId: s.projectId, kind: 'pk', name: `rot-${i}`, scopes: ['records:read'], rateLimit: BENCH_RATE_LIMIT })).key);
+      keys.push(
+        (
+          await insertApiKey(sql, {
+            tenantId: s.tenantId,
+            projectId: s.projectId,
+            kind: 'pk',
+            name: `rot-${i}`,
+            scopes: ['records:read'],
+            rateLimit: BENCH_RATE_LIMIT,
+          })
+        ).key,
+      );
     }
   } finally {
     await sql.end({ timeout: 2 });
@@ -145,7 +221,12 @@ export async function rotationKeys(apiUrl: string, databaseUrl: string, s: Seede
 }
 
 /** POSTs one GraphQL document; throws one line on HTTP or GraphQL errors. */
-export async function gql(url: string, key: string, query: string, variables?: Record<string, unknown>): Promise<{ text: string; data: any }> {
+export async function gql(
+  url: string,
+  key: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<{ text: string; data: any }> {
   const res = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
@@ -167,9 +248,20 @@ export async function gql(url: string, key: string, query: string, variables?: R
 
 const pascal = (k: string) => k[0]!.toUpperCase() + k.slice(1);
 
-async function createPublished(url: string, key: string, model: string, nk: string, data: Record<string, unknown>): Promise<void> {
+async function createPublished(
+  url: string,
+  key: string,
+  model: string,
+  nk: string,
+  data: Record<string, unknown>,
+): Promise<void> {
   const M = pascal(model);
-  const c = await gql(url, key, `mutation($nk: String, $d: ${M}Input!) { create${M}(naturalKey: $nk, data: $d) { _id } }`, { nk, d: data });
+  const c = await gql(
+    url,
+    key,
+    `mutation($nk: String, $d: ${M}Input!) { create${M}(naturalKey: $nk, data: $d) { _id } }`,
+    { nk, d: data },
+  );
   const id = c.data[`create${M}`]._id as string;
   await gql(url, key, `mutation($id: ID!) { publish${M}Version(_id: $id) { _id } }`, { id });
 }
@@ -197,7 +289,8 @@ export async function seedArticles(url: string, s: Seeded): Promise<void> {
 export async function seedListings(url: string, s: Seeded, deadlineMs: number): Promise<void> {
   const until = Date.now() + deadlineMs;
   await pool(FILTERED_RECORDS, 16, async (i) => {
-    if (Date.now() > until) throw new Error(`seeding ${FILTERED_RECORDS} listings took longer than ${deadlineMs / 1000} s`);
+    if (Date.now() > until)
+      throw new Error(`seeding ${FILTERED_RECORDS} listings took longer than ${deadlineMs / 1000} s`);
     const { id, ...data } = listingRow(i + 1);
     await createPublished(url, s.secretKey, 'listing', id, data);
   });

@@ -37,7 +37,10 @@ async function stopTarget(child: Child, extra?: () => void): Promise<void> {
  * Starts the service with its own SVC_DATA_DIR, ports and root token on `databaseUrl`.
  * `BENCH_PORT` pins the API port (checked first: a port in use is one clear error).
  */
-export async function startService(databaseUrl: string, opts: { env?: Record<string, string | undefined>; profile?: string; pinnedPort?: number }): Promise<Target & { rootToken: string; gatewayUrl: string; dataDir: string }> {
+export async function startService(
+  databaseUrl: string,
+  opts: { env?: Record<string, string | undefined>; profile?: string; pinnedPort?: number },
+): Promise<Target & { rootToken: string; gatewayUrl: string; dataDir: string }> {
   const port = opts.pinnedPort ?? (await freePort());
   if (opts.pinnedPort) await assertPortFree(port, 'BENCH_PORT');
   const realtimePort = await freePort();
@@ -68,9 +71,22 @@ export async function startService(databaseUrl: string, opts: { env?: Record<str
     await child.stop('SIGKILL', 0);
     rmSync(dataDir, { recursive: true, force: true });
     const msg = (err as Error).message;
-    throw new Error(/in use/i.test(msg) ? `port ${port} is in use (the service could not listen)` : `the service did not start: ${msg}`);
+    throw new Error(
+      /in use/i.test(msg)
+        ? `port ${port} is in use (the service could not listen)`
+        : `the service did not start: ${msg}`,
+    );
   }
-  return { child, url, gatewayUrl: `http://127.0.0.1:${realtimePort}`, endpoint: `${url}/graphql`, rootToken, dataDir, profile: prof.file, stop: () => stopTarget(child, () => rmSync(dataDir, { recursive: true, force: true })) };
+  return {
+    child,
+    url,
+    gatewayUrl: `http://127.0.0.1:${realtimePort}`,
+    endpoint: `${url}/graphql`,
+    rootToken,
+    dataDir,
+    profile: prof.file,
+    stop: () => stopTarget(child, () => rmSync(dataDir, { recursive: true, force: true })),
+  };
 }
 
 export const REFERENCES = ['ceiling-static', 'ceiling-jit', 'postgraphile', 'yoga-jit', 'yoga-cached'] as const;
@@ -110,10 +126,18 @@ export function runtimeOf(name: ReferenceName): string {
   return name === 'postgraphile' || name.startsWith('yoga-') ? 'node' : 'bun';
 }
 
-export async function startReference(name: ReferenceName, opts: { databaseUrl?: string; bodyFile?: string; profile?: string }): Promise<Target> {
+export async function startReference(
+  name: ReferenceName,
+  opts: { databaseUrl?: string; bodyFile?: string; profile?: string },
+): Promise<Target> {
   const port = await freePort();
   const dir = join(import.meta.dir, 'references');
-  const env: Record<string, string> = { PORT: String(port), BENCH_DATABASE_URL: opts.databaseUrl ?? '', BENCH_BODY_FILE: opts.bodyFile ?? '', BENCH_SDL: REFERENCE_SDL };
+  const env: Record<string, string> = {
+    PORT: String(port),
+    BENCH_DATABASE_URL: opts.databaseUrl ?? '',
+    BENCH_BODY_FILE: opts.bodyFile ?? '',
+    BENCH_SDL: REFERENCE_SDL,
+  };
   const bunProf = profileArgs(opts.profile);
   let cmd: string;
   let args: string[];
@@ -127,7 +151,11 @@ export async function startReference(name: ReferenceName, opts: { databaseUrl?: 
     if (name === 'yoga-cached') env.BENCH_YOGA_CACHE = '1';
     [cmd, args, path] = [node, [peerScript(script)], '/graphql'];
   }
-  const child = startChild(cmd, args, { label: name, cwd: ROOT, env: { ...env, GRAPHILE_ENV: 'production', NODE_ENV: 'production' } });
+  const child = startChild(cmd, args, {
+    label: name,
+    cwd: ROOT,
+    env: { ...env, GRAPHILE_ENV: 'production', NODE_ENV: 'production' },
+  });
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitHttp(url + path, child, 60_000);
@@ -135,5 +163,11 @@ export async function startReference(name: ReferenceName, opts: { databaseUrl?: 
     await child.stop('SIGKILL', 0);
     throw new Error(`${name} did not start: ${(err as Error).message}`);
   }
-  return { child, url, endpoint: url + path, profile: cmd === process.execPath ? bunProf.file : undefined, stop: () => stopTarget(child) };
+  return {
+    child,
+    url,
+    endpoint: url + path,
+    profile: cmd === process.execPath ? bunProf.file : undefined,
+    stop: () => stopTarget(child),
+  };
 }

@@ -17,7 +17,12 @@ import type { Seeded } from './seed.ts';
 import type { LoadResult } from './load.ts';
 import type { Target } from './targets.ts';
 
-export const TRUSTED_SCENARIOS = ['read-trusted', 'read-trusted-uncached', 'revalidate-304', 'first-after-restart'] as const;
+export const TRUSTED_SCENARIOS = [
+  'read-trusted',
+  'read-trusted-uncached',
+  'revalidate-304',
+  'first-after-restart',
+] as const;
 
 export const READ_HASH = createHash('sha256').update(READ_DOC).digest('hex');
 /** The body of `read-trusted`: the read document by id. */
@@ -42,7 +47,11 @@ function percentile(sorted: number[], p: number): number {
  * `revalidate-304`: GET with If-None-Match from `connections` concurrent loops for `durationMs`
  * after `warmupMs` (bench/load.ts drives POSTs only). Runs in the bench process, not the service's.
  */
-export async function runRevalidate(t: Target, publicKey: string, plan: { connections: number; warmupMs: number; durationMs: number }): Promise<LoadResult> {
+export async function runRevalidate(
+  t: Target,
+  publicKey: string,
+  plan: { connections: number; warmupMs: number; durationMs: number },
+): Promise<LoadResult> {
   const url = `${t.endpoint}?documentId=sha256:${READ_HASH}`;
   const first = await fetch(url, { headers: { 'x-api-key': publicKey } });
   const etag = first.headers.get('etag');
@@ -72,14 +81,26 @@ export async function runRevalidate(t: Target, publicKey: string, plan: { connec
   await Promise.all(Array.from({ length: plan.connections }, loop));
   latencies.sort((a, b) => a - b);
   const seconds = plan.durationMs / 1000;
-  return { requests: latencies.length, seconds, rps: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors, ...(firstError ? { firstError } : {}) };
+  return {
+    requests: latencies.length,
+    seconds,
+    rps: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    errors,
+    ...(firstError ? { firstError } : {}),
+  };
 }
 
 async function timed(endpoint: string, publicKey: string, n: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: TRUSTED_BODY });
+    const res = await fetch(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
+      body: TRUSTED_BODY,
+    });
     const text = await res.text();
     if (res.status !== 200 || text.includes('"errors"')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 120)}`);
     out.push(performance.now() - t0);
@@ -92,13 +113,20 @@ async function timed(endpoint: string, publicKey: string, n: number): Promise<nu
  * listens); its first 100 requests, one at a time, against 100 once 1,000 have warmed it. The
  * response cache is off so every request executes the compiled document.
  */
-export async function runFirstAfterRestart(start: () => Promise<Target>, publicKey: string): Promise<{ note: string; ratio: number }> {
+export async function runFirstAfterRestart(
+  start: () => Promise<Target>,
+  publicKey: string,
+): Promise<{ note: string; ratio: number }> {
   const t = await start();
   try {
     // One request of another document first: the process's own first-use costs (the key's
     // lookup, the read pool's first connection, the client's connection) are not the document's.
     const prime = performance.now();
-    const other = await fetch(t.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: '{ articles(first: 1) { edges { node { _id } } } }' }) });
+    const other = await fetch(t.endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
+      body: JSON.stringify({ query: '{ articles(first: 1) { edges { node { _id } } } }' }),
+    });
     await other.text();
     const primeMs = performance.now() - prime;
     const first = (await timed(t.endpoint, publicKey, 100)).sort((a, b) => a - b);
@@ -108,7 +136,13 @@ export async function runFirstAfterRestart(start: () => Promise<Target>, publicK
     const unseen: number[] = [];
     for (let i = 0; i < 5; i++) {
       const t0 = performance.now();
-      const res = await fetch(t.endpoint, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: `{ articles(first: ${3 + i}) { edges { node { _id title slug summary rating featured } } } }` }) });
+      const res = await fetch(t.endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
+        body: JSON.stringify({
+          query: `{ articles(first: ${3 + i}) { edges { node { _id title slug summary rating featured } } } }`,
+        }),
+      });
       await res.text();
       unseen.push(performance.now() - t0);
     }
@@ -124,7 +158,11 @@ export async function runFirstAfterRestart(start: () => Promise<Target>, publicK
 /** The rows' ratios to their references (the table's ratio columns do not include ceiling-static). */
 export function trustedRatios(rows: readonly { name: string; result?: { rps: number } }[]): string[] {
   const rps = (n: string) => rows.find((r) => r.name === n)?.result?.rps;
-  const pairs: [string, string, number][] = [['read-trusted', 'ceiling-static', 0.85], ['read-trusted-uncached', 'ceiling-jit', 0.5], ['revalidate-304', 'ceiling-static', 0]];
+  const pairs: [string, string, number][] = [
+    ['read-trusted', 'ceiling-static', 0.85],
+    ['read-trusted-uncached', 'ceiling-jit', 0.5],
+    ['revalidate-304', 'ceiling-static', 0],
+  ];
   const out: string[] = [];
   for (const [row, ref, target] of pairs) {
     const a = rps(row);

@@ -35,13 +35,20 @@ const cpu = existsSync(schedstat)
       return ((Number(f[11]) + Number(f[12])) / 100) * 1e6; // utime + stime (USER_HZ 100)
     };
 const P = `prj_cost_${Date.now()}`;
-await sql.unsafe(`insert into tenants (id, name) values ('t_${P}', 'cost') on conflict do nothing; insert into projects (id, tenant_id, name) values ('${P}', 't_${P}', 'cost')`);
+await sql.unsafe(
+  `insert into tenants (id, name) values ('t_${P}', 'cost') on conflict do nothing; insert into projects (id, tenant_id, name) values ('${P}', 't_${P}', 'cost')`,
+);
 await sql.unsafe(`create table if not exists cost_ceiling (id bigserial primary key, data jsonb not null)`);
-const data = JSON.stringify({ title: 'A note title', body: 'Some body text of a note, a few words long.', slug: 'a-note' });
+const data = JSON.stringify({
+  title: 'A note title',
+  body: 'Some body text of a note, a few words long.',
+  slug: 'a-note',
+});
 const patch = JSON.stringify({ title: 'Another title' });
 let k = 0;
 const id = () => `rec_cost_${Date.now().toString(36)}_${k++}`;
-const create = (rid: string) => `select * from svc_write_create('${rid}', '${P}', 'note', null, true, 'key_x', 'en', '${data}'::jsonb, 'A note title Some body text')`;
+const create = (rid: string) =>
+  `select * from svc_write_create('${rid}', '${P}', 'note', null, true, 'key_x', 'en', '${data}'::jsonb, 'A note title Some body text')`;
 
 async function measure(name: string, one: () => string, setup = '', teardown = ''): Promise<number> {
   if (setup) await sql.unsafe(setup);
@@ -52,7 +59,9 @@ async function measure(name: string, one: () => string, setup = '', teardown = '
   const us = (cpu() - t0) / N;
   const wall = ((performance.now() - w0) * 1e3) / N;
   if (teardown) await sql.unsafe(teardown);
-  console.log(`${name.padEnd(52)} ${us.toFixed(0).padStart(5)} µs CPU  ${wall.toFixed(0).padStart(5)} µs wall per transaction`);
+  console.log(
+    `${name.padEnd(52)} ${us.toFixed(0).padStart(5)} µs CPU  ${wall.toFixed(0).padStart(5)} µs wall per transaction`,
+  );
   return us;
 }
 
@@ -60,7 +69,13 @@ async function measure(name: string, one: () => string, setup = '', teardown = '
 const made: string[] = [];
 async function make(n: number): Promise<void> {
   const ids = Array.from({ length: n }, id);
-  for (let i = 0; i < ids.length; i += 200) await sql.unsafe(`begin; ${ids.slice(i, i + 200).map(create).join('; ')}; commit`);
+  for (let i = 0; i < ids.length; i += 200)
+    await sql.unsafe(
+      `begin; ${ids
+        .slice(i, i + 200)
+        .map(create)
+        .join('; ')}; commit`,
+    );
   made.push(...ids);
 }
 
@@ -68,20 +83,57 @@ console.log(`1. one write per transaction, ${N} transactions each`);
 await measure('bare jsonb INSERT (write-ceiling)', () => `insert into cost_ceiling (data) values ('${data}'::jsonb)`);
 await measure('svc_write_create', () => create(id()));
 await make(N + 200);
-await measure('svc_write_publish', () => `select * from svc_write_publish('${made.pop()}', '${P}', 'note', 'key_x', '{}'::text[], 'nf', 'en', 'en')`);
-await measure('svc_write_create + outbox row', () => `${create(id())}; insert into bus_notify_outbox (payload) values ('{"origin":"x","events":[]}')`);
+await measure(
+  'svc_write_publish',
+  () => `select * from svc_write_publish('${made.pop()}', '${P}', 'note', 'key_x', '{}'::text[], 'nf', 'en', 'en')`,
+);
+await measure(
+  'svc_write_create + outbox row',
+  () => `${create(id())}; insert into bus_notify_outbox (payload) values ('{"origin":"x","events":[]}')`,
+);
 await measure('svc_write_create + pg_notify', () => `${create(id())}; select pg_notify('cost_x', 'p')`);
 // One index or key at a time, dropped for the measurement and put back.
 const drops: [string, string, string, string][] = [
-  ['without GIN record_content_data', 'record_content_data', 'drop index record_content_data', 'create index record_content_data on record_content using gin (data jsonb_path_ops)'],
-  ['without GIN record_content_search', 'record_content_search', 'drop index record_content_search', 'create index record_content_search on record_content using gin (search)'],
-  ['without record_content_scan', 'record_content_scan', 'drop index record_content_scan', 'create index record_content_scan on record_content (project_id, model_key, stage, locale, record_id)'],
-  ['without records_model', 'records_model', 'drop index records_model', 'create index records_model on records (project_id, model_key, created_at, id)'],
-  ['without FK records → projects', 'records_project_id_fkey', 'alter table records drop constraint records_project_id_fkey', 'alter table records add constraint records_project_id_fkey foreign key (project_id) references projects(id) on delete cascade'],
-  ['without FK record_content → records', 'record_content_record_id_fkey', 'alter table record_content drop constraint record_content_record_id_fkey', 'alter table record_content add constraint record_content_record_id_fkey foreign key (record_id) references records(id) on delete cascade'],
+  [
+    'without GIN record_content_data',
+    'record_content_data',
+    'drop index record_content_data',
+    'create index record_content_data on record_content using gin (data jsonb_path_ops)',
+  ],
+  [
+    'without GIN record_content_search',
+    'record_content_search',
+    'drop index record_content_search',
+    'create index record_content_search on record_content using gin (search)',
+  ],
+  [
+    'without record_content_scan',
+    'record_content_scan',
+    'drop index record_content_scan',
+    'create index record_content_scan on record_content (project_id, model_key, stage, locale, record_id)',
+  ],
+  [
+    'without records_model',
+    'records_model',
+    'drop index records_model',
+    'create index records_model on records (project_id, model_key, created_at, id)',
+  ],
+  [
+    'without FK records → projects',
+    'records_project_id_fkey',
+    'alter table records drop constraint records_project_id_fkey',
+    'alter table records add constraint records_project_id_fkey foreign key (project_id) references projects(id) on delete cascade',
+  ],
+  [
+    'without FK record_content → records',
+    'record_content_record_id_fkey',
+    'alter table record_content drop constraint record_content_record_id_fkey',
+    'alter table record_content add constraint record_content_record_id_fkey foreign key (record_id) references records(id) on delete cascade',
+  ],
 ];
 for (const [name, object, setup, teardown] of drops) {
-  const [{ n }] = await sql`select (select count(*) from pg_class where relname = ${object}) + (select count(*) from pg_constraint where conname = ${object}) as n`;
+  const [{ n }] =
+    await sql`select (select count(*) from pg_class where relname = ${object}) + (select count(*) from pg_constraint where conname = ${object}) as n`;
   if (Number(n) === 0) console.log(`svc_write_create ${name}`.padEnd(53) + '(not in this schema)');
   else await measure(`svc_write_create ${name}`, () => create(id()), setup, teardown);
 }
@@ -90,7 +142,17 @@ for (const [name, object, setup, teardown] of drops) {
 const calls = {
   create: {
     text: `select * from svc_write_create($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
-    args: () => [`'${id()}'`, `'${P}'`, `'note'`, 'null', 'true', `'key_x'`, `'en'`, `'${data}'`, `'A note title Some body text'`],
+    args: () => [
+      `'${id()}'`,
+      `'${P}'`,
+      `'note'`,
+      'null',
+      'true',
+      `'key_x'`,
+      `'en'`,
+      `'${data}'`,
+      `'A note title Some body text'`,
+    ],
   },
   publish: {
     text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
@@ -98,7 +160,19 @@ const calls = {
   },
   update: {
     text: `select * from svc_write_update($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
-    args: () => [`'${made.pop()}'`, `'${P}'`, `'note'`, `'en'`, `'en'`, `'${patch}'`, `'{}'`, `array['title','body']`, 'true', `'key_x'`, `'nf'`],
+    args: () => [
+      `'${made.pop()}'`,
+      `'${P}'`,
+      `'note'`,
+      `'en'`,
+      `'en'`,
+      `'${patch}'`,
+      `'{}'`,
+      `array['title','body']`,
+      'true',
+      `'key_x'`,
+      `'nf'`,
+    ],
   },
   unpublish: {
     text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
@@ -129,10 +203,16 @@ for (let r = 0; r < ROUNDS; r++) {
     results.set(name, [...(results.get(name) ?? []), (cpu() - t0) / (M * G)]);
   }
 }
-console.log(`2. per write, ${G} writes per transaction, ${ROUNDS} rounds of ${M} transactions: median (range) µs CPU per write`);
+console.log(
+  `2. per write, ${G} writes per transaction, ${ROUNDS} rounds of ${M} transactions: median (range) µs CPU per write`,
+);
 for (const [name, v] of results) {
   const s = [...v].sort((a, b) => a - b);
-  console.log(`${name.padEnd(52)} ${s[s.length >> 1]!.toFixed(1).padStart(6)} (${s[0]!.toFixed(1)}–${s[s.length - 1]!.toFixed(1)})`);
+  console.log(
+    `${name.padEnd(52)} ${s[s.length >> 1]!.toFixed(1).padStart(6)} (${s[0]!.toFixed(1)}–${s[s.length - 1]!.toFixed(1)})`,
+  );
 }
-await sql.unsafe(`delete from records where project_id = '${P}'; delete from projects where id = '${P}'; delete from tenants where id = 't_${P}'; drop table cost_ceiling`);
+await sql.unsafe(
+  `delete from records where project_id = '${P}'; delete from projects where id = '${P}'; delete from tenants where id = 't_${P}'; drop table cost_ceiling`,
+);
 await sql.close();

@@ -27,28 +27,39 @@ async function serve(kind: string, port: number): Promise<void> {
     ensurePeers();
     const yogaModule = Bun.resolveSync('graphql-yoga', PEER_DIR);
     const { createSchema, createYoga } = await import(yogaModule);
-    const y = createYoga({ schema: createSchema({ typeDefs: SDL, resolvers: { Query: { items: (_: unknown, a: { first: number }) => items(a.first) } } }), graphiql: false });
+    const y = createYoga({
+      schema: createSchema({
+        typeDefs: SDL,
+        resolvers: { Query: { items: (_: unknown, a: { first: number }) => items(a.first) } },
+      }),
+      graphiql: false,
+    });
     new Elysia().all('/graphql', ({ request }) => y.fetch(request), { parse: 'none' }).listen(port);
   } else {
     const schema = buildSchema(SDL);
-    (schema.getQueryType()!.getFields().items!).resolve = (_: unknown, a: { first: number }) => items(a.first);
+    schema.getQueryType()!.getFields().items!.resolve = (_: unknown, a: { first: number }) => items(a.first);
     const compiled = new Map<string, any>();
     new Elysia()
-      .post('/graphql', async ({ request }) => {
-        const body = (await request.json()) as { query: string };
-        let c = compiled.get(body.query); // eslint-style any: a probe, not product code
-        if (!c) compiled.set(body.query, (c = compileQuery(schema, parse(body.query))));
-        if (!isCompiledQuery(c)) return new Response(JSON.stringify(c), { status: 400 });
-        const r = await c.query(undefined, {}, {});
-        return new Response(c.stringify(r), { headers: { 'content-type': 'application/json' } });
-      }, { parse: 'none' })
+      .post(
+        '/graphql',
+        async ({ request }) => {
+          const body = (await request.json()) as { query: string };
+          let c = compiled.get(body.query); // eslint-style any: a probe, not product code
+          if (!c) compiled.set(body.query, (c = compileQuery(schema, parse(body.query))));
+          if (!isCompiledQuery(c)) return new Response(JSON.stringify(c), { status: 400 });
+          const r = await c.query(undefined, {}, {});
+          return new Response(c.stringify(r), { headers: { 'content-type': 'application/json' } });
+        },
+        { parse: 'none' },
+      )
       .listen(port);
   }
   console.log('ready');
 }
 
 async function importCost(): Promise<string> {
-  const code = "const t=performance.now(); const r0=process.memoryUsage().rss; await import('graphql-yoga'); console.log(JSON.stringify({ ms: performance.now()-t, mb: (process.memoryUsage().rss-r0)/1048576 }))";
+  const code =
+    "const t=performance.now(); const r0=process.memoryUsage().rss; await import('graphql-yoga'); console.log(JSON.stringify({ ms: performance.now()-t, mb: (process.memoryUsage().rss-r0)/1048576 }))";
   const out = await new Promise<string>((res) => {
     let s = '';
     ensurePeers();
@@ -61,10 +72,20 @@ async function importCost(): Promise<string> {
 
 async function measure(kind: string): Promise<{ rps: number; p50: number; p99: number; errors: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, [import.meta.path, 'serve', kind, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [import.meta.path, 'serve', kind, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((res) => child.stdout!.on('data', (c: Buffer) => c.toString().includes('ready') && res()));
   try {
-    const r = await runPlan({ url: `http://127.0.0.1:${port}/graphql`, mode: 'request', body: JSON.stringify({ query: QUERY }), headerSets: [{}], connections: 32, warmupMs: 1000, durationMs: 3000 });
+    const r = await runPlan({
+      url: `http://127.0.0.1:${port}/graphql`,
+      mode: 'request',
+      body: JSON.stringify({ query: QUERY }),
+      headerSets: [{}],
+      connections: 32,
+      warmupMs: 1000,
+      durationMs: 3000,
+    });
     return { rps: Math.round(r.rps), p50: r.p50, p99: r.p99, errors: r.errors };
   } finally {
     child.kill('SIGKILL');

@@ -74,7 +74,10 @@ export interface ReplicaSettings {
 function readReplicaSettings(env: Record<string, string | undefined>): ReplicaSettings | undefined {
   const raw = env.DATABASE_READ_URL?.trim();
   if (!raw) return undefined;
-  const urls = raw.split(',').map((u) => u.trim()).filter(Boolean);
+  const urls = raw
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean);
   if (urls.length > 16) throw new Error('DATABASE_READ_URL names at most 16 replicas');
   for (const u of urls) {
     let ok = false;
@@ -121,7 +124,13 @@ function readFilesSettings(env: Record<string, string | undefined>): FilesSettin
     retentionDays: int(env.SVC_FILES_RETENTION_DAYS, 30, 'SVC_FILES_RETENTION_DAYS', 0, 36_500),
     maxInputPixels: byteCount(env.SVC_FILES_MAX_INPUT_PIXELS, 50_000_000, 'SVC_FILES_MAX_INPUT_PIXELS'),
     maxOutputPixels: byteCount(env.SVC_FILES_MAX_OUTPUT_PIXELS, 16_777_216, 'SVC_FILES_MAX_OUTPUT_PIXELS'),
-    transformConcurrency: int(env.SVC_FILES_TRANSFORM_CONCURRENCY, Math.max(1, availableParallelism()), 'SVC_FILES_TRANSFORM_CONCURRENCY', 1, 64),
+    transformConcurrency: int(
+      env.SVC_FILES_TRANSFORM_CONCURRENCY,
+      Math.max(1, availableParallelism()),
+      'SVC_FILES_TRANSFORM_CONCURRENCY',
+      1,
+      64,
+    ),
     variantCacheBytes: byteCount(env.SVC_FILES_VARIANT_CACHE_BYTES, 64 * 1024 * 1024, 'SVC_FILES_VARIANT_CACHE_BYTES'),
     uploadUrlTtlSec: int(env.SVC_FILES_UPLOAD_URL_TTL, 900, 'SVC_FILES_UPLOAD_URL_TTL', 10, 7 * 86_400),
     s3Url: env.SVC_S3_URL || undefined,
@@ -136,21 +145,24 @@ const LOG_MODES: readonly LogMode[] = ['text', 'json', 'off'];
 function positive(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 1000)
+    throw new Error(`${name} must be a whole number from 1 to 1000, got "${value}"`);
   return n;
 }
 
 function byteCount(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number of bytes, got "${value}"`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`${name} must be a positive whole number of bytes, got "${value}"`);
   return n;
 }
 
 function count(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 10_000_000) throw new Error(`${name} must be a positive whole number, got "${value}"`);
+  if (!Number.isInteger(n) || n < 1 || n > 10_000_000)
+    throw new Error(`${name} must be a positive whole number, got "${value}"`);
   return n;
 }
 
@@ -167,7 +179,8 @@ function readCaFile(file: string): string {
   } catch (err) {
     throw new Error(`SVC_APPS_CA_FILE cannot be read: ${(err as Error).message}`);
   }
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`SVC_APPS_CA_FILE (${file}) holds no PEM certificate`);
+  if (!text.includes('-----BEGIN CERTIFICATE-----'))
+    throw new Error(`SVC_APPS_CA_FILE (${file}) holds no PEM certificate`);
   return text;
 }
 
@@ -212,8 +225,16 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
     readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
     scheduledActionsTickMs: int(env.SVC_SCHEDULED_ACTIONS_TICK_MS, 250, 'SVC_SCHEDULED_ACTIONS_TICK_MS', 10, 60_000),
-    realtimeConnectionsPerIdentity: count(env.SVC_REALTIME_CONNECTIONS_PER_IDENTITY, 1000, 'SVC_REALTIME_CONNECTIONS_PER_IDENTITY'),
-    realtimeSubscriptionsPerConnection: count(env.SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION, 100, 'SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION'),
+    realtimeConnectionsPerIdentity: count(
+      env.SVC_REALTIME_CONNECTIONS_PER_IDENTITY,
+      1000,
+      'SVC_REALTIME_CONNECTIONS_PER_IDENTITY',
+    ),
+    realtimeSubscriptionsPerConnection: count(
+      env.SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION,
+      100,
+      'SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION',
+    ),
     sseHeartbeatMs: count(env.SVC_SSE_HEARTBEAT_MS, 30_000, 'SVC_SSE_HEARTBEAT_MS'),
     operations: readOperationsSettings(env, env.SVC_ENV === 'production'),
     log,
@@ -222,7 +243,10 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
     files: readFilesSettings(env),
     studio: studioSetting(env.SVC_STUDIO),
-    billingStripeSecrets: (env.SVC_BILLING_STRIPE_SECRET ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    billingStripeSecrets: (env.SVC_BILLING_STRIPE_SECRET ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     vectorStore: vectorStore(env.SVC_VECTOR_STORE),
     appsCa: env.SVC_APPS_CA_FILE ? readCaFile(env.SVC_APPS_CA_FILE) : undefined,
   };
@@ -254,11 +278,15 @@ export interface OperationsSettings {
 function int(value: string | undefined, fallback: number, name: string, min: number, max: number): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new Error(`${name} must be a whole number from ${min} to ${max}, got "${value}"`);
   return n;
 }
 
-export function readOperationsSettings(env: Record<string, string | undefined>, production: boolean): OperationsSettings {
+export function readOperationsSettings(
+  env: Record<string, string | undefined>,
+  production: boolean,
+): OperationsSettings {
   return {
     publicOnly: production && env.SVC_OPERATIONS_ALLOW_PRIVATE !== '1',
     projectConcurrency: int(env.SVC_OPERATIONS_CONCURRENCY, 32, 'SVC_OPERATIONS_CONCURRENCY', 1, 1000),
@@ -273,6 +301,7 @@ export function readOperationsSettings(env: Record<string, string | undefined>, 
 
 function busUrl(v: string | undefined): string | undefined {
   if (!v) return undefined;
-  if (!/^(nats|tls):\/\/[^\s]+$/.test(v)) throw new Error(`SVC_BUS_URL must be a nats:// URL (or unset for the PostgreSQL bus), got "${v}"`);
+  if (!/^(nats|tls):\/\/[^\s]+$/.test(v))
+    throw new Error(`SVC_BUS_URL must be a nats:// URL (or unset for the PostgreSQL bus), got "${v}"`);
   return v;
 }

@@ -18,7 +18,12 @@ export type SvcErrorCode =
   | GraphqlErrorCode;
 
 /** Codes only GraphQL surfaces produce (documents that do not parse, validate or fit the limits). */
-export type GraphqlErrorCode = 'GRAPHQL_PARSE_FAILED' | 'GRAPHQL_VALIDATION_FAILED' | 'QUERY_TOO_DEEP' | 'TOO_MANY_ALIASES' | 'QUERY_TOO_COMPLEX';
+export type GraphqlErrorCode =
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'QUERY_TOO_DEEP'
+  | 'TOO_MANY_ALIASES'
+  | 'QUERY_TOO_COMPLEX';
 
 export class SvcError extends Error {
   readonly code: SvcErrorCode = 'INTERNAL_SERVER_ERROR';

@@ -19,7 +19,11 @@ export interface GatewayModule<D extends GatewaySocketData = any> {
   /** Also the `kind` its sockets carry. */
   name: string;
   /** A response, UPGRADED, or undefined when the request is not this module's. */
-  fetch(req: Request, url: URL, server: Server<GatewaySocketData>): Response | typeof UPGRADED | undefined | Promise<Response | typeof UPGRADED | undefined>;
+  fetch(
+    req: Request,
+    url: URL,
+    server: Server<GatewaySocketData>,
+  ): Response | typeof UPGRADED | undefined | Promise<Response | typeof UPGRADED | undefined>;
   websocket?: {
     open?(ws: GatewaySocket<D>): void | Promise<void>;
     message?(ws: GatewaySocket<D>, message: string | Buffer): void | Promise<void>;
@@ -31,4 +35,3 @@ export interface GatewayModule<D extends GatewaySocketData = any> {
   /** SIGTERM: tell clients to reconnect elsewhere (close frames, ended streams) before the stop. */
   drain?(): void | Promise<void>;
 }
-

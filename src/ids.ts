@@ -17,4 +17,3 @@ export function newSecret(prefix: string): string {
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
-

@@ -7,7 +7,10 @@ import { newSecret } from './ids.ts';
  * SVC_DATA_DIR/root-token (mode 0600), else a new one written there. Only its hash is kept
  * in memory once the process has started.
  */
-export function loadRootToken(dataDir: string, fromEnv: string | undefined): { token: string; file: string | null; created: boolean } {
+export function loadRootToken(
+  dataDir: string,
+  fromEnv: string | undefined,
+): { token: string; file: string | null; created: boolean } {
   if (fromEnv) return { token: fromEnv, file: null, created: false };
   const file = join(dataDir, 'root-token');
   if (existsSync(file)) return { token: readFileSync(file, 'utf8').trim(), file, created: false };

@@ -45,7 +45,11 @@ export function secretsKey(dataDir: string): Buffer {
  */
 export function secretsKeyring(dataDir: string): Keyring & { current: Buffer; previous: readonly Buffer[] } {
   const current = secretsKey(dataDir);
-  const previous: Buffer[] = (process.env.SVC_SECRETS_KEY_PREVIOUS ?? '').split(',').map((s) => s.trim()).filter(Boolean).map((old) => createHash('sha256').update(old).digest());
+  const previous: Buffer[] = (process.env.SVC_SECRETS_KEY_PREVIOUS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((old) => createHash('sha256').update(old).digest());
   if (process.env.SVC_SECRETS_KEY) {
     const generated = fileKey(dataDir, false);
     if (generated) previous.push(generated);

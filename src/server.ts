@@ -48,7 +48,11 @@ export async function startServer(settings: Settings): Promise<Running> {
     heartbeatMs: settings.sseHeartbeatMs,
   });
   svc.metrics.actors.add(() => [[['channel', 'live'], hub.status().channels]]);
-  svc.metrics.gauge('svc_realtime_clients', 'Connected realtime clients (SSE, /_events, /graphql/ws).', () => hub.status().clients);
+  svc.metrics.gauge(
+    'svc_realtime_clients',
+    'Connected realtime clients (SSE, /_events, /graphql/ws).',
+    () => hub.status().clients,
+  );
   // A logout or revoked session closes that session's realtime connections (4403).
   const stopRevocations = onSessionRevoked(svc, (e) => hub.sessionRevoked(e.sessionId));
   try {
@@ -67,11 +71,19 @@ export async function startServer(settings: Settings): Promise<Running> {
       const modules: GatewayModule[] = [
         metricsModule(svc),
         realtimeGateway(svc, hub, (t, projectId) => verifyAccessToken(svc, t, projectId)),
-        collabGateway(svc.collab, joinAuth({ sql: svc.sql, gate: svc.gate, verifyToken: (t, projectId) => verifyAccessToken(svc, t, projectId) })),
+        collabGateway(
+          svc.collab,
+          joinAuth({
+            sql: svc.sql,
+            gate: svc.gate,
+            verifyToken: (t, projectId) => verifyAccessToken(svc, t, projectId),
+          }),
+        ),
       ];
       gateway = startGateway({ port: settings.realtimePort, hostname: settings.host, requests: svc.requests }, modules);
       // REALTIME_PORT=0 (tests): /collab/info and the Studio must name the port actually bound.
-      if (settings.realtimePort === 0 && settings.realtimeUrl.endsWith(':0')) svc.settings.realtimeUrl = `ws://${settings.host}:${gateway.server.port}`;
+      if (settings.realtimePort === 0 && settings.realtimeUrl.endsWith(':0'))
+        svc.settings.realtimeUrl = `ws://${settings.host}:${gateway.server.port}`;
     }
   } catch (err) {
     api?.stop(true);

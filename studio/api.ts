@@ -17,7 +17,12 @@ export interface Session {
 }
 
 export class ApiError extends Error {
-  constructor(message: string, readonly code: string, readonly status: number, readonly details: Record<string, unknown> = {}) {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly status: number,
+    readonly details: Record<string, unknown> = {},
+  ) {
     super(message);
   }
 }
@@ -62,14 +67,27 @@ async function answer<T>(res: Response): Promise<T> {
 }
 
 export async function request<T = any>(method: string, path: string, body?: unknown, projectId?: string): Promise<T> {
-  const res = await fetch(path, { method, headers: headers(projectId, body !== undefined), body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  const res = await fetch(path, {
+    method,
+    headers: headers(projectId, body !== undefined),
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+  });
   return answer<T>(res);
 }
 
 /** One GraphQL operation on the project's generated schema; the first error throws. */
 export async function gql<T = any>(projectId: string, query: string, variables?: Record<string, unknown>): Promise<T> {
-  const res = await fetch('/graphql', { method: 'POST', headers: headers(projectId), body: JSON.stringify({ query, variables }), credentials: 'same-origin' });
-  const body = await answer<{ data?: T; errors?: { message: string; extensions?: { code?: string; field?: string } }[] }>(res);
+  const res = await fetch('/graphql', {
+    method: 'POST',
+    headers: headers(projectId),
+    body: JSON.stringify({ query, variables }),
+    credentials: 'same-origin',
+  });
+  const body = await answer<{
+    data?: T;
+    errors?: { message: string; extensions?: { code?: string; field?: string } }[];
+  }>(res);
   if (body.errors?.length) {
     const e = body.errors[0]!;
     throw new ApiError(e.message, e.extensions?.code ?? 'FORBIDDEN', 200, e.extensions ?? {});
@@ -92,12 +110,20 @@ export async function upload(projectId: string, file: File, alt?: string): Promi
   const form = new FormData();
   form.append('file', file);
   if (alt) form.append('alt', alt);
-  const res = await fetch('/api/files/upload', { method: 'POST', headers: headers(projectId, false), body: form, credentials: 'same-origin' });
+  const res = await fetch('/api/files/upload', {
+    method: 'POST',
+    headers: headers(projectId, false),
+    body: form,
+    credentials: 'same-origin',
+  });
   return answer<UploadedFile>(res);
 }
 
 export async function loadSession(): Promise<Session | null> {
-  const res = await fetch('/studio/api/session', { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+  const res = await fetch('/studio/api/session', {
+    headers: { accept: 'application/json' },
+    credentials: 'same-origin',
+  });
   const s = await answer<Session & { signedIn: boolean }>(res);
   if (!s.signedIn) return null;
   setCsrf(s.csrf);

@@ -9,7 +9,10 @@ import 'graphiql/style.css';
  * into the Studio's explorer screen (as the member) or the `/graphiql` page (with an API key
  * typed into GraphiQL's headers editor).
  */
-export type Fetcher = (params: { query: string; variables?: unknown; operationName?: string | null }, opts?: { headers?: Record<string, unknown> }) => Promise<unknown>;
+export type Fetcher = (
+  params: { query: string; variables?: unknown; operationName?: string | null },
+  opts?: { headers?: Record<string, unknown> },
+) => Promise<unknown>;
 
 export interface MountOptions {
   defaultQuery: string;
@@ -19,20 +22,29 @@ export interface MountOptions {
   onEditQuery?: (query: string) => void;
 }
 
-export function mountGraphiQL(el: HTMLElement, fetcher: Fetcher, workers: Record<string, string>, opts: MountOptions): () => void {
+export function mountGraphiQL(
+  el: HTMLElement,
+  fetcher: Fetcher,
+  workers: Record<string, string>,
+  opts: MountOptions,
+): () => void {
   (globalThis as { MonacoEnvironment?: unknown }).MonacoEnvironment = {
     getWorker(_id: string, label: string) {
       return new Worker(workers[label] ?? workers.editor!, { type: 'module' });
     },
   };
   const root = createRoot(el);
-  root.render(createElement(GraphiQL, {
-    fetcher,
-    defaultQuery: opts.defaultQuery,
-    ...(opts.onEditQuery ? { onEditQuery: opts.onEditQuery } : {}),
-    defaultEditorToolsVisibility: opts.defaultHeaders ? 'headers' : true,
-    isHeadersEditorEnabled: opts.defaultHeaders !== undefined,
-    ...(opts.defaultHeaders !== undefined ? { defaultHeaders: opts.defaultHeaders, shouldPersistHeaders: true } : { shouldPersistHeaders: false }),
-  }));
+  root.render(
+    createElement(GraphiQL, {
+      fetcher,
+      defaultQuery: opts.defaultQuery,
+      ...(opts.onEditQuery ? { onEditQuery: opts.onEditQuery } : {}),
+      defaultEditorToolsVisibility: opts.defaultHeaders ? 'headers' : true,
+      isHeadersEditorEnabled: opts.defaultHeaders !== undefined,
+      ...(opts.defaultHeaders !== undefined
+        ? { defaultHeaders: opts.defaultHeaders, shouldPersistHeaders: true }
+        : { shouldPersistHeaders: false }),
+    }),
+  );
   return () => root.unmount();
 }

@@ -12,9 +12,23 @@ export function lazy<P extends object>(load: () => Promise<ComponentType<P>>): C
     useEffect(() => {
       if (C) return;
       pending ??= load().then((c) => (loaded = c));
-      pending.then((c) => setC(() => c), (e: Error) => setError(e.message));
+      pending.then(
+        (c) => setC(() => c),
+        (e: Error) => setError(e.message),
+      );
     }, []);
-    if (error) return <p role="alert" class="error">Could not load this screen: {error}</p>;
-    return C ? <C {...props} /> : <p aria-busy="true" class="muted">Loading…</p>;
+    if (error)
+      return (
+        <p role="alert" class="error">
+          Could not load this screen: {error}
+        </p>
+      );
+    return C ? (
+      <C {...props} />
+    ) : (
+      <p aria-busy="true" class="muted">
+        Loading…
+      </p>
+    );
   };
 }

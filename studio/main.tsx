@@ -7,7 +7,13 @@ import { ProjectShell } from './project.tsx';
 import './styles.css';
 
 function Projects({ session }: { session: Session }) {
-  if (session.projects.length === 0) return <main class="page"><h1>Projects</h1><p>You are not a member of any project yet: ask an owner or admin.</p></main>;
+  if (session.projects.length === 0)
+    return (
+      <main class="page">
+        <h1>Projects</h1>
+        <p>You are not a member of any project yet: ask an owner or admin.</p>
+      </main>
+    );
   return (
     <main class="page">
       <h1>Projects</h1>
@@ -35,10 +41,27 @@ function App() {
     void refresh();
     return onSignedOut(() => setSession(null));
   }, []);
-  if (error) return <main class="page"><p role="alert">{error}</p></main>;
-  if (session === undefined) return <main class="page" aria-busy="true"><p>Loading…</p></main>;
+  if (error)
+    return (
+      <main class="page">
+        <p role="alert">{error}</p>
+      </main>
+    );
+  if (session === undefined)
+    return (
+      <main class="page" aria-busy="true">
+        <p>Loading…</p>
+      </main>
+    );
   if (session === null || path === '/welcome') {
-    return <SignIn welcome={path === '/welcome'} onSignedIn={() => { void refresh().then(() => navigate(path === '/welcome' || path === '/login' ? '/' : path, true)); }} />;
+    return (
+      <SignIn
+        welcome={path === '/welcome'}
+        onSignedIn={() => {
+          void refresh().then(() => navigate(path === '/welcome' || path === '/login' ? '/' : path, true));
+        }}
+      />
+    );
   }
   const signOut = async () => {
     await request('POST', '/studio/api/logout').catch(() => {});
@@ -51,14 +74,33 @@ function App() {
   return (
     <div class="app">
       <header class="top">
-        <a class="brand" href={`${BASE}/`} onClick={onLink}>svc Studio</a>
+        <a class="brand" href={`${BASE}/`} onClick={onLink}>
+          svc Studio
+        </a>
         <span class="muted tenant">{session.tenant.name}</span>
-        {project && <span class="crumb">{project.name} <span class={`badge role-${project.role}`}>{project.role}</span></span>}
+        {project && (
+          <span class="crumb">
+            {project.name} <span class={`badge role-${project.role}`}>{project.role}</span>
+          </span>
+        )}
         <span class="grow" />
         <span class="muted who">{session.email}</span>
-        <button type="button" class="ghost" onClick={signOut}>Sign out</button>
+        <button type="button" class="ghost" onClick={signOut}>
+          Sign out
+        </button>
       </header>
-      {p ? project ? <ProjectShell project={project} path={path.split('/').slice(3).join('/')} /> : <main class="page"><h1>Project not found</h1><p>It does not exist, or you are not a member.</p></main> : <Projects session={session} />}
+      {p ? (
+        project ? (
+          <ProjectShell project={project} path={path.split('/').slice(3).join('/')} />
+        ) : (
+          <main class="page">
+            <h1>Project not found</h1>
+            <p>It does not exist, or you are not a member.</p>
+          </main>
+        )
+      ) : (
+        <Projects session={session} />
+      )}
     </div>
   );
 }

@@ -1,7 +1,22 @@
 import { request } from './api.ts';
 
 /** Model definitions as the project's live config holds them (GET /v1/control/projects/:id/config). */
-export type FieldType = 'text' | 'richtext' | 'flexible' | 'number' | 'boolean' | 'date' | 'enum' | 'select' | 'reference' | 'model' | 'image' | 'video' | 'file' | 'list' | 'json';
+export type FieldType =
+  | 'text'
+  | 'richtext'
+  | 'flexible'
+  | 'number'
+  | 'boolean'
+  | 'date'
+  | 'enum'
+  | 'select'
+  | 'reference'
+  | 'model'
+  | 'image'
+  | 'video'
+  | 'file'
+  | 'list'
+  | 'json';
 export interface FieldDef {
   key: string;
   type: FieldType;
@@ -50,7 +65,12 @@ const configs = new Map<string, Promise<ProjectConfig>>();
 export function projectConfig(projectId: string, fresh = false): Promise<ProjectConfig> {
   let p = configs.get(projectId);
   if (!p || fresh) {
-    p = request<ProjectConfig>('GET', `/v1/control/projects/${encodeURIComponent(projectId)}/config`, undefined, projectId);
+    p = request<ProjectConfig>(
+      'GET',
+      `/v1/control/projects/${encodeURIComponent(projectId)}/config`,
+      undefined,
+      projectId,
+    );
     p.catch(() => configs.delete(projectId));
     configs.set(projectId, p);
   }
@@ -85,10 +105,16 @@ export const TEXT_TYPES = new Set<FieldType>(['text', 'richtext']);
 
 /** The field whose value titles a record in lists and pickers. */
 export function titleField(m: ModelDef): FieldDef | undefined {
-  return m.fields.find((f) => f.type === 'text' && /^(title|name|label|heading)$/i.test(f.key)) ?? m.fields.find((f) => f.type === 'text');
+  return (
+    m.fields.find((f) => f.type === 'text' && /^(title|name|label|heading)$/i.test(f.key)) ??
+    m.fields.find((f) => f.type === 'text')
+  );
 }
 
-export function recordTitle(m: ModelDef, r: { _id: string; naturalKey?: string | null; content?: Record<string, unknown> | null }): string {
+export function recordTitle(
+  m: ModelDef,
+  r: { _id: string; naturalKey?: string | null; content?: Record<string, unknown> | null },
+): string {
   const t = titleField(m);
   const v = t ? r.content?.[t.key] : undefined;
   return (typeof v === 'string' && v.trim()) || r.naturalKey || r._id;

@@ -40,47 +40,90 @@ export function ProjectShell({ project, path }: { project: ProjectRef; path: str
       <h2>Models</h2>
       <ul>
         {models.map((m) => (
-          <li key={m.key}><a href={`${base}/m/${m.key}`} onClick={onLink} aria-current={here.startsWith(`/m/${m.key}`) ? 'page' : undefined}>{m.name || m.key}</a></li>
+          <li key={m.key}>
+            <a
+              href={`${base}/m/${m.key}`}
+              onClick={onLink}
+              aria-current={here.startsWith(`/m/${m.key}`) ? 'page' : undefined}
+            >
+              {m.name || m.key}
+            </a>
+          </li>
         ))}
         {config && models.length === 0 && <li class="muted">No models yet (svc push)</li>}
       </ul>
       <h2>Project</h2>
       <ul>
         {SECTIONS.filter(([, , o]) => !o?.admin || canAdmin(project.role)).map(([k, label]) => (
-          <li key={k}><a href={`${base}/${k}`} onClick={onLink} aria-current={here === `/${k}` ? 'page' : undefined}>{label}</a></li>
+          <li key={k}>
+            <a href={`${base}/${k}`} onClick={onLink} aria-current={here === `/${k}` ? 'page' : undefined}>
+              {label}
+            </a>
+          </li>
         ))}
       </ul>
     </nav>
   );
   let body: ComponentChildren;
-  if (error) body = <p role="alert" class="error">{error}</p>;
-  else if (!config) body = <p aria-busy="true" class="muted">Loading…</p>;
+  if (error)
+    body = (
+      <p role="alert" class="error">
+        {error}
+      </p>
+    );
+  else if (!config)
+    body = (
+      <p aria-busy="true" class="muted">
+        Loading…
+      </p>
+    );
   else {
     const rec = match('/m/:model/r/:id', here);
     const list = match('/m/:model', here);
     const key = (rec ?? list)?.model;
     const model = models.find((m) => m.key === key);
-    if (rec && model) body = <RecordScreen key={rec.id} project={project} config={config} model={model} recordId={rec.id!} />;
+    if (rec && model)
+      body = <RecordScreen key={rec.id} project={project} config={config} model={model} recordId={rec.id!} />;
     else if (list && model) body = <RecordList key={model.key} project={project} model={model} />;
     else if (here === '/releases') body = <ReleasesPanel project={project} />;
     else if (here === '/files') body = <FilesPanel project={project} />;
-    else if (here === '/keys') body = canAdmin(project.role) ? <KeysPanel project={project} /> : <p role="alert" class="error">Only owners and admins manage API keys.</p>;
+    else if (here === '/keys')
+      body = canAdmin(project.role) ? (
+        <KeysPanel project={project} />
+      ) : (
+        <p role="alert" class="error">
+          Only owners and admins manage API keys.
+        </p>
+      );
     else if (here === '/customers') body = <CustomersPanel project={project} />;
     else if (here === '/operations') body = <OperationsPanel project={project} config={config} />;
     else if (here === '/schedules') body = <SchedulesPanel project={project} />;
     else if (here === '/scheduled') body = <ScheduledPanel project={project} />;
     else if (here === '/audit') body = <AuditPanel project={project} />;
     else if (here === '/graphql') body = <Explorer project={project} config={config} />;
-    else body = (
-      <section>
-        <h1>{config.project.name}</h1>
-        <ul class="cards" aria-label="Models">
-          {models.map((m) => (
-            <li key={m.key}><a class="card" href={`${base}/m/${m.key}`} onClick={onLink}><strong>{m.name || m.key}</strong><span class="muted">{m.fields.length} fields{m.versioned === false ? ' · unversioned' : ''}</span></a></li>
-          ))}
-        </ul>
-      </section>
-    );
+    else
+      body = (
+        <section>
+          <h1>{config.project.name}</h1>
+          <ul class="cards" aria-label="Models">
+            {models.map((m) => (
+              <li key={m.key}>
+                <a class="card" href={`${base}/m/${m.key}`} onClick={onLink}>
+                  <strong>{m.name || m.key}</strong>
+                  <span class="muted">
+                    {m.fields.length} fields{m.versioned === false ? ' · unversioned' : ''}
+                  </span>
+                </a>
+              </li>
+            ))}
+          </ul>
+        </section>
+      );
   }
-  return <div class="project">{nav}<main class="content">{body}</main></div>;
+  return (
+    <div class="project">
+      {nav}
+      <main class="content">{body}</main>
+    </div>
+  );
 }

@@ -60,14 +60,35 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
     setError('');
     const fields = '_id naturalKey _updatedAt _publishedAt _hasDraft content';
     const run = applied
-      ? gql(project.id, `query($q:String!,$first:Int,$after:String){ list: ${n.search}(query:$q, first:$first, after:$after){ totalCount pageInfo{hasNextPage endCursor} edges{ node{ ${fields} } } } }`, { q: applied, first: PAGE, after })
-      : gql(project.id, `query($first:Int,$after:String${queryable.length ? `,$where:${n.where},$orderBy:[${n.orderBy}!]` : ''}){ list: ${n.list}(first:$first, after:$after, preview:true${queryable.length ? ', where:$where, orderBy:$orderBy' : ''}){ totalCount pageInfo{hasNextPage endCursor} edges{ node{ ${fields} } } } }`, {
-          first: PAGE,
-          after,
-          ...(queryable.length ? { where: whereOf(queryable, filters), orderBy: sort ? [{ field: sort.replace(/^-/, ''), direction: sort.startsWith('-') ? 'DESC' : 'ASC' }] : null } : {}),
-        });
+      ? gql(
+          project.id,
+          `query($q:String!,$first:Int,$after:String){ list: ${n.search}(query:$q, first:$first, after:$after){ totalCount pageInfo{hasNextPage endCursor} edges{ node{ ${fields} } } } }`,
+          { q: applied, first: PAGE, after },
+        )
+      : gql(
+          project.id,
+          `query($first:Int,$after:String${queryable.length ? `,$where:${n.where},$orderBy:[${n.orderBy}!]` : ''}){ list: ${n.list}(first:$first, after:$after, preview:true${queryable.length ? ', where:$where, orderBy:$orderBy' : ''}){ totalCount pageInfo{hasNextPage endCursor} edges{ node{ ${fields} } } } }`,
+          {
+            first: PAGE,
+            after,
+            ...(queryable.length
+              ? {
+                  where: whereOf(queryable, filters),
+                  orderBy: sort
+                    ? [{ field: sort.replace(/^-/, ''), direction: sort.startsWith('-') ? 'DESC' : 'ASC' }]
+                    : null,
+                }
+              : {}),
+          },
+        );
     run.then(
-      (d: any) => live && setPage({ rows: d.list.edges.map((e: any) => e.node), total: d.list.totalCount ?? null, next: d.list.pageInfo.hasNextPage ? d.list.pageInfo.endCursor : null }),
+      (d: any) =>
+        live &&
+        setPage({
+          rows: d.list.edges.map((e: any) => e.node),
+          total: d.list.totalCount ?? null,
+          next: d.list.pageInfo.hasNextPage ? d.list.pageInfo.endCursor : null,
+        }),
       (e: Error) => live && setError(e.message),
     );
     return () => void (live = false);
@@ -85,62 +106,155 @@ export function RecordList({ project, model }: { project: ProjectRef; model: Mod
     <section>
       <div class="bar">
         <h1>{model.name || model.key}</h1>
-        <span class={`badge ${live ? 'published' : 'draft'}`} role="status" title="Updates as records change">{live ? 'live' : 'offline'}</span>
+        <span class={`badge ${live ? 'published' : 'draft'}`} role="status" title="Updates as records change">
+          {live ? 'live' : 'offline'}
+        </span>
         <span class="grow" />
-        {canEdit(project.role) && <button type="button" onClick={() => navigate(`/p/${encodeURIComponent(project.id)}/m/${model.key}/r/new`)}>New {model.name || model.key}</button>}
+        {canEdit(project.role) && (
+          <button type="button" onClick={() => navigate(`/p/${encodeURIComponent(project.id)}/m/${model.key}/r/new`)}>
+            New {model.name || model.key}
+          </button>
+        )}
       </div>
       {/* biome-ignore lint/a11y/useSemanticElements: a form with role=search is the landmark; <search> would need its own form inside */}
-      <form class="filters" role="search" onSubmit={(e) => { e.preventDefault(); reset(); setApplied(search.trim()); }}>
-        <label>Search<input type="search" aria-label="Search" value={search} onInput={(e) => setSearch(e.currentTarget.value)} placeholder="Words in any text field" /></label>
+      <form
+        class="filters"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          reset();
+          setApplied(search.trim());
+        }}
+      >
+        <label>
+          Search
+          <input
+            type="search"
+            aria-label="Search"
+            value={search}
+            onInput={(e) => setSearch(e.currentTarget.value)}
+            placeholder="Words in any text field"
+          />
+        </label>
         {/* aria-label: a wrapping label would name a select after its options too ("FeaturedAnyYesNo"). */}
         {queryable.map((f) => (
           // biome-ignore lint/a11y/noLabelWithoutControl: the control (a select or an input, by field type) is inside the label
-          <label key={f.key}>{labelOf(f)}
+          <label key={f.key}>
+            {labelOf(f)}
             {f.type === 'enum' ? (
-              <select aria-label={labelOf(f)} value={filters[f.key] ?? ''} onChange={(e) => setFilter(f.key, e.currentTarget.value)}>
+              <select
+                aria-label={labelOf(f)}
+                value={filters[f.key] ?? ''}
+                onChange={(e) => setFilter(f.key, e.currentTarget.value)}
+              >
                 <option value="">Any</option>
-                {(f.config?.options ?? []).map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+                {(f.config?.options ?? []).map((o) => (
+                  <option key={o.value} value={o.value}>
+                    {o.label}
+                  </option>
+                ))}
               </select>
             ) : f.type === 'boolean' ? (
-              <select aria-label={labelOf(f)} value={filters[f.key] ?? ''} onChange={(e) => setFilter(f.key, e.currentTarget.value)}>
-                <option value="">Any</option><option value="true">Yes</option><option value="false">No</option>
+              <select
+                aria-label={labelOf(f)}
+                value={filters[f.key] ?? ''}
+                onChange={(e) => setFilter(f.key, e.currentTarget.value)}
+              >
+                <option value="">Any</option>
+                <option value="true">Yes</option>
+                <option value="false">No</option>
               </select>
             ) : (
-              <input aria-label={labelOf(f)} type={(f.type === 'number' ? 'number' : f.type === 'date' ? 'date' : 'text') as 'text'} value={typed[f.key] ?? filters[f.key] ?? ''} onInput={(e) => { const v = e.currentTarget.value; setTyped((x) => ({ ...x, [f.key]: v })); }} onChange={(e) => setFilter(f.key, e.currentTarget.value)} />
+              <input
+                aria-label={labelOf(f)}
+                type={(f.type === 'number' ? 'number' : f.type === 'date' ? 'date' : 'text') as 'text'}
+                value={typed[f.key] ?? filters[f.key] ?? ''}
+                onInput={(e) => {
+                  const v = e.currentTarget.value;
+                  setTyped((x) => ({ ...x, [f.key]: v }));
+                }}
+                onChange={(e) => setFilter(f.key, e.currentTarget.value)}
+              />
             )}
           </label>
         ))}
         {queryable.length > 0 && (
-          <label>Sort
-            <select aria-label="Sort" value={sort} onChange={(e) => { reset(); setSort(e.currentTarget.value); }}>
+          <label>
+            Sort
+            <select
+              aria-label="Sort"
+              value={sort}
+              onChange={(e) => {
+                reset();
+                setSort(e.currentTarget.value);
+              }}
+            >
               <option value="">Newest first</option>
-              {queryable.flatMap((f) => [<option key={f.key} value={f.key}>{labelOf(f)} ↑</option>, <option key={`-${f.key}`} value={`-${f.key}`}>{labelOf(f)} ↓</option>])}
+              {queryable.flatMap((f) => [
+                <option key={f.key} value={f.key}>
+                  {labelOf(f)} ↑
+                </option>,
+                <option key={`-${f.key}`} value={`-${f.key}`}>
+                  {labelOf(f)} ↓
+                </option>,
+              ])}
             </select>
           </label>
         )}
         <button type="submit">Search</button>
       </form>
-      {error && <p role="alert" class="error">{error}</p>}
+      {error && (
+        <p role="alert" class="error">
+          {error}
+        </p>
+      )}
       {page && (
         <>
           <table class="records">
-            <caption class="muted">{page.total !== null ? `${page.total} record${page.total === 1 ? '' : 's'}` : ''}{applied ? ` matching “${applied}” (published)` : ''}</caption>
-            <thead><tr><th scope="col">Title</th><th scope="col">Status</th><th scope="col">Updated</th></tr></thead>
+            <caption class="muted">
+              {page.total !== null ? `${page.total} record${page.total === 1 ? '' : 's'}` : ''}
+              {applied ? ` matching “${applied}” (published)` : ''}
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Title</th>
+                <th scope="col">Status</th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
             <tbody>
               {page.rows.map((r) => (
                 <tr key={r._id}>
-                  <td><a href={`${base}/r/${r._id}`} onClick={onLink}>{recordTitle(model, r)}</a></td>
-                  <td><StatusBadge r={r} /></td>
-                  <td><time dateTime={r._updatedAt}>{new Date(r._updatedAt).toLocaleString()}</time></td>
+                  <td>
+                    <a href={`${base}/r/${r._id}`} onClick={onLink}>
+                      {recordTitle(model, r)}
+                    </a>
+                  </td>
+                  <td>
+                    <StatusBadge r={r} />
+                  </td>
+                  <td>
+                    <time dateTime={r._updatedAt}>{new Date(r._updatedAt).toLocaleString()}</time>
+                  </td>
                 </tr>
               ))}
-              {page.rows.length === 0 && <tr><td colSpan={3} class="muted">No records</td></tr>}
+              {page.rows.length === 0 && (
+                <tr>
+                  <td colSpan={3} class="muted">
+                    No records
+                  </td>
+                </tr>
+              )}
             </tbody>
           </table>
           <div class="pager">
-            <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>← Previous</button>
+            <button type="button" disabled={cursors.length < 2} onClick={() => setCursors(cursors.slice(0, -1))}>
+              ← Previous
+            </button>
             <span class="muted">Page {cursors.length}</span>
-            <button type="button" disabled={!page.next} onClick={() => setCursors([...cursors, page.next])}>Next →</button>
+            <button type="button" disabled={!page.next} onClick={() => setCursors([...cursors, page.next])}>
+              Next →
+            </button>
           </div>
         </>
       )}

@@ -46,7 +46,7 @@ export function match(pattern: string, path: string): Record<string, string> | n
 
 /** A link that navigates in the app (modifier clicks still open a tab). */
 export function onLink(e: MouseEvent): void {
-  const a = (e.currentTarget as HTMLAnchorElement);
+  const a = e.currentTarget as HTMLAnchorElement;
   if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   e.preventDefault();
   navigate(a.getAttribute('href')!.slice(BASE.length) || '/');

@@ -28,7 +28,10 @@ Bun.serve({
       await Bun.write(join(dir, `${n++}-${sha}`), bytes);
       return Response.json({ sha256: sha, size: bytes.length }, { status: 201 });
     }
-    if (url.pathname === '/static') return new Response(Bun.file(staticFile), { headers: { 'content-type': 'image/webp', 'cache-control': 'public, max-age=31536000, immutable' } });
+    if (url.pathname === '/static')
+      return new Response(Bun.file(staticFile), {
+        headers: { 'content-type': 'image/webp', 'cache-control': 'public, max-age=31536000, immutable' },
+      });
     return new Response('ready');
   },
 });

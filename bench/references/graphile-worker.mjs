@@ -34,7 +34,11 @@ const runner = await run({
   taskList: {
     noop: async (payload) => {
       const at = Date.now();
-      const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+      const res = await fetch(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(payload),
+      });
       await res.text();
       if (!res.ok) throw new Error(`endpoint answered ${res.status}`);
       if (payload.t) lat.push(at - payload.t);
@@ -54,12 +58,14 @@ async function batch(n, stamp) {
   finished = new Promise((r) => (finish = r));
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < n) {
-      next++;
-      await utils.addJob('noop', stamp ? { t: Date.now() } : {}, { maxAttempts: 1 });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        next++;
+        await utils.addJob('noop', stamp ? { t: Date.now() } : {}, { maxAttempts: 1 });
+      }
+    }),
+  );
   await Promise.race([finished, new Promise((r) => setTimeout(r, 120_000))]);
   return (performance.now() - t0) / 1000;
 }
@@ -72,7 +78,9 @@ const seconds = await batch(count, true);
 const c = process.cpuUsage(c0);
 lat.sort((a, b) => a - b);
 const q = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : 0);
-console.log(`GWJSON ${JSON.stringify({ requests: done, seconds, rps: done / seconds, p50: q(0.5), p99: q(0.99), errors: errors + Math.max(0, count - done), firstError, cpuUsPerJob: (c.user + c.system) / Math.max(1, done) })}`);
+console.log(
+  `GWJSON ${JSON.stringify({ requests: done, seconds, rps: done / seconds, p50: q(0.5), p99: q(0.99), errors: errors + Math.max(0, count - done), firstError, cpuUsPerJob: (c.user + c.system) / Math.max(1, done) })}`,
+);
 await runner.stop();
 await utils.release();
 process.exit(0);

@@ -9,8 +9,14 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { articleRow, listingRow, FILTERED_RECORDS, READ_RECORDS, REFERENCE_SDL } from '../data.ts';
 
 const schema = buildSchema(REFERENCE_SDL);
-const articles = Array.from({ length: READ_RECORDS }, (_, i) => articleRow(i + 1)).map(({ id, ...r }) => ({ _id: id, ...r }));
-const listings = Array.from({ length: FILTERED_RECORDS }, (_, i) => listingRow(i + 1)).map(({ id, ...r }) => ({ _id: id, ...r }));
+const articles = Array.from({ length: READ_RECORDS }, (_, i) => articleRow(i + 1)).map(({ id, ...r }) => ({
+  _id: id,
+  ...r,
+}));
+const listings = Array.from({ length: FILTERED_RECORDS }, (_, i) => listingRow(i + 1)).map(({ id, ...r }) => ({
+  _id: id,
+  ...r,
+}));
 
 type Where = { category?: { eq?: string } };
 type Order = { field: 'rank' | 'title' | 'category'; direction: 'ASC' | 'DESC' };

@@ -11,7 +11,13 @@ import { grafserv } from 'postgraphile/grafserv/node';
 
 const preset = {
   extends: [PostGraphileAmberPreset],
-  pgServices: [makePgService({ connectionString: process.env.BENCH_DATABASE_URL, schemas: ['bench_ref'], poolConfig: { max: 10 } })],
+  pgServices: [
+    makePgService({
+      connectionString: process.env.BENCH_DATABASE_URL,
+      schemas: ['bench_ref'],
+      poolConfig: { max: 10 },
+    }),
+  ],
   grafserv: { graphiql: false, watch: false },
   grafast: { explain: false },
 };

@@ -14,7 +14,8 @@ Bun.serve({
   async fetch(req, server) {
     const url = new URL(req.url);
     if (url.pathname === '/health') return new Response('ok');
-    if (url.pathname === '/ws') return server.upgrade(req) ? undefined : new Response('upgrade failed', { status: 400 });
+    if (url.pathname === '/ws')
+      return server.upgrade(req) ? undefined : new Response('upgrade failed', { status: 400 });
     if (url.pathname === '/sse') {
       let ctl!: ReadableStreamDefaultController<Uint8Array>;
       const stream = new ReadableStream<Uint8Array>({

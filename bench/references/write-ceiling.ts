@@ -18,7 +18,13 @@ const plan = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as Plan;
 const sql = new SQL({ url: plan.databaseUrl, max: plan.connections });
 await sql.unsafe('create schema if not exists bench_ref');
 await sql.unsafe('create table if not exists bench_ref.write_ceiling (id bigserial primary key, data jsonb not null)');
-const data = JSON.stringify({ title: 'Written', slug: 'written', summary: 'written by the bench', rating: 42, featured: true });
+const data = JSON.stringify({
+  title: 'Written',
+  slug: 'written',
+  summary: 'written by the bench',
+  rating: 42,
+  featured: true,
+});
 const lat: number[] = [];
 let measuring = false;
 let stop = false;
@@ -41,5 +47,7 @@ await sql.close();
 lat.sort((a, b) => a - b);
 const pct = (p: number) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))]! : 0);
 const cpu = process.cpuUsage();
-console.log(`LOADJSON ${JSON.stringify({ requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors: 0, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}`);
+console.log(
+  `LOADJSON ${JSON.stringify({ requests: lat.length, seconds, rps: lat.length / seconds, p50: pct(50), p99: pct(99), errors: 0, cpuSeconds: (cpu.user + cpu.system) / 1e6 })}`,
+);
 process.exit(0);

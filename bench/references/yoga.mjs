@@ -20,13 +20,20 @@ const SORTABLE = new Set(['rank']);
 const resolvers = {
   Query: {
     articles: async (_, { first }) =>
-      edges(await sql`select id, title, slug, summary, rating, featured from bench_ref.article order by id limit ${first ?? 20}`),
+      edges(
+        await sql`select id, title, slug, summary, rating, featured from bench_ref.article order by id limit ${first ?? 20}`,
+      ),
     listings: async (_, { first, where, orderBy }) => {
       const eq = where?.category?.eq;
       const o = orderBy?.[0];
-      const order = o && SORTABLE.has(o.field) ? sql`order by ${sql(o.field)} ${o.direction === 'DESC' ? sql`desc` : sql`asc`}` : sql`order by id`;
+      const order =
+        o && SORTABLE.has(o.field)
+          ? sql`order by ${sql(o.field)} ${o.direction === 'DESC' ? sql`desc` : sql`asc`}`
+          : sql`order by id`;
       const filter = eq !== undefined ? sql`where category = ${eq}` : sql``;
-      return edges(await sql`select id, title, category, rank, summary, featured from bench_ref.listing ${filter} ${order} limit ${first ?? 20}`);
+      return edges(
+        await sql`select id, title, category, rank, summary, featured from bench_ref.listing ${filter} ${order} limit ${first ?? 20}`,
+      );
     },
   },
 };
@@ -35,5 +42,12 @@ const resolvers = {
 const plugins = [useGraphQlJit()];
 // biome-ignore lint/correctness/useHookAtTopLevel: envelop plugins, not React hooks
 if (process.env.BENCH_YOGA_CACHE === '1') plugins.push(useResponseCache({ session: () => null, idFields: ['_id'] }));
-const yoga = createYoga({ schema: createSchema({ typeDefs: process.env.BENCH_SDL, resolvers }), graphiql: false, landingPage: false, logging: false, maskedErrors: true, plugins });
+const yoga = createYoga({
+  schema: createSchema({ typeDefs: process.env.BENCH_SDL, resolvers }),
+  graphiql: false,
+  landingPage: false,
+  logging: false,
+  maskedErrors: true,
+  plugins,
+});
 createServer(yoga).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('ready'));

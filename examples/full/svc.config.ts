@@ -3,8 +3,23 @@
  * Copy it, replace the project pin with your own (`svc init --project P` prints one), and push.
  */
 import {
-  boolean, date, defineConfig, defineModel, enumField, file, flexible, image, json, list, model, number, reference,
-  richtext, select, text, video,
+  boolean,
+  date,
+  defineConfig,
+  defineModel,
+  enumField,
+  file,
+  flexible,
+  image,
+  json,
+  list,
+  model,
+  number,
+  reference,
+  richtext,
+  select,
+  text,
+  video,
 } from 'svc/config';
 
 export default defineConfig({
@@ -78,11 +93,22 @@ export default defineConfig({
     }),
   ],
   operations: [
-    { key: 'syncInventory', name: 'Sync inventory', description: 'Pulls stock levels from the ERP', endpoint: '/inventory/sync' },
+    {
+      key: 'syncInventory',
+      name: 'Sync inventory',
+      description: 'Pulls stock levels from the ERP',
+      endpoint: '/inventory/sync',
+    },
     { key: 'sendDigest', name: 'Send digest', endpoint: 'https://mail.acme.example/digest' },
   ],
   hooks: [
-    { key: 'productChanged', name: 'Product changed', event: 'RECORD_UPDATED', operationKey: 'syncInventory', filter: { modelKey: 'product' } },
+    {
+      key: 'productChanged',
+      name: 'Product changed',
+      event: 'RECORD_UPDATED',
+      operationKey: 'syncInventory',
+      filter: { modelKey: 'product' },
+    },
   ],
   schedules: [{ operationKey: 'sendDigest', cron: '0 8 * * MON-FRI', timezone: 'Europe/Berlin', enabled: true }],
   segments: [
@@ -91,11 +117,29 @@ export default defineConfig({
       name: 'Big spenders',
       description: 'Customers who spent more than 1000',
       isActive: true,
-      rules: { type: 'condition', left: { type: 'field', path: 'customer.totalSpent' }, operator: 'greater_than', right: { type: 'literal', value: 1000 } },
+      rules: {
+        type: 'condition',
+        left: { type: 'field', path: 'customer.totalSpent' },
+        operator: 'greater_than',
+        right: { type: 'literal', value: 1000 },
+      },
     },
   ],
   authProviders: [
-    { key: 'google', name: 'Google', type: 'oauth2', config: { issuer: 'https://accounts.google.com', clientId: 'acme-google', clientSecretLabel: 'googleClientSecret', allowedDomains: ['acme.example'] }, enabled: true, isDefault: true, priority: 1 },
+    {
+      key: 'google',
+      name: 'Google',
+      type: 'oauth2',
+      config: {
+        issuer: 'https://accounts.google.com',
+        clientId: 'acme-google',
+        clientSecretLabel: 'googleClientSecret',
+        allowedDomains: ['acme.example'],
+      },
+      enabled: true,
+      isDefault: true,
+      priority: 1,
+    },
   ],
   relyingParties: [
     {
@@ -110,10 +154,30 @@ export default defineConfig({
       allowedOrigins: ['https://acme.example', 'https://shop.acme.example:8443'],
     },
   ],
-  placements: [{ type: 'main-editor', url: 'https://apps.acme.example/seo', modelKeys: ['product'], tabName: 'SEO', hideContentTab: false }],
+  placements: [
+    {
+      type: 'main-editor',
+      url: 'https://apps.acme.example/seo',
+      modelKeys: ['product'],
+      tabName: 'SEO',
+      hideContentTab: false,
+    },
+  ],
   apiKeys: [
-    { name: 'backend', keyType: 'secret', envVar: 'SVC_SECRET_KEY', scopes: ['records:read', 'records:write'], allowedFileTypes: ['image/*', 'application/pdf'] },
-    { name: 'website', keyType: 'public', envVar: 'SVC_PUBLIC_KEY', scopes: ['records:read'], allowedModels: ['product', 'category'] },
+    {
+      name: 'backend',
+      keyType: 'secret',
+      envVar: 'SVC_SECRET_KEY',
+      scopes: ['records:read', 'records:write'],
+      allowedFileTypes: ['image/*', 'application/pdf'],
+    },
+    {
+      name: 'website',
+      keyType: 'public',
+      envVar: 'SVC_PUBLIC_KEY',
+      scopes: ['records:read'],
+      allowedModels: ['product', 'category'],
+    },
   ],
   customerRoles: [
     { key: 'member', name: 'Member', permissions: ['records:read'], isDefault: true },

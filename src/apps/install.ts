@@ -1,6 +1,14 @@
 import type { Sql } from '../store/db.ts';
 import type { EgressPolicy } from '../operations/egress.ts';
-import { checkInstall, fetchManifest, ManifestError, validateManifest, type AppManifest, type InstallProblem, type ModelFields } from './manifest.ts';
+import {
+  checkInstall,
+  fetchManifest,
+  ManifestError,
+  validateManifest,
+  type AppManifest,
+  type InstallProblem,
+  type ModelFields,
+} from './manifest.ts';
 
 /**
  * The app step of `svc push` (docs/apps.md), run before the push's transaction so no network
@@ -25,12 +33,29 @@ export interface PreparedApps {
 type Obj = Record<string, unknown>;
 const FETCHES_AT_ONCE = 4;
 
-export async function prepareApps(sql: Sql, projectId: string, apps: Record<string, Obj>, pushedModels: readonly { key: string; fields?: { key: string }[] }[] | null, opts: AppFetchOptions): Promise<PreparedApps> {
+export async function prepareApps(
+  sql: Sql,
+  projectId: string,
+  apps: Record<string, Obj>,
+  pushedModels: readonly { key: string; fields?: { key: string }[] }[] | null,
+  opts: AppFetchOptions,
+): Promise<PreparedApps> {
   const models: ModelFields = pushedModels
     ? new Map(pushedModels.map((m) => [m.key, new Set((m.fields ?? []).map((f) => f.key))]))
-    : new Map((await sql<{ key: string; definition: { fields?: { key: string }[] } }[]>`select key, definition from models where project_id = ${projectId}`)
-        .map((r) => [r.key, new Set((r.definition.fields ?? []).map((f) => f.key))]));
-  const labels = new Set((await sql<{ label: string }[]>`select label from secrets where project_id = ${projectId} and owner_kind = 'project'`).map((r) => r.label));
+    : new Map(
+        (
+          await sql<
+            { key: string; definition: { fields?: { key: string }[] } }[]
+          >`select key, definition from models where project_id = ${projectId}`
+        ).map((r) => [r.key, new Set((r.definition.fields ?? []).map((f) => f.key))]),
+      );
+  const labels = new Set(
+    (
+      await sql<
+        { label: string }[]
+      >`select label from secrets where project_id = ${projectId} and owner_kind = 'project'`
+    ).map((r) => r.label),
+  );
   const out: PreparedApps = { manifests: new Map(), problems: [], failed: [] };
   const names = Object.keys(apps);
   let next = 0;
@@ -39,7 +64,10 @@ export async function prepareApps(sql: Sql, projectId: string, apps: Record<stri
       const name = names[next++]!;
       const app = apps[name]!;
       try {
-        const manifest = validateManifest(await fetchManifest(String(app.source), opts.policy, { ca: opts.ca }), String(app.source));
+        const manifest = validateManifest(
+          await fetchManifest(String(app.source), opts.policy, { ca: opts.ca }),
+          String(app.source),
+        );
         const problems = checkInstall(name, app, manifest, models, labels);
         if (problems.length) {
           out.problems.push(...problems);

@@ -16,7 +16,15 @@ export interface InstalledApp {
 }
 
 export async function listApps(sql: Sql, projectId: string): Promise<InstalledApp[]> {
-  const rows = await sql<{ key: string; source: string; definition: Record<string, unknown>; manifest: Record<string, unknown> | null; updated_at: Date }[]>`
+  const rows = await sql<
+    {
+      key: string;
+      source: string;
+      definition: Record<string, unknown>;
+      manifest: Record<string, unknown> | null;
+      updated_at: Date;
+    }[]
+  >`
     select key, source, definition, manifest, updated_at from apps where project_id = ${projectId} order by position, key`;
   return rows.map((r) => ({
     name: r.key,
@@ -53,11 +61,17 @@ function view(d: Obj, app: string | null): PlacementView {
 
 /** Placements for a model (a placement without modelKeys shows on every model), or all of them. */
 export async function listPlacements(sql: Sql, projectId: string, modelKey: string | null): Promise<PlacementView[]> {
-  const own = await sql<{ definition: Obj }[]>`select definition from placements where project_id = ${projectId} order by position, key`;
-  const apps = await sql<{ key: string; manifest: Obj | null }[]>`select key, manifest from apps where project_id = ${projectId} and manifest is not null order by position, key`;
+  const own = await sql<
+    { definition: Obj }[]
+  >`select definition from placements where project_id = ${projectId} order by position, key`;
+  const apps = await sql<
+    { key: string; manifest: Obj | null }[]
+  >`select key, manifest from apps where project_id = ${projectId} and manifest is not null order by position, key`;
   const all = [
     ...own.map((r) => view(r.definition, null)),
-    ...apps.flatMap((a) => (Array.isArray(a.manifest?.placements) ? (a.manifest!.placements as Obj[]).map((p) => view(p, a.key)) : [])),
+    ...apps.flatMap((a) =>
+      Array.isArray(a.manifest?.placements) ? (a.manifest!.placements as Obj[]).map((p) => view(p, a.key)) : [],
+    ),
   ];
   return modelKey === null ? all : all.filter((p) => p.modelKeys.length === 0 || p.modelKeys.includes(modelKey));
 }

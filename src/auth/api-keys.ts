@@ -135,7 +135,8 @@ function checkKeyName(value: unknown): string {
 }
 
 function stringList(value: unknown, what: string): string[] {
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new BadUserInput(`${what} must be a list of strings`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new BadUserInput(`${what} must be a list of strings`);
   return [...new Set(value as string[])];
 }
 
@@ -156,7 +157,9 @@ function checkModels(value: unknown): string[] | null {
 export function normaliseOrigin(value: string): string {
   const m = /^(https?):\/\/(\*\.)?([a-z0-9.-]+)(:\d{1,5})?\/?$/i.exec(value.trim());
   if (!m || m[3]!.startsWith('.') || m[3]!.endsWith('.') || m[3]!.includes('..')) {
-    throw new BadUserInput(`origins: ${JSON.stringify(value.slice(0, 80))} is not an origin like https://shop.example.com`);
+    throw new BadUserInput(
+      `origins: ${JSON.stringify(value.slice(0, 80))} is not an origin like https://shop.example.com`,
+    );
   }
   return `${m[1]!.toLowerCase()}://${m[2] ?? ''}${m[3]!.toLowerCase()}${m[4] ?? ''}`;
 }
@@ -180,7 +183,8 @@ const POLICIES: readonly DocumentPolicy[] = ['any', 'apq', 'trusted-only'];
 /** A key's document policy (docs/documents.md); null or absent: the project's setting. */
 export function checkDocumentPolicy(value: unknown): DocumentPolicy | null {
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || !POLICIES.includes(value as DocumentPolicy)) throw new BadUserInput('documents must be "any", "apq" or "trusted-only"');
+  if (typeof value !== 'string' || !POLICIES.includes(value as DocumentPolicy))
+    throw new BadUserInput('documents must be "any", "apq" or "trusted-only"');
   return value as DocumentPolicy;
 }
 
@@ -197,7 +201,11 @@ async function publishChange(bus: KeyAnnouncer, keyId: string, keyHash: string |
 }
 
 /** Validates a key definition against its kind and tenant, then stores it. */
-export async function createApiKey(sql: Sql, bus: KeyAnnouncer, input: CreateKeyInput): Promise<{ id: string; key: string }> {
+export async function createApiKey(
+  sql: Sql,
+  bus: KeyAnnouncer,
+  input: CreateKeyInput,
+): Promise<{ id: string; key: string }> {
   if (!KEY_KINDS.includes(input.kind)) throw new BadUserInput('type must be public or secret');
   const name = checkKeyName(input.name);
   const scopes = parseScopes(input.kind, input.scopes);
@@ -212,24 +220,38 @@ export async function createApiKey(sql: Sql, bus: KeyAnnouncer, input: CreateKey
   let projectId: string | null = null;
   let projectIds: string[] = [];
   if (isTenantKey(input.kind)) {
-    if (input.projectId) throw new BadUserInput('a tenant key takes a project allow-list (projects), not a single project');
+    if (input.projectId)
+      throw new BadUserInput('a tenant key takes a project allow-list (projects), not a single project');
     projectIds = stringList(input.projectIds ?? [], 'projects');
     if (projectIds.length === 0) throw new BadUserInput('a tenant key needs a project allow-list (projects)');
     const found = await sql<{ id: string }[]>`
       select id from projects where id = any(${projectIds}) and tenant_id = ${input.tenantId}`;
     const missing = projectIds.filter((p) => !found.some((r) => r.id === p));
-    if (missing.length > 0) throw new BadUserInput(`projects: ${missing.slice(0, 5).join(', ')} not found in this tenant`);
+    if (missing.length > 0)
+      throw new BadUserInput(`projects: ${missing.slice(0, 5).join(', ')} not found in this tenant`);
   } else {
     if (input.projectIds !== undefined && input.projectIds !== null) {
       throw new BadUserInput('a project allow-list (projects) is only for tenant keys (--tenant)');
     }
     if (!input.projectId) throw new BadUserInput('a project-bound key needs a project');
-    const [row] = await sql<{ id: string }[]>`select id from projects where id = ${input.projectId} and tenant_id = ${input.tenantId}`;
+    const [row] = await sql<
+      { id: string }[]
+    >`select id from projects where id = ${input.projectId} and tenant_id = ${input.tenantId}`;
     if (!row) throw new NotFound('Project not found');
     projectId = row.id;
   }
   const created = await insertApiKey(sql, {
-    tenantId: input.tenantId, projectId, kind: input.kind, name, scopes, allowedModels, projectIds, allowedOrigins, rateLimit, expiresAt, documents,
+    tenantId: input.tenantId,
+    projectId,
+    kind: input.kind,
+    name,
+    scopes,
+    allowedModels,
+    projectIds,
+    allowedOrigins,
+    rateLimit,
+    expiresAt,
+    documents,
   });
   // A process may have remembered this hash as unknown; tell every process.
   await publishChange(bus, created.id, hashSecret(created.key));
@@ -278,7 +300,9 @@ export async function listApiKeys(sql: Sql, tenantId: string, projectId?: string
 /** One live (not deleted) key of a tenant, or NotFound — keys of other tenants look absent. */
 export async function getApiKey(sql: Sql, tenantId: string, keyId: unknown): Promise<KeySummary> {
   if (typeof keyId !== 'string' || !/^key_[0-9a-f]{1,64}$/.test(keyId)) throw new NotFound('API key not found');
-  const [row] = await sql<KeyRow[]>`select * from api_keys where id = ${keyId} and tenant_id = ${tenantId} and deleted_at is null`;
+  const [row] = await sql<
+    KeyRow[]
+  >`select * from api_keys where id = ${keyId} and tenant_id = ${tenantId} and deleted_at is null`;
   if (!row) throw new NotFound('API key not found');
   return summary(row);
 }
@@ -296,7 +320,13 @@ export interface KeyUpdate {
  * Changes the mutable settings of a key. Scopes, models and the project allow-list are fixed
  * at creation (rotate to change them). `null` clears origins, rate limit or expiry.
  */
-export async function updateApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string, keyId: string, patch: KeyUpdate): Promise<KeySummary> {
+export async function updateApiKey(
+  sql: Sql,
+  bus: KeyAnnouncer,
+  tenantId: string,
+  keyId: string,
+  patch: KeyUpdate,
+): Promise<KeySummary> {
   const current = await getApiKey(sql, tenantId, keyId);
   const set: Record<string, unknown> = {};
   if (patch.name !== undefined) set.name = checkKeyName(patch.name);
@@ -327,7 +357,12 @@ export async function updateApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string
  * Deletes a key for good: it stops authenticating and leaves listings. The row is kept
  * (tombstoned) so the hash can never be re-issued and audit references still resolve.
  */
-export async function deleteApiKey(sql: Sql, bus: KeyAnnouncer, tenantId: string, keyId: string): Promise<{ id: string; deleted: true }> {
+export async function deleteApiKey(
+  sql: Sql,
+  bus: KeyAnnouncer,
+  tenantId: string,
+  keyId: string,
+): Promise<{ id: string; deleted: true }> {
   await getApiKey(sql, tenantId, keyId);
   const [row] = await sql<{ id: string; key_hash: string }[]>`
     update api_keys set deleted_at = now(), updated_at = now()

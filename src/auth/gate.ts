@@ -3,9 +3,23 @@ import { safeEqual } from '../crypto/hmac.ts';
 import { PermissionDenied, Unauthenticated } from '../errors.ts';
 import { hashSecret } from '../ids.ts';
 import { kindOfKey } from './api-keys.ts';
-import { isPublicKey, isTenantKey, type CustomerPrincipal, type KeyPrincipal, type RequestPrincipal } from './principal.ts';
+import {
+  isPublicKey,
+  isTenantKey,
+  type CustomerPrincipal,
+  type KeyPrincipal,
+  type RequestPrincipal,
+} from './principal.ts';
 import { rateLimitError, rateLimitHeaders, type RateDecision, type RateLimiter } from './rate-limit.ts';
-import { AUTH_REQUIRED, headerOf, isLive, MAX_HEADER, originAllowed, type HeaderSource, type KeyResolver } from './resolve.ts';
+import {
+  AUTH_REQUIRED,
+  headerOf,
+  isLive,
+  MAX_HEADER,
+  originAllowed,
+  type HeaderSource,
+  type KeyResolver,
+} from './resolve.ts';
 import { INSUFFICIENT } from './scopes.ts';
 import { CSRF_HEADER, CSRF_PARAM, csrfMatches, sessionTokenOf } from './member-session-cookie.ts';
 
@@ -69,7 +83,6 @@ function paramOf(params: QueryParams | null | undefined, name: string): string |
   const v = params instanceof URLSearchParams ? params.get(name) : params[name];
   return typeof v === 'string' && v !== '' ? v : null;
 }
-
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const WHITESPACE = /\s/;
@@ -136,7 +149,8 @@ export class Gate {
   sessionToken(req: Pick<GateRequest, 'headers' | 'params'>): string | null {
     const token = sessionTokenOf(headerOf(req.headers, 'cookie'));
     if (token === null) return null;
-    if (!csrfMatches(token, headerOf(req.headers, CSRF_HEADER) ?? paramOf(req.params, CSRF_PARAM))) throw new PermissionDenied(CSRF_REQUIRED);
+    if (!csrfMatches(token, headerOf(req.headers, CSRF_HEADER) ?? paramOf(req.params, CSRF_PARAM)))
+      throw new PermissionDenied(CSRF_REQUIRED);
     return token;
   }
 
@@ -226,7 +240,8 @@ export class Gate {
     if (!row || !isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
     if (!isPublicKey(row.kind)) {
       // Secret keys are server-side only: anything a browser stamps on its requests refuses them.
-      if (headerOf(headers, 'origin') !== null || headerOf(headers, 'sec-fetch-site') !== null) throw new PermissionDenied(INSUFFICIENT);
+      if (headerOf(headers, 'origin') !== null || headerOf(headers, 'sec-fetch-site') !== null)
+        throw new PermissionDenied(INSUFFICIENT);
     } else if (row.allowed_origins && row.allowed_origins.length > 0) {
       // A domain-restricted key needs a matching Origin; without one there is nothing to match.
       const origin = headerOf(headers, 'origin');

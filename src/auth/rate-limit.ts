@@ -78,7 +78,16 @@ export class RateLimiter {
     const window = this.#windowOf(nowMs);
     let st = this.#states.get(principal.keyId);
     if (!st || st.window !== window) {
-      const fresh: KeyWindow = { keyId: principal.keyId, window, retired: false, global: 0, pending: 0, inflight: 0, loading: undefined, refreshedAt: nowMs };
+      const fresh: KeyWindow = {
+        keyId: principal.keyId,
+        window,
+        retired: false,
+        global: 0,
+        pending: 0,
+        inflight: 0,
+        loading: undefined,
+        refreshedAt: nowMs,
+      };
       // Counts of an older window still waiting to be flushed move to their own entry.
       if (st && (st.pending > 0 || st.inflight > 0)) {
         st.retired = true;
@@ -220,9 +229,12 @@ export function rateLimitHeaders(d: RateDecision): Record<string, string> {
 
 /** The error for a refused decision; REST turns `details.retryAfter` into `Retry-After`. */
 export function rateLimitError(d: RateDecision): RateLimited {
-  return new RateLimited(`Rate limit exceeded: ${d.limit} requests per hour for this key; retry after ${d.retryAfter} seconds`, {
-    retryAfter: d.retryAfter,
-    limit: d.limit,
-    reset: d.reset,
-  });
+  return new RateLimited(
+    `Rate limit exceeded: ${d.limit} requests per hour for this key; retry after ${d.retryAfter} seconds`,
+    {
+      retryAfter: d.retryAfter,
+      limit: d.limit,
+      reset: d.reset,
+    },
+  );
 }

@@ -43,7 +43,11 @@ export function isLive(row: StoredKey, now = Date.now()): boolean {
 /** Kept for callers holding a row already; Gate.authenticate is the usual entry point. */
 export function principalFromRow(row: StoredKey, projectHeader: string | null | undefined): KeyPrincipal {
   if (!isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
-  const base = { kind: row.kind, scopes: new Set(row.scopes) as ReadonlySet<string>, allowedModels: row.allowed_models };
+  const base = {
+    kind: row.kind,
+    scopes: new Set(row.scopes) as ReadonlySet<string>,
+    allowedModels: row.allowed_models,
+  };
   return {
     keyId: row.id,
     tenantId: row.tenant_id,
@@ -259,7 +263,8 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
   for (const a of allowed) {
     if (a === norm) return true;
     const m = /^(https?:)\/\/\*\.([^:]+)(:\d+)?$/.exec(a);
-    if (m && o.protocol === m[1] && o.hostname.endsWith(`.${m[2]}`) && (o.port ? `:${o.port}` : '') === (m[3] ?? '')) return true;
+    if (m && o.protocol === m[1] && o.hostname.endsWith(`.${m[2]}`) && (o.port ? `:${o.port}` : '') === (m[3] ?? ''))
+      return true;
   }
   return false;
 }

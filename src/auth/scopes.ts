@@ -184,13 +184,16 @@ const WILDCARD_PREFIXES: ReadonlySet<string> = (() => {
 /** Syntax and catalogue check of one scope; returns an error message or null. */
 export function scopeError(scope: unknown): string | null {
   if (typeof scope !== 'string' || scope === '') return 'a scope must be a non-empty string';
-  if (scope.length > MAX_SCOPE_LENGTH) return `scope "${scope.slice(0, 40)}…" is longer than ${MAX_SCOPE_LENGTH} characters`;
+  if (scope.length > MAX_SCOPE_LENGTH)
+    return `scope "${scope.slice(0, 40)}…" is longer than ${MAX_SCOPE_LENGTH} characters`;
   const shown = JSON.stringify(scope);
   if (/\s/.test(scope)) return `scope ${shown} contains whitespace; separate scopes with commas`;
   if (scope === '*') return null;
   if ((BASE_SCOPES as readonly string[]).includes(scope)) return null;
   if (scope.endsWith(':*')) {
-    return WILDCARD_PREFIXES.has(scope.slice(0, -2)) || PARAMETERISED[scope.slice(0, -2)] ? null : `unknown scope ${shown}`;
+    return WILDCARD_PREFIXES.has(scope.slice(0, -2)) || PARAMETERISED[scope.slice(0, -2)]
+      ? null
+      : `unknown scope ${shown}`;
   }
   const cut = scope.lastIndexOf(':');
   const base = scope.slice(0, cut);
@@ -218,7 +221,8 @@ export function secretCapabilityOf(scope: string): string | null {
  * prefixes that would cover one — and `provision` outside `sk_t_`. Returns them de-duplicated.
  */
 export function parseScopes(kind: KeyKind, input: unknown): string[] {
-  if (!Array.isArray(input) || input.length === 0) throw new BadUserInput('scopes must be a non-empty list of scope strings');
+  if (!Array.isArray(input) || input.length === 0)
+    throw new BadUserInput('scopes must be a non-empty list of scope strings');
   if (input.length > MAX_SCOPES) throw new BadUserInput(`a key may hold at most ${MAX_SCOPES} scopes`);
   const out: string[] = [];
   for (const raw of input) {

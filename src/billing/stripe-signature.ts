@@ -17,7 +17,10 @@ export interface SignatureHeader {
 export type SignatureProblem = 'missing' | 'malformed' | 'no_v1' | 'stale' | 'mismatch';
 
 export class SignatureError extends Error {
-  constructor(readonly problem: SignatureProblem, message: string) {
+  constructor(
+    readonly problem: SignatureProblem,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -47,11 +50,18 @@ export function signPayload(secret: string, t: number, rawBody: string | Uint8Ar
 }
 
 /** Throws SignatureError unless `header` signs `rawBody` with one of `secrets` within the tolerance. */
-export function verifySignature(rawBody: string | Uint8Array, header: string | null | undefined, secrets: readonly string[], nowSec: number, toleranceSec = DEFAULT_TOLERANCE_SEC): SignatureHeader {
+export function verifySignature(
+  rawBody: string | Uint8Array,
+  header: string | null | undefined,
+  secrets: readonly string[],
+  nowSec: number,
+  toleranceSec = DEFAULT_TOLERANCE_SEC,
+): SignatureHeader {
   const parsed = parseSignatureHeader(header);
   const ok = parsed.v1.some((sig) => verify(secrets, [`${parsed.t}.`, rawBody], sig, 'hex'));
   if (!ok) throw new SignatureError('mismatch', 'no v1 signature matches the body and the signing secret');
   // Checked after the signature, like Stripe's own library: an attacker learns nothing from it.
-  if (Math.abs(nowSec - parsed.t) > toleranceSec) throw new SignatureError('stale', `the signature timestamp is more than ${toleranceSec} seconds from now`);
+  if (Math.abs(nowSec - parsed.t) > toleranceSec)
+    throw new SignatureError('stale', `the signature timestamp is more than ${toleranceSec} seconds from now`);
   return parsed;
 }

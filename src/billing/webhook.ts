@@ -31,14 +31,22 @@ const str = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? 
 const MAX_EVENT_BYTES = 1024 * 1024;
 const EVENT_ID_RE = /^[A-Za-z0-9_-]{1,255}$/;
 
-export async function receiveBillingWebhook(deps: BillingDeps, provider: string, raw: Uint8Array, signature: string | null): Promise<WebhookAnswer> {
-  if (provider !== 'stripe') throw new NotFound(`unknown billing provider "${provider.slice(0, 40)}"; this service receives: stripe`);
-  if (deps.stripeSecrets.length === 0) throw new NotFound('the stripe billing webhook is not configured (SVC_BILLING_STRIPE_SECRET)');
+export async function receiveBillingWebhook(
+  deps: BillingDeps,
+  provider: string,
+  raw: Uint8Array,
+  signature: string | null,
+): Promise<WebhookAnswer> {
+  if (provider !== 'stripe')
+    throw new NotFound(`unknown billing provider "${provider.slice(0, 40)}"; this service receives: stripe`);
+  if (deps.stripeSecrets.length === 0)
+    throw new NotFound('the stripe billing webhook is not configured (SVC_BILLING_STRIPE_SECRET)');
   if (raw.byteLength > MAX_EVENT_BYTES) throw new BadUserInput('the event is larger than 1 MB');
   try {
     verifySignature(raw, signature, deps.stripeSecrets, (deps.now ?? (() => Date.now() / 1000))());
   } catch (err) {
-    if (err instanceof SignatureError) throw new BadUserInput(`invalid Stripe-Signature: ${err.message}`, { reason: err.problem });
+    if (err instanceof SignatureError)
+      throw new BadUserInput(`invalid Stripe-Signature: ${err.message}`, { reason: err.problem });
     throw err;
   }
   let event: Obj | null;
@@ -62,7 +70,8 @@ export async function receiveBillingWebhook(deps: BillingDeps, provider: string,
       on conflict (provider, id) do nothing returning id`;
     if (!fresh) return { received: true, duplicate: true, outcome: 'duplicate' } as WebhookAnswer;
     const answer = await apply(tx, type, created, object);
-    if (answer.tenantId) await tx`update billing_events set tenant_id = ${answer.tenantId} where provider = 'stripe' and id = ${id}`;
+    if (answer.tenantId)
+      await tx`update billing_events set tenant_id = ${answer.tenantId} where provider = 'stripe' and id = ${id}`;
     return answer;
   }) as Promise<WebhookAnswer>;
 }
@@ -129,10 +138,22 @@ export interface TenantBilling {
 
 /** A tenant's plan as the control plane shows it (limits default to the plan's table entry). */
 export async function tenantBilling(sql: Sql, tenantId: string): Promise<TenantBilling> {
-  const [row] = await sql<{ id: string; plan: string; plan_status: string; plan_limits: Record<string, number | null>; plan_period_end: Date | null; billing_customer_id: string | null; billing_subscription_id: string | null }[]>`
+  const [row] = await sql<
+    {
+      id: string;
+      plan: string;
+      plan_status: string;
+      plan_limits: Record<string, number | null>;
+      plan_period_end: Date | null;
+      billing_customer_id: string | null;
+      billing_subscription_id: string | null;
+    }[]
+  >`
     select id, plan, plan_status, plan_limits, plan_period_end, billing_customer_id, billing_subscription_id from tenants where id = ${tenantId}`;
   if (!row) throw new NotFound('Tenant not found');
-  const limits = Object.keys(row.plan_limits ?? {}).length ? row.plan_limits : { ...(PLANS[row.plan] ?? PLANS[FREE_PLAN]!) };
+  const limits = Object.keys(row.plan_limits ?? {}).length
+    ? row.plan_limits
+    : { ...(PLANS[row.plan] ?? PLANS[FREE_PLAN]!) };
   return {
     tenantId: row.id,
     plan: row.plan,

@@ -11,7 +11,16 @@ import { PostgresTransport } from './postgres.ts';
  * ignores the echo of its own events for plain listeners; committed listeners hear every
  * process's events, its own included, once they are committed.
  */
-export type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from './contract.ts';
+export type {
+  BusEvent,
+  BusHealth,
+  BusTransport,
+  EventMark,
+  Literal,
+  RoomWire,
+  TransportSink,
+  TxQuery,
+} from './contract.ts';
 
 /** `mark` is the event's place in a replayable bus (NATS), for committed listeners. */
 type Listener = (event: BusEvent, mark?: EventMark) => void;
@@ -30,7 +39,11 @@ export class EventBus {
    * Bridges to PostgreSQL LISTEN/NOTIFY (see postgres.ts for `notify` and `watchdogMs`);
    * without a transport the bus is process-local.
    */
-  async attach(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {}): Promise<void> {
+  async attach(
+    sql: Sql,
+    notify?: (channel: string, payload: string) => Promise<unknown>,
+    opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {},
+  ): Promise<void> {
     await this.attachTransport(new PostgresTransport(sql, notify, opts));
   }
 
@@ -75,7 +88,11 @@ export class EventBus {
   async watch(projectId: string): Promise<() => void> {
     let w = this.#watching.get(projectId);
     if (w) w.n++;
-    else this.#watching.set(projectId, (w = { n: 1, ready: Promise.resolve(this.#transport?.watch?.(projectId)).catch(() => {}) }));
+    else
+      this.#watching.set(
+        projectId,
+        (w = { n: 1, ready: Promise.resolve(this.#transport?.watch?.(projectId)).catch(() => {}) }),
+      );
     // A second watcher arriving while the first subscription is still on its way waits for it too.
     // A subscription that could not be confirmed (NATS away) stays registered with the client and
     // is made again on reconnect, where the gap read-back covers the outage: not an error here.
@@ -157,7 +174,12 @@ export class EventBus {
   }
 
   /** A project's events after the marked one, from a transport that keeps a log (NATS); else null. */
-  replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+  replay(
+    projectId: string,
+    since: number,
+    after: string,
+    max: number,
+  ): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
     return this.#transport?.replay?.(projectId, since, after, max) ?? Promise.resolve(null);
   }
 
@@ -205,7 +227,11 @@ export class EventBus {
  * Wraps an actor factory so that each actor watches its project's events from before it loads
  * until it has stopped (see `EventBus.watch`). `projectOf` maps the actor's key to its project.
  */
-export function watching<A extends { stop(): Promise<void> }>(bus: EventBus, projectOf: (key: string) => string, spawn: (key: string) => Promise<A> | A): (key: string) => Promise<A> {
+export function watching<A extends { stop(): Promise<void> }>(
+  bus: EventBus,
+  projectOf: (key: string) => string,
+  spawn: (key: string) => Promise<A> | A,
+): (key: string) => Promise<A> {
   return async (key) => {
     const release = await bus.watch(projectOf(key));
     let actor: A;

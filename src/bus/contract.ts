@@ -37,7 +37,14 @@ export type BusEvent =
       errorJson: unknown;
     }
   /** A release went live (src/releases/publish.ts); realtime delivers it on `changes:*`. */
-  | { type: 'release.published'; projectId: string; releaseId: string; name: string; records: number; userId: string | null }
+  | {
+      type: 'release.published';
+      projectId: string;
+      releaseId: string;
+      name: string;
+      records: number;
+      userId: string | null;
+    }
   | { type: 'custom'; topic: string; projectId: string; data: Record<string, unknown> };
 
 /** Runs one statement in the caller's transaction (Bun's SQL or postgres.js, via content/db.ts `run`). */
@@ -111,7 +118,12 @@ export interface BusTransport {
    * order, at most `max`; null when that message is no longer found or more than `max` follow
    * (the caller then resumes live only). Transports without a replayable log leave it out.
    */
-  replay?(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null>;
+  replay?(
+    projectId: string,
+    since: number,
+    after: string,
+    max: number,
+  ): Promise<{ event: BusEvent; mark: EventMark }[] | null>;
   /** Rooms' own subjects, on a transport that has them (NATS); PostgreSQL rooms use their table. */
   readonly roomWire?: RoomWire;
   /** The last measured send → hear delay, ms (metrics). */
@@ -119,4 +131,3 @@ export interface BusTransport {
   health(): Promise<BusHealth>;
   stop(): Promise<void>;
 }
-

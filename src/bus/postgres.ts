@@ -84,7 +84,11 @@ export class PostgresTransport implements BusTransport {
    * connection drops and gives up silently if the server is still away, so a listener that has
    * heard nothing (not even its own pings) for a few rounds is re-created, and caches start over.
    */
-  constructor(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {}) {
+  constructor(
+    sql: Sql,
+    notify?: (channel: string, payload: string) => Promise<unknown>,
+    opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {},
+  ) {
     this.#sql = sql;
     this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
     this.#relayQuery = opts.query ?? ((text, params) => sql.unsafe(text, params as never[]));
@@ -111,24 +115,28 @@ export class PostgresTransport implements BusTransport {
 
   async #listen(): Promise<void> {
     let listened = false;
-    const sub = await this.#sql.listen(CHANNEL, (payload) => {
-      this.#lastHeard = Date.now();
-      let msg: Message;
-      try {
-        msg = JSON.parse(payload);
-      } catch {
-        return;
-      }
-      // Our own pings measure the NOTIFY → LISTEN delay, with no clock skew in between.
-      const at = (msg as { at?: unknown }).at;
-      if (msg.origin === this.#origin && typeof at === 'number') this.#lagMs = Math.max(0, Date.now() - at);
-      if (Array.isArray(msg.events) || Array.isArray(msg.refs)) this.#heard(msg);
-    }, () => {
-      // postgres.js calls this after the first LISTEN and after every reconnect of the listener
-      // connection; notifications sent while it was down are lost, so caches must start over.
-      if (listened) this.#sink?.reconnected();
-      listened = true;
-    });
+    const sub = await this.#sql.listen(
+      CHANNEL,
+      (payload) => {
+        this.#lastHeard = Date.now();
+        let msg: Message;
+        try {
+          msg = JSON.parse(payload);
+        } catch {
+          return;
+        }
+        // Our own pings measure the NOTIFY → LISTEN delay, with no clock skew in between.
+        const at = (msg as { at?: unknown }).at;
+        if (msg.origin === this.#origin && typeof at === 'number') this.#lagMs = Math.max(0, Date.now() - at);
+        if (Array.isArray(msg.events) || Array.isArray(msg.refs)) this.#heard(msg);
+      },
+      () => {
+        // postgres.js calls this after the first LISTEN and after every reconnect of the listener
+        // connection; notifications sent while it was down are lost, so caches must start over.
+        if (listened) this.#sink?.reconnected();
+        listened = true;
+      },
+    );
     this.#unlisten = () => sub.unlisten();
   }
 
@@ -154,7 +162,9 @@ export class PostgresTransport implements BusTransport {
   }
 
   async #load(refs: string[]): Promise<BusEvent[]> {
-    const rows = await this.#sql<{ payload: string }[]>`select payload from bus_payloads where id = any(${refs}::bigint[]) order by id`;
+    const rows = await this.#sql<
+      { payload: string }[]
+    >`select payload from bus_payloads where id = any(${refs}::bigint[]) order by id`;
     return rows.map((r) => JSON.parse(r.payload) as BusEvent);
   }
 
@@ -174,7 +184,10 @@ export class PostgresTransport implements BusTransport {
     void this.#drain();
     if (Date.now() - this.#lastSweep > PAYLOAD_KEEP_MS / 2) {
       this.#lastSweep = Date.now();
-      await this.#sql`delete from bus_payloads where created_at < now() - ${PAYLOAD_KEEP_MS / 1000} * interval '1 second'`.catch(() => {});
+      await this
+        .#sql`delete from bus_payloads where created_at < now() - ${PAYLOAD_KEEP_MS / 1000} * interval '1 second'`.catch(
+        () => {},
+      );
     }
   }
 
@@ -188,8 +201,11 @@ export class PostgresTransport implements BusTransport {
     for (const f of frames(this.#origin, events)) {
       if ('payload' in f) await this.#relayQuery('insert into bus_notify_outbox (payload) values ($1)', [f.payload]);
       else {
-        await this.#relayQuery(`with s as (insert into bus_payloads (payload) values ($1) returning id)
-          insert into bus_notify_outbox (payload) select $2 || '"refs":["' || s.id || '"]}' from s`, [f.stored, f.head]);
+        await this.#relayQuery(
+          `with s as (insert into bus_payloads (payload) values ($1) returning id)
+          insert into bus_notify_outbox (payload) select $2 || '"refs":["' || s.id || '"]}' from s`,
+          [f.stored, f.head],
+        );
       }
     }
     await this.committed();
@@ -197,10 +213,17 @@ export class PostgresTransport implements BusTransport {
 
   async stage(query: TxQuery, events: readonly BusEvent[]): Promise<void> {
     const origin = this.#origin;
-    await this.#sendFrames(origin, events, (payload) => query('select pg_notify($1, $2)', [CHANNEL, payload]), async (text) => {
-      const [row] = (await query('insert into bus_payloads (payload) values ($1) returning id::text as id', [text])) as { id: string }[];
-      return row!.id;
-    });
+    await this.#sendFrames(
+      origin,
+      events,
+      (payload) => query('select pg_notify($1, $2)', [CHANNEL, payload]),
+      async (text) => {
+        const [row] = (await query('insert into bus_payloads (payload) values ($1) returning id::text as id', [
+          text,
+        ])) as { id: string }[];
+        return row!.id;
+      },
+    );
   }
 
   /**
@@ -212,7 +235,10 @@ export class PostgresTransport implements BusTransport {
     const out: string[] = [];
     let payloads: string[] = [];
     const flush = () => {
-      if (payloads.length) out.push(`insert into bus_notify_outbox (payload) select p from unnest(${literal(payloads)}::text[]) with ordinality as u(p, i) order by i`);
+      if (payloads.length)
+        out.push(
+          `insert into bus_notify_outbox (payload) select p from unnest(${literal(payloads)}::text[]) with ordinality as u(p, i) order by i`,
+        );
       payloads = [];
     };
     for (const f of frames(origin, events)) {
@@ -266,7 +292,9 @@ export class PostgresTransport implements BusTransport {
       while (this.#again && !this.#stopped) {
         this.#again = false;
         const round = ++this.#rounds;
-        const rows = (await this.#relayQuery('select svc_bus_relay($1, $2) as n', [CHANNEL, RELAY_BATCH])) as { n: number }[];
+        const rows = (await this.#relayQuery('select svc_bus_relay($1, $2) as n', [CHANNEL, RELAY_BATCH])) as {
+          n: number;
+        }[];
         const n = Number(rows[0]?.n ?? 0);
         if (n >= 0 && n < RELAY_BATCH) this.#release(round);
         if (n < 0) {
@@ -302,7 +330,12 @@ export class PostgresTransport implements BusTransport {
     this.#soon.unref?.();
   }
 
-  async #sendFrames(origin: string, events: readonly BusEvent[], notify: (payload: string) => Promise<unknown>, store: (text: string) => Promise<string>): Promise<void> {
+  async #sendFrames(
+    origin: string,
+    events: readonly BusEvent[],
+    notify: (payload: string) => Promise<unknown>,
+    store: (text: string) => Promise<string>,
+  ): Promise<void> {
     // Sequential: order holds, and what was gathered before a stored event goes first.
     for (const f of frames(origin, events)) {
       if ('payload' in f) await notify(f.payload);

@@ -16,11 +16,22 @@ export type Flags = Record<string, string | boolean | string[] | undefined>;
 
 export class UsageError extends Error {}
 
-export const GLOBAL_FLAGS: FlagSpec = { url: 'string', token: 'string', dir: 'string', json: 'boolean', help: 'boolean' };
+export const GLOBAL_FLAGS: FlagSpec = {
+  url: 'string',
+  token: 'string',
+  dir: 'string',
+  json: 'boolean',
+  help: 'boolean',
+};
 
 export function parseArgs(argv: string[], spec: FlagSpec): { positionals: string[]; flags: Flags } {
   const all: FlagSpec = { ...GLOBAL_FLAGS, ...spec };
-  const options = Object.fromEntries(Object.entries(all).map(([name, kind]) => [name, { type: kind === 'boolean' ? ('boolean' as const) : ('string' as const) }]));
+  const options = Object.fromEntries(
+    Object.entries(all).map(([name, kind]) => [
+      name,
+      { type: kind === 'boolean' ? ('boolean' as const) : ('string' as const) },
+    ]),
+  );
   // Not strict: node's own errors would change the CLI's wording, so the tokens are checked here.
   const { tokens } = parseArgv({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
   const positionals: string[] = [];
@@ -42,7 +53,8 @@ export function parseArgs(argv: string[], spec: FlagSpec): { positionals: string
         flags[name] = true;
         continue;
       }
-      if (value === undefined || (!inlineValue && value.startsWith('--'))) throw new UsageError(`--${name} needs a value`);
+      if (value === undefined || (!inlineValue && value.startsWith('--')))
+        throw new UsageError(`--${name} needs a value`);
       flags[name] =
         kind === 'list'
           ? value

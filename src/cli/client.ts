@@ -15,7 +15,11 @@ export class ControlClient {
     if (body !== undefined) headers['content-type'] = 'application/json';
     let res: Response;
     try {
-      res = await fetch(new URL(path, this.opts.url), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(new URL(path, this.opts.url), {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     } catch {
       throw new CliError(`cannot reach svc at ${this.opts.url} (is it running? set --url or SVC_URL)`);
     }

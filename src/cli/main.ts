@@ -27,7 +27,10 @@ function findCommand(words: string[]): { command: Command; rest: string[] } | un
 /** Runs the CLI; returns the exit code. Output goes through the given writers (testable). */
 export async function runCli(
   argv: string[],
-  io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => console.log(s), err: (s) => console.error(s) },
+  io: { out: (s: string) => void; err: (s: string) => void } = {
+    out: (s) => console.log(s),
+    err: (s) => console.error(s),
+  },
   env: Record<string, string | undefined> = process.env,
 ): Promise<number> {
   const words = argv.filter((a) => !a.startsWith('--'));
@@ -55,9 +58,13 @@ export async function runCli(
     io.out(`usage: ${command.usage}\n${command.summary}`);
     return 0;
   }
-  const missing = (command.required ?? []).filter((f) => typeof parsed.flags[f] !== 'string' && !Array.isArray(parsed.flags[f]));
+  const missing = (command.required ?? []).filter(
+    (f) => typeof parsed.flags[f] !== 'string' && !Array.isArray(parsed.flags[f]),
+  );
   if (missing.length) {
-    io.err(`svc: ${missing.map((f) => `--${f}`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required\nusage: ${command.usage}`);
+    io.err(
+      `svc: ${missing.map((f) => `--${f}`).join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required\nusage: ${command.usage}`,
+    );
     return 2;
   }
   const json = parsed.flags.json === true;
@@ -65,7 +72,14 @@ export async function runCli(
   const token = (parsed.flags.token as string | undefined) ?? env.SVC_TOKEN;
   const dir = resolve((parsed.flags.dir as string | undefined) ?? '.');
   try {
-    const result = await command.run({ positionals: parsed.positionals, flags: parsed.flags, client: new ControlClient({ url, token }), dir, json, env });
+    const result = await command.run({
+      positionals: parsed.positionals,
+      flags: parsed.flags,
+      client: new ControlClient({ url, token }),
+      dir,
+      json,
+      env,
+    });
     io.out(json || result.text === undefined ? JSON.stringify(result.output, null, json ? undefined : 2) : result.text);
     return result.exitCode ?? 0;
   } catch (err) {

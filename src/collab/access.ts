@@ -22,7 +22,8 @@ export interface Access {
 export function keyAccess(p: KeyPrincipal, model: ModelDef): Mode | null {
   if (p.allowedModels && !p.allowedModels.includes(model.key)) return null;
   if (hasScope(p, `records:write:${model.key}`)) return 'write';
-  if (hasScope(p, `records:read:${model.key}`) && (model.versioned === false || hasScope(p, 'drafts:read'))) return 'read';
+  if (hasScope(p, `records:read:${model.key}`) && (model.versioned === false || hasScope(p, 'drafts:read')))
+    return 'read';
   return null;
 }
 
@@ -30,7 +31,10 @@ export function keyAccess(p: KeyPrincipal, model: ModelDef): Mode | null {
  * A customer's principals. A token alone (the spec's room URL) stands for a customer of the
  * project's public site: `public`, as with the public key a site sends beside the token.
  */
-export function customerPrincipals(key: Pick<KeyPrincipal, 'kind'> | null, ownsRecord: boolean): ReadonlySet<Principal> {
+export function customerPrincipals(
+  key: Pick<KeyPrincipal, 'kind'> | null,
+  ownsRecord: boolean,
+): ReadonlySet<Principal> {
   const out = new Set<Principal>(key ? keyPrincipals(key) : ['public']);
   out.add('scoped');
   if (ownsRecord) out.add('self');

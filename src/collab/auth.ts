@@ -56,11 +56,18 @@ function customerJoiner(deps: JoinAuthDeps, key: KeyPrincipal | null, c: Custome
     userId: c.customerId,
     projectId: c.projectId,
     async access(model: ModelDef, recordId: string): Promise<Access | null> {
-      const [own] = await deps.sql`select 1 from records where project_id = ${c.projectId} and id = ${recordId} and owner_customer_id = ${c.customerId}`;
+      const [own] =
+        await deps.sql`select 1 from records where project_id = ${c.projectId} and id = ${recordId} and owner_customer_id = ${c.customerId}`;
       const principals = customerPrincipals(key, own !== undefined);
       const viaKey = key ? keyAccess(key, model) : null;
-      if (viaKey === 'write' || hasScope(c.scopes, `records:write:${model.key}`) || own) return { mode: 'write', principals };
-      if (viaKey === 'read' || (hasScope(c.scopes, `records:read:${model.key}`) && (model.versioned === false || hasScope(c.scopes, 'drafts:read')))) return { mode: 'read', principals };
+      if (viaKey === 'write' || hasScope(c.scopes, `records:write:${model.key}`) || own)
+        return { mode: 'write', principals };
+      if (
+        viaKey === 'read' ||
+        (hasScope(c.scopes, `records:read:${model.key}`) &&
+          (model.versioned === false || hasScope(c.scopes, 'drafts:read')))
+      )
+        return { mode: 'read', principals };
       return null;
     },
   };

@@ -46,7 +46,10 @@ const MAX_QUEUED = 64;
 export const ROOM_LIMIT_RETRY_AFTER = 30;
 
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 function errorResponse(err: unknown): Response {
@@ -70,19 +73,25 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
       rooms.attachServer(server);
     },
     drain: () => rooms.drain(),
-    async fetch(req: Request, url: URL, server: Server<GatewaySocketData>): Promise<Response | typeof UPGRADED | undefined> {
+    async fetch(
+      req: Request,
+      url: URL,
+      server: Server<GatewaySocketData>,
+    ): Promise<Response | typeof UPGRADED | undefined> {
       const path = url.pathname;
       if (path.startsWith('/api/collab/room-status/')) {
         if (req.method !== 'GET') return undefined;
         const name = safeDecode(path.slice('/api/collab/room-status/'.length));
-        if (!name || !parseRoomName(name)) return errorResponse(new BadUserInput('A room name has the form <modelKey>:<recordId>:<variantId>'));
+        if (!name || !parseRoomName(name))
+          return errorResponse(new BadUserInput('A room name has the form <modelKey>:<recordId>:<variantId>'));
         return json(await rooms.status(name));
       }
       const name = safeDecode(path.slice(1));
       if (!name || !name.includes(':') || name.includes('/')) return undefined;
       try {
         if (!parseRoomName(name)) throw new BadUserInput('A room name has the form <modelKey>:<recordId>:<variantId>');
-        if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket') throw new BadUserInput('A collaboration room is a WebSocket: send an upgrade request');
+        if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket')
+          throw new BadUserInput('A collaboration room is a WebSocket: send an upgrade request');
         const joiner = await auth(req, url);
         const { info } = await rooms.resolve(joiner.projectId, name);
         const granted = await joiner.access(info.model, info.recordId);
@@ -90,18 +99,34 @@ export function collabGateway(rooms: CollabRooms, auth: JoinAuth): GatewayModule
         // and live edits, no changes) is an explicit opt-in of the client: `readOnly=1`.
         const readOnly = wantsReadOnly(url);
         if (!granted || (granted.mode === 'read' && !readOnly)) {
-          throw new PermissionDenied(granted ? 'Joining this room needs write access to the record (add readOnly=1 to join read-only)' : 'Joining this room needs write access to the record');
+          throw new PermissionDenied(
+            granted
+              ? 'Joining this room needs write access to the record (add readOnly=1 to join read-only)'
+              : 'Joining this room needs write access to the record',
+          );
         }
         const access: Access = readOnly ? { ...granted, mode: 'read' } : granted;
         const hidden = unreadableFields(info.model, access.principals);
-        if (hidden.length > 0) throw new PermissionDenied(`A room shows every field; this caller may not read: ${hidden.join(', ')}`);
-        if (!(await recordExists(rooms.sql, info.projectId, info.model.key, info.recordId))) throw new NotFound('No such record');
+        if (hidden.length > 0)
+          throw new PermissionDenied(`A room shows every field; this caller may not read: ${hidden.join(', ')}`);
+        if (!(await recordExists(rooms.sql, info.projectId, info.model.key, info.recordId)))
+          throw new NotFound('No such record');
         const limit = await rooms.checkLimit(joiner.identity, info.key);
         if (!limit.ok) {
-          return json({ error: 'room_limit_exceeded', limit: rooms.roomLimit, held: limit.held }, 429, { 'retry-after': String(ROOM_LIMIT_RETRY_AFTER) });
+          return json({ error: 'room_limit_exceeded', limit: rooms.roomLimit, held: limit.held }, 429, {
+            'retry-after': String(ROOM_LIMIT_RETRY_AFTER),
+          });
         }
         rooms.hold(joiner.identity, info.key);
-        const data: CollabSocketData = { kind: 'collab', key: info.key, identity: joiner.identity, userId: joiner.userId, rule: writeRule(info.model, access), queue: [], closed: false };
+        const data: CollabSocketData = {
+          kind: 'collab',
+          key: info.key,
+          identity: joiner.identity,
+          userId: joiner.userId,
+          rule: writeRule(info.model, access),
+          queue: [],
+          closed: false,
+        };
         if (!server.upgrade(req, { data })) {
           rooms.release(joiner.identity, info.key);
           throw new BadUserInput('WebSocket upgrade failed');

@@ -89,7 +89,8 @@ export function placeResolver(doc: Y.Doc, decoded: ReturnType<typeof Y.decodeUpd
         break;
       }
       // A parent id, else the left origin, else the right origin (as Item.getMissing does).
-      const refs = parent instanceof Y.ID ? [parent] : [cur.origin, cur.rightOrigin].filter((x): x is Y.ID => x !== null);
+      const refs =
+        parent instanceof Y.ID ? [parent] : [cur.origin, cur.rightOrigin].filter((x): x is Y.ID => x !== null);
       const found = refs.map(find);
       if (found.some((f) => f === null)) break; // UNKNOWN
       if (!(parent instanceof Y.ID) && found.some((f) => ('stored' in f! ? f.stored : f!.fresh) instanceof Y.GC)) {
@@ -112,7 +113,11 @@ export function placeResolver(doc: Y.Doc, decoded: ReturnType<typeof Y.decodeUpd
 }
 
 /** Where the changes of `update` land: field keys, OUTSIDE, UNKNOWN. Empty when nothing changes. */
-export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decodeUpdate(update)): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
+export function touchedPlaces(
+  doc: Y.Doc,
+  update: Uint8Array,
+  decoded = Y.decodeUpdate(update),
+): Set<string | typeof OUTSIDE | typeof UNKNOWN> {
   const { ds } = decoded as unknown as { ds: { clients: Map<number, { clock: number; len: number }[]> } };
   const store = doc.store;
   const { fresh, freshPlace, storedPlace } = placeResolver(doc, decoded);
@@ -155,7 +160,12 @@ export function touchedPlaces(doc: Y.Doc, update: Uint8Array, decoded = Y.decode
 export type WriteRule = null | { all: true } | { all: false; denied: ReadonlySet<string> };
 
 /** The places of `update` the rule refuses (empty: the update may be applied). */
-export function refusedPlaces(rule: WriteRule, doc: Y.Doc, update: Uint8Array, decoded?: ReturnType<typeof Y.decodeUpdate>): string[] {
+export function refusedPlaces(
+  rule: WriteRule,
+  doc: Y.Doc,
+  update: Uint8Array,
+  decoded?: ReturnType<typeof Y.decodeUpdate>,
+): string[] {
   if (rule === null) return [];
   const out: string[] = [];
   for (const p of touchedPlaces(doc, update, decoded)) {

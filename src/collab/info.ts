@@ -24,16 +24,29 @@ export interface CollabInfo {
 
 export const AUTH_PARAMS = 'token,apiKey';
 
-export async function collabInfo(sql: Sql, realtimeUrl: string, principal: KeyPrincipal, snapshot: ProjectSnapshot, query: Record<string, string | undefined>): Promise<CollabInfo> {
+export async function collabInfo(
+  sql: Sql,
+  realtimeUrl: string,
+  principal: KeyPrincipal,
+  snapshot: ProjectSnapshot,
+  query: Record<string, string | undefined>,
+): Promise<CollabInfo> {
   const { recordId, modelKey } = query;
   if (!recordId || !modelKey) throw new BadUserInput('recordId and modelKey are required');
   const roomName = `${modelKey}:${recordId}:${DEFAULT_VARIANT}`;
   if (!parseRoomName(roomName)) throw new BadUserInput('recordId or modelKey is not valid');
   const model = snapshot.models.find((m) => m.key === modelKey);
   const visible = model && (!principal.allowedModels || principal.allowedModels.includes(model.key));
-  if (!model || !visible || !(await recordExists(sql, snapshot.id, model.key, recordId))) throw new NotFound(`No ${modelKey} record with _id "${recordId}"`);
+  if (!model || !visible || !(await recordExists(sql, snapshot.id, model.key, recordId)))
+    throw new NotFound(`No ${modelKey} record with _id "${recordId}"`);
   const mode = keyAccess(principal, model);
   const joinable = mode !== null && unreadableFields(model, keyPrincipals(principal)).length === 0;
   // `enabled` is the spec's join (write access); read-only presence is the readOnly=1 opt-in.
-  return { enabled: joinable && mode === 'write', readOnly: joinable && mode === 'read', wsUrl: realtimeUrl, roomName, auth: { method: 'query-param', params: AUTH_PARAMS } };
+  return {
+    enabled: joinable && mode === 'write',
+    readOnly: joinable && mode === 'read',
+    wsUrl: realtimeUrl,
+    roomName,
+    auth: { method: 'query-param', params: AUTH_PARAMS },
+  };
 }

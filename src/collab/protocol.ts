@@ -109,16 +109,22 @@ function checkUpdate(decoded: DecodedUpdate): void {
   for (const s of decoded.structs) {
     const { client, clock } = s.id;
     if (!(s.length > 0)) throw new FrameError('malformed update');
-    if (prev && prev.id.client === client && prev.id.clock + prev.length !== clock) throw new FrameError('malformed update');
+    if (prev && prev.id.client === client && prev.id.clock + prev.length !== clock)
+      throw new FrameError('malformed update');
     prev = s;
     if (!(s instanceof Y.Item)) continue;
     // Without an array of the three per struct: this runs for every keystroke.
-    if (selfAhead(s.origin, client, clock) || selfAhead(s.rightOrigin, client, clock) || (s.parent instanceof Y.ID && selfAhead(s.parent, client, clock))) {
+    if (
+      selfAhead(s.origin, client, clock) ||
+      selfAhead(s.rightOrigin, client, clock) ||
+      (s.parent instanceof Y.ID && selfAhead(s.parent, client, clock))
+    ) {
       throw new FrameError('malformed update');
     }
   }
   const ds = decoded.ds as unknown as { clients: Map<number, { clock: number; len: number }[]> };
-  for (const items of ds.clients.values()) for (const it of items) if (!(it.len > 0)) throw new FrameError('malformed delete set');
+  for (const items of ds.clients.values())
+    for (const it of items) if (!(it.len > 0)) throw new FrameError('malformed delete set');
 }
 
 /** A reference to a clock of the item's own client that is not before the item's own. */

@@ -30,15 +30,18 @@ export class NatsRoomRelay {
   /** Hears a room's subject (before announcing the room, so no answer is missed). */
   open(room: string): void {
     if (this.#subs.has(room)) return;
-    this.#subs.set(room, this.#wire.subscribe(room, (data) => {
-      let n: RoomNotice;
-      try {
-        n = JSON.parse(dec.decode(data));
-      } catch {
-        return;
-      }
-      if (n && typeof n.t === 'string' && n.r === room) this.#hear(n);
-    }));
+    this.#subs.set(
+      room,
+      this.#wire.subscribe(room, (data) => {
+        let n: RoomNotice;
+        try {
+          n = JSON.parse(dec.decode(data));
+        } catch {
+          return;
+        }
+        if (n && typeof n.t === 'string' && n.r === room) this.#hear(n);
+      }),
+    );
   }
 
   close(room: string): void {

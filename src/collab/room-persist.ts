@@ -6,7 +6,16 @@ import { validateData } from '../content/validate.ts';
 import { updateRecord, type WriteContext } from '../content/write.ts';
 import { WriteTx, type WriteCommitter } from '../content/tx.ts';
 import { changedFields, readContent, seedDoc, writeContent, type Content } from './content.ts';
-import { draftOf, draftStatement, insertState, loadState, lockState, readDraft, writeState, writeStateStatement } from './store.ts';
+import {
+  draftOf,
+  draftStatement,
+  insertState,
+  loadState,
+  lockState,
+  readDraft,
+  writeState,
+  writeStateStatement,
+} from './store.ts';
 import type { RoomInfo } from './room-host.ts';
 import { RoomDoc } from './room-doc.ts';
 import type { Lease, SaverLocks } from './saver-lock.ts';
@@ -17,7 +26,11 @@ import type { Lease, SaverLocks } from './saver-lock.ts';
  * first state is stored at once, so two processes loading the room together share one seed: two
  * seeds made apart would merge into doubled text. `dirty`: the load merged outside writes.
  */
-export async function loadDoc(info: RoomInfo, sql: Sql, saver: boolean): Promise<{ doc: Y.Doc; base: Content; dirty: boolean }> {
+export async function loadDoc(
+  info: RoomInfo,
+  sql: Sql,
+  saver: boolean,
+): Promise<{ doc: Y.Doc; base: Content; dirty: boolean }> {
   let stored = await loadState(sql, info.key);
   let doc: Y.Doc;
   let base: Content;
@@ -61,7 +74,9 @@ export async function loadDoc(info: RoomInfo, sql: Sql, saver: boolean): Promise
 export function validPatch(info: RoomInfo, patch: Content): Content {
   const out: Content = {};
   // Unversioned records are live: their required fields must stay filled (checkRequired).
-  const required = new Set(info.model.versioned === false ? info.model.fields.filter((f) => f.required).map((f) => f.key) : []);
+  const required = new Set(
+    info.model.versioned === false ? info.model.fields.filter((f) => f.required).map((f) => f.key) : [],
+  );
   for (const [k, v] of Object.entries(patch)) {
     if (required.has(k) && (v === null || v === '' || (Array.isArray(v) && v.length === 0))) continue;
     try {
@@ -119,7 +134,14 @@ export class RoomSaver {
   /** Told the byte size of each state a save encodes (the room's document size, size.ts). */
   encoded: (bytes: number) => void = () => {};
 
-  constructor(info: RoomInfo, doc: Y.Doc, host: SaverHost, loaded: { base: Content; lease: Lease | null; dirty: boolean }, enqueue: () => void, gone: () => void) {
+  constructor(
+    info: RoomInfo,
+    doc: Y.Doc,
+    host: SaverHost,
+    loaded: { base: Content; lease: Lease | null; dirty: boolean },
+    enqueue: () => void,
+    gone: () => void,
+  ) {
     this.#info = info;
     this.#doc = doc;
     this.#host = host;
@@ -167,14 +189,17 @@ export class RoomSaver {
   }
 
   #arm(delay: number): void {
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      if (this.#stopped) return;
-      const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#deadline);
-      const wait = due - Date.now();
-      if (wait > 0) return this.#arm(wait);
-      this.#enqueue();
-    }, Math.max(0, delay));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        if (this.#stopped) return;
+        const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#deadline);
+        const wait = due - Date.now();
+        if (wait > 0) return this.#arm(wait);
+        this.#enqueue();
+      },
+      Math.max(0, delay),
+    );
     this.#timer.unref?.();
   }
 
@@ -257,7 +282,12 @@ export class RoomSaver {
    */
   async #writeRecord(userId: string | null, lease: Lease | null): Promise<boolean> {
     const info = this.#info;
-    const ctx: WriteContext = { projectId: info.projectId, defaultLocale: info.defaultLocale, userId, models: info.models };
+    const ctx: WriteContext = {
+      projectId: info.projectId,
+      defaultLocale: info.defaultLocale,
+      userId,
+      models: info.models,
+    };
     const check = lease ? await this.#host.locks.heldCheck(lease) : null;
     if (lease && !check) throw new LeaseLost();
     const tx = new WriteTx({ projectId: info.projectId, userId });
@@ -266,7 +296,14 @@ export class RoomSaver {
     let version = this.#version;
     let gone = false;
     tx.prelude = {
-      statement: draftStatement(info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale, check?.expr ?? null),
+      statement: draftStatement(
+        info.projectId,
+        info.model.key,
+        info.recordId,
+        info.locale,
+        info.defaultLocale,
+        check?.expr ?? null,
+      ),
       // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
       then: (rows) => {
         const draft = draftOf(rows, info.locale, info.defaultLocale);
@@ -285,7 +322,15 @@ export class RoomSaver {
         if (Object.keys(patch).length > 0) {
           tx.write(updateRecord(ctx, info.model, info.recordId, info.locale, patch));
           // The audit log, in the save's transaction (docs/audit.md): the editor, the room.
-          if (auditOn()) tx.follow(auditStatement({ projectId: info.projectId, tenantId: null }, whoById(userId), { requestId: null, ip: null, userAgent: 'svc collab' }, [{ action: lease ? 'record.autosaved' : 'record.saved', kind: 'record', id: info.recordId }]));
+          if (auditOn())
+            tx.follow(
+              auditStatement(
+                { projectId: info.projectId, tenantId: null },
+                whoById(userId),
+                { requestId: null, ip: null, userAgent: 'svc collab' },
+                [{ action: lease ? 'record.autosaved' : 'record.saved', kind: 'record', id: info.recordId }],
+              ),
+            );
           wrote = true;
         }
         base = { ...draft, ...patch };

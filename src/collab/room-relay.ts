@@ -201,7 +201,8 @@ export class RoomRelay {
     this.#pendingBatches = [];
     if (batches.length === 0) return;
     try {
-      for (const row of await relayRows(this.#sql, batches)) this.#registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
+      for (const row of await relayRows(this.#sql, batches))
+        this.#registry.peek(row.room)?.remote(row.kind, row.data, row.user_id);
     } catch (e) {
       console.error('collab relay read failed:', e instanceof Error ? e.message : e);
     }

@@ -1,6 +1,15 @@
 import * as Y from 'yjs';
 import * as awarenessProtocol from 'y-protocols/awareness';
-import { CloseCode, FrameError, awarenessFrame, parseFrame, permissionDeniedFrame, syncStep1Frame, syncStep2Frame, updateFrame } from './protocol.ts';
+import {
+  CloseCode,
+  FrameError,
+  awarenessFrame,
+  parseFrame,
+  permissionDeniedFrame,
+  syncStep1Frame,
+  syncStep2Frame,
+  updateFrame,
+} from './protocol.ts';
 import { refusedPlaces, skipUpdate } from './guard.ts';
 import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
@@ -68,7 +77,9 @@ export class RoomSync {
     // The server is no participant: it announces no presence of its own.
     this.awareness.setLocalState(null);
     doc.on('afterTransaction', (tr: Y.Transaction) => this.#afterTransaction(tr));
-    this.awareness.on('update', (changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) => this.#onAwareness(changes, origin));
+    this.awareness.on('update', (changes: { added: number[]; updated: number[]; removed: number[] }, origin: unknown) =>
+      this.#onAwareness(changes, origin),
+    );
   }
 
   get broken(): boolean {
@@ -79,12 +90,14 @@ export class RoomSync {
   greet(conn: Conn): void {
     conn.ws.send(syncStep1Frame(this.doc));
     const states = [...this.awareness.getStates().keys()];
-    if (states.length > 0) conn.ws.send(awarenessFrame(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
+    if (states.length > 0)
+      conn.ws.send(awarenessFrame(awarenessProtocol.encodeAwarenessUpdate(this.awareness, states)));
   }
 
   /** A leaving socket: the presences it announced go. */
   forget(conn: Conn): void {
-    if (conn.awarenessIds.size > 0) awarenessProtocol.removeAwarenessStates(this.awareness, [...conn.awarenessIds], null);
+    if (conn.awarenessIds.size > 0)
+      awarenessProtocol.removeAwarenessStates(this.awareness, [...conn.awarenessIds], null);
   }
 
   /** A Yjs (0) or awareness (1) update relayed from another process. */
@@ -116,7 +129,13 @@ export class RoomSync {
         // Refused as a whole: nothing of it is applied, broadcast or saved; the editor is told.
         skipUpdate(this.doc, f.update, new Skipped(conn), f.decoded);
         this.#host.refused();
-        conn.ws.send(permissionDeniedFrame(conn.rule?.all ? 'This connection is read-only: document updates are not accepted' : `No write access to field(s): ${refused.join(', ')}`));
+        conn.ws.send(
+          permissionDeniedFrame(
+            conn.rule?.all
+              ? 'This connection is read-only: document updates are not accepted'
+              : `No write access to field(s): ${refused.join(', ')}`,
+          ),
+        );
         return;
       }
       case 'awareness':
@@ -157,7 +176,9 @@ export class RoomSync {
 
   #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
     this.size.grew(update.byteLength);
-    this.#host.changed(origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null);
+    this.#host.changed(
+      origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null,
+    );
     const out = frame ?? updateFrame(update);
     if (sender) sender.ws.publish(this.#host.key, out);
     else this.#host.publish(out);
@@ -185,7 +206,8 @@ export class RoomSync {
     } finally {
       this.#incoming = null;
     }
-    if (incoming.changed !== undefined) this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
+    if (incoming.changed !== undefined)
+      this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
   }
 
   /**

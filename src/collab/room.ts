@@ -186,7 +186,10 @@ export class Room implements Actor {
    * knows that what the mailbox held before (remote updates) is applied and our state is relayed.
    */
   peer(processId: string, full: boolean): Promise<void> {
-    return this.#mailbox.ask({ t: 'peer', processId, full }).then(() => {}, (e) => logFailure(this.key, e));
+    return this.#mailbox.ask({ t: 'peer', processId, full }).then(
+      () => {},
+      (e) => logFailure(this.key, e),
+    );
   }
 
   /** A record write committed elsewhere (GraphQL, CLI): merge it into the document. */

@@ -105,9 +105,21 @@ export class CollabRooms {
   /** The rooms' series on GET /metrics. */
   registerMetrics(m: MetricsRegistry): void {
     m.actors.add(() => Object.entries(this.registry.counts()).map(([state, n]) => [['room', state], n] as const));
-    m.counterFrom('svc_collab_saves_total', 'Autosaves of collaboration rooms committed by this process (record writes and stored room states).', () => this.stats.saves);
-    m.counterFrom('svc_collab_refused_updates_total', 'Room updates refused by field access rules or read-only sockets.', () => this.stats.refused);
-    m.counterFrom('svc_collab_lock_losses_total', 'Saver lock sessions lost (their rooms re-acquired or handed over).', () => this.locks.losses);
+    m.counterFrom(
+      'svc_collab_saves_total',
+      'Autosaves of collaboration rooms committed by this process (record writes and stored room states).',
+      () => this.stats.saves,
+    );
+    m.counterFrom(
+      'svc_collab_refused_updates_total',
+      'Room updates refused by field access rules or read-only sockets.',
+      () => this.stats.refused,
+    );
+    m.counterFrom(
+      'svc_collab_lock_losses_total',
+      'Saver lock sessions lost (their rooms re-acquired or handed over).',
+      () => this.locks.losses,
+    );
   }
 
   get sql(): Sql {
@@ -259,7 +271,12 @@ export class CollabRooms {
   /** SIGTERM: every room saves, then its sockets are told to reconnect elsewhere. */
   async drain(): Promise<void> {
     const rooms = [...this.registry.keys()].map((k) => this.registry.peek(k)!).filter(Boolean);
-    const flushAll = () => Promise.all(rooms.map((r) => r.flush().catch((e) => console.error('collab final save failed:', e instanceof Error ? e.message : e))));
+    const flushAll = () =>
+      Promise.all(
+        rooms.map((r) =>
+          r.flush().catch((e) => console.error('collab final save failed:', e instanceof Error ? e.message : e)),
+        ),
+      );
     await flushAll();
     for (const r of rooms) r.closeAll(CloseCode.Restart, 'server restarting');
     // Frames applied (and so relayed: acknowledged) while the first saves ran are saved too;

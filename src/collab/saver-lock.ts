@@ -70,7 +70,8 @@ export class SaverLocks {
   async acquire(key: string): Promise<Lease | null> {
     if (this.#closed) return null;
     const s = await this.#connect();
-    const [row] = await s.sql`select pg_try_advisory_lock(hashtextextended(${key}, ${SALT})) as ok, pg_backend_pid() as pid`;
+    const [row] =
+      await s.sql`select pg_try_advisory_lock(hashtextextended(${key}, ${SALT})) as ok, pg_backend_pid() as pid`;
     if (row!.pid !== s.pid) {
       // The client reconnected under us: whatever the old backend held is gone.
       if (row!.ok) await s.sql`select pg_advisory_unlock(hashtextextended(${key}, ${SALT}))`.catch(() => {});
@@ -99,7 +100,8 @@ export class SaverLocks {
   async held(tx: Sql, lease: Lease): Promise<boolean> {
     if (!this.valid(lease)) return false;
     const s = await this.#session!;
-    const [row] = await tx`select exists (select 1 from pg_locks where locktype = 'advisory' and granted and objsubid = 1
+    const [row] =
+      await tx`select exists (select 1 from pg_locks where locktype = 'advisory' and granted and objsubid = 1
         and pid = ${s.pid}
         and classid::bigint = ((hashtextextended(${lease.key}, ${SALT}) >> 32) & 4294967295)
         and objid::bigint = (hashtextextended(${lease.key}, ${SALT}) & 4294967295)) as ok`;

@@ -62,7 +62,11 @@ function fieldChars(map: Y.Map<unknown>, key: string): number {
  * now plus what the update adds to it; an update that sets the field itself (a map entry of the
  * content map) replaces the old value, so counts alone.
  */
-export function oversizedField(doc: Y.Doc, decoded: DecodedUpdate, limits: SizeLimits): { field: string; chars: number } | null {
+export function oversizedField(
+  doc: Y.Doc,
+  decoded: DecodedUpdate,
+  limits: SizeLimits,
+): { field: string; chars: number } | null {
   const { fresh, freshPlace } = placeResolver(doc, decoded);
   const added = new Map<string, number>();
   const replaced = new Set<string>();
@@ -131,12 +135,22 @@ export class DocSize {
 }
 
 /** Refuses (TooLargeError) an editor's update that a field or the document could not hold. */
-export function checkSize(doc: Y.Doc, size: DocSize, update: Uint8Array, decoded: DecodedUpdate, limits: SizeLimits): void {
+export function checkSize(
+  doc: Y.Doc,
+  size: DocSize,
+  update: Uint8Array,
+  decoded: DecodedUpdate,
+  limits: SizeLimits,
+): void {
   // No field holds more characters than five times the document's bytes (text is at least a
   // byte a character in the state; a JSON `null`, one byte there, is four characters and a
   // comma): in a document that small no field can pass, and keystrokes skip the walk.
-  const field = 5 * (size.bytes + update.byteLength) > limits.maxFieldChars ? oversizedField(doc, decoded, limits) : null;
-  if (field) throw new TooLargeError(`Field "${field.field.slice(0, 100)}" would hold ${field.chars} characters; at most ${limits.maxFieldChars} are allowed`);
+  const field =
+    5 * (size.bytes + update.byteLength) > limits.maxFieldChars ? oversizedField(doc, decoded, limits) : null;
+  if (field)
+    throw new TooLargeError(
+      `Field "${field.field.slice(0, 100)}" would hold ${field.chars} characters; at most ${limits.maxFieldChars} are allowed`,
+    );
   // Only updates that add content can grow the document past its limit in a way worth refusing.
   if (size.wouldPass(update.byteLength) && addsContent(decoded)) {
     throw new TooLargeError(`The document would exceed ${limits.maxDocBytes} bytes`);

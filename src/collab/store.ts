@@ -13,12 +13,20 @@ export interface StoredState {
 }
 
 export async function loadState(tx: Tx, room: string): Promise<StoredState | null> {
-  const [row] = await q(tx)<{ state: Uint8Array; base: Content }[]>`select state, base from collab_state where room = ${room}`;
+  const [row] = await q(tx)<
+    { state: Uint8Array; base: Content }[]
+  >`select state, base from collab_state where room = ${room}`;
   return row ? { state: new Uint8Array(row.state), base: row.base } : null;
 }
 
 /** Stores the first state of a room unless another process stored one first (then false). */
-export async function insertState(tx: Tx, room: string, projectId: string, recordId: string, s: StoredState): Promise<boolean> {
+export async function insertState(
+  tx: Tx,
+  room: string,
+  projectId: string,
+  recordId: string,
+  s: StoredState,
+): Promise<boolean> {
   const rows = await q(tx)`insert into collab_state (room, project_id, record_id, state, base)
     values (${room}, ${projectId}, ${recordId}, ${Buffer.from(s.state)}, ${q(tx).json(s.base as never)})
     on conflict (room) do nothing returning room`;
@@ -32,12 +40,22 @@ export async function lockState(tx: Tx, room: string): Promise<boolean> {
 }
 
 export async function writeState(tx: Tx, room: string, s: StoredState): Promise<void> {
-  await q(tx)`update collab_state set state = ${Buffer.from(s.state)}, base = ${q(tx).json(s.base as never)}, updated_at = now()
+  await q(
+    tx,
+  )`update collab_state set state = ${Buffer.from(s.state)}, base = ${q(tx).json(s.base as never)}, updated_at = now()
     where room = ${room}`;
 }
 
 /** The working version of one record locale; `lock` takes the record row for the transaction. */
-export async function readDraft(tx: Tx, projectId: string, modelKey: string, recordId: string, locale: string, defaultLocale: string, lock = false): Promise<Content | null> {
+export async function readDraft(
+  tx: Tx,
+  projectId: string,
+  modelKey: string,
+  recordId: string,
+  locale: string,
+  defaultLocale: string,
+  lock = false,
+): Promise<Content | null> {
   const rows = await q(tx).unsafe(
     `select c.locale, c.data from records r
        left join record_content c on c.record_id = r.id and c.stage = 'draft' and c.locale in ($4, $5)
@@ -55,7 +73,14 @@ export async function readDraft(tx: Tx, projectId: string, modelKey: string, rec
  * column, `held`: whether this process still holds the room's saver lock (SaverLocks.heldCheck),
  * or true. No row: the record is gone.
  */
-export function draftStatement(projectId: string, modelKey: string, recordId: string, locale: string, defaultLocale: string, heldExpr: string | null): Statement {
+export function draftStatement(
+  projectId: string,
+  modelKey: string,
+  recordId: string,
+  locale: string,
+  defaultLocale: string,
+  heldExpr: string | null,
+): Statement {
   return {
     text: `select c.locale, c.data, ${heldExpr ?? 'true'} as held from records r
        left join record_content c on c.record_id = r.id and c.stage = 'draft' and c.locale in ($4, $5)
@@ -65,7 +90,11 @@ export function draftStatement(projectId: string, modelKey: string, recordId: st
 }
 
 /** The working version from draftStatement's rows (as readDraft reads it); null: no record. */
-export function draftOf(rows: readonly Record<string, unknown>[], locale: string, defaultLocale: string): Content | null {
+export function draftOf(
+  rows: readonly Record<string, unknown>[],
+  locale: string,
+  defaultLocale: string,
+): Content | null {
   if (rows.length === 0) return null;
   const own = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === defaultLocale);
   const data = own?.data;
@@ -76,12 +105,18 @@ export function draftOf(rows: readonly Record<string, unknown>[], locale: string
 export function writeStateStatement(room: string, s: StoredState): Statement {
   return {
     text: `update collab_state set state = decode($2, 'base64'), base = $3::jsonb, updated_at = now() where room = $1`,
-    params: [room, Buffer.from(s.state.buffer, s.state.byteOffset, s.state.byteLength).toString('base64'), JSON.stringify(s.base)],
+    params: [
+      room,
+      Buffer.from(s.state.buffer, s.state.byteOffset, s.state.byteLength).toString('base64'),
+      JSON.stringify(s.base),
+    ],
   };
 }
 
 export async function recordExists(tx: Tx, projectId: string, modelKey: string, recordId: string): Promise<boolean> {
-  const rows = await q(tx)`select 1 from records where project_id = ${projectId} and id = ${recordId} and model_key = ${modelKey}`;
+  const rows = await q(
+    tx,
+  )`select 1 from records where project_id = ${projectId} and id = ${recordId} and model_key = ${modelKey}`;
   return rows.length > 0;
 }
 
@@ -102,8 +137,15 @@ export async function forgetProcess(sql: Sql, processId: string): Promise<void> 
   await sql`delete from collab_processes where process_id = ${processId}`;
 }
 
-export async function setPresence(sql: Sql, room: string, processId: string, identity: string, clients: number): Promise<void> {
-  if (clients <= 0) await sql`delete from collab_presence where room = ${room} and process_id = ${processId} and identity = ${identity}`;
+export async function setPresence(
+  sql: Sql,
+  room: string,
+  processId: string,
+  identity: string,
+  clients: number,
+): Promise<void> {
+  if (clients <= 0)
+    await sql`delete from collab_presence where room = ${room} and process_id = ${processId} and identity = ${identity}`;
   else {
     await sql`insert into collab_presence (room, process_id, identity, clients) values (${room}, ${processId}, ${identity}, ${clients})
       on conflict (room, process_id, identity) do update set clients = excluded.clients`;
@@ -115,20 +157,29 @@ const LIVE = `exists (select 1 from collab_processes c where c.process_id = p.pr
 
 /** Rooms an identity holds in other live processes. */
 export async function remoteHeldRooms(sql: Sql, identity: string, processId: string): Promise<string[]> {
-  const rows = await sql.unsafe(`select distinct room from collab_presence p where identity = $1 and process_id <> $2 and ${LIVE}`, [identity, processId]);
+  const rows = await sql.unsafe(
+    `select distinct room from collab_presence p where identity = $1 and process_id <> $2 and ${LIVE}`,
+    [identity, processId],
+  );
   return rows.map((r) => r.room as string);
 }
 
 /** Other live processes with sockets in a room (by its key): they may hold unsaved edits. */
 export async function remoteHolders(sql: Sql, room: string, processId: string): Promise<string[]> {
-  const rows = await sql.unsafe(`select distinct process_id from collab_presence p where room = $1 and process_id <> $2 and clients > 0 and ${LIVE}`, [room, processId]);
+  const rows = await sql.unsafe(
+    `select distinct process_id from collab_presence p where room = $1 and process_id <> $2 and clients > 0 and ${LIVE}`,
+    [room, processId],
+  );
   return rows.map((r) => r.process_id as string);
 }
 
 /** Sockets connected to a room (by its name, in any project) in other live processes. */
 export async function remoteClients(sql: Sql, name: string, processId: string): Promise<number> {
-  const [row] = await sql.unsafe(`select coalesce(sum(clients), 0)::int as n from collab_presence p
-    where right(room, length($1) + 1) = '/' || $1 and process_id <> $2 and ${LIVE}`, [name, processId]);
+  const [row] = await sql.unsafe(
+    `select coalesce(sum(clients), 0)::int as n from collab_presence p
+    where right(room, length($1) + 1) = '/' || $1 and process_id <> $2 and ${LIVE}`,
+    [name, processId],
+  );
   return (row?.n as number) ?? 0;
 }
 
@@ -145,8 +196,18 @@ export interface RelayItem {
  * the smallest and the largest id returned is this batch. Rows keep the batch's order (ids follow
  * the ordinality).
  */
-export async function relayBatch(sql: Sql, channel: string, origin: string, items: readonly RelayItem[]): Promise<void> {
-  const rows = items.map((i) => [i.room, i.kind, i.userId, Buffer.from(i.data.buffer, i.data.byteOffset, i.data.byteLength).toString('base64')]);
+export async function relayBatch(
+  sql: Sql,
+  channel: string,
+  origin: string,
+  items: readonly RelayItem[],
+): Promise<void> {
+  const rows = items.map((i) => [
+    i.room,
+    i.kind,
+    i.userId,
+    Buffer.from(i.data.buffer, i.data.byteOffset, i.data.byteLength).toString('base64'),
+  ]);
   await sql`with i as (
       insert into collab_updates (room, origin, kind, user_id, data)
       select x.value->>0, ${origin}, (x.value->>1)::smallint, x.value->>2, decode(x.value->>3, 'base64')
@@ -168,7 +229,10 @@ export interface RelayRow {
  * here: a batch holds only rooms open in more than one process, and passing this process's room
  * keys instead (1,000 of them) cost ~350 µs of client CPU per read (bench, session 4).
  */
-export async function relayRows(sql: Sql, batches: readonly { p: string; lo: number; hi: number }[]): Promise<RelayRow[]> {
+export async function relayRows(
+  sql: Sql,
+  batches: readonly { p: string; lo: number; hi: number }[],
+): Promise<RelayRow[]> {
   // The overall id bounds let PostgreSQL read the primary key's range; joined with the ranges
   // alone it chose to scan the whole table (a minute of rows: 600,000 at 10,000 updates/s), and
   // 22,000 rows in 4,460 batches took 12.5 s to read on this box (0.2 s with the bounds).

@@ -29,14 +29,26 @@ export function resolveEndpoint(endpoint: string, base: string | undefined): str
 
 export function keyedTables(operationBaseUrl: string | undefined): Record<string, KeyedTable> {
   return {
-    operations: { table: 'operations', columns: (e) => ({ name: str(e.name), url: resolveEndpoint(String(e.endpoint), operationBaseUrl) }) },
+    operations: {
+      table: 'operations',
+      columns: (e) => ({ name: str(e.name), url: resolveEndpoint(String(e.endpoint), operationBaseUrl) }),
+    },
     hooks: {
       table: 'hooks',
-      columns: (e) => ({ event: e.event, operation_key: e.operationKey, model_key: str((e.filter as Obj | undefined)?.modelKey) }),
+      columns: (e) => ({
+        event: e.event,
+        operation_key: e.operationKey,
+        model_key: str((e.filter as Obj | undefined)?.modelKey),
+      }),
     },
     schedules: {
       table: 'schedules',
-      columns: (e) => ({ operation_key: e.operationKey, cron: e.cron, timezone: str(e.timezone) ?? 'UTC', enabled: bool(e.enabled, true) }),
+      columns: (e) => ({
+        operation_key: e.operationKey,
+        cron: e.cron,
+        timezone: str(e.timezone) ?? 'UTC',
+        enabled: bool(e.enabled, true),
+      }),
       touchOnChange: true,
     },
     segments: { table: 'segments', columns: (e) => ({ is_active: bool(e.isActive, true) }) },
@@ -50,7 +62,10 @@ export function keyedTables(operationBaseUrl: string | undefined): Record<string
         priority: typeof e.priority === 'number' ? e.priority : 0,
       }),
     },
-    placements: { table: 'placements', columns: (e) => ({ type: e.type, model_keys: Array.isArray(e.modelKeys) ? e.modelKeys : [] }) },
+    placements: {
+      table: 'placements',
+      columns: (e) => ({ type: e.type, model_keys: Array.isArray(e.modelKeys) ? e.modelKeys : [] }),
+    },
     apps: { table: 'apps', columns: (e) => ({ source: e.source }) },
   };
 }
@@ -76,9 +91,18 @@ export function entryKeys(collection: string, entries: Obj[]): string[] {
  * deleted, the others upserted. With `force` every row goes first, so all are recreated.
  * Rows keyed in `keep` (entries skipped as invalid by this push) stay as they are.
  */
-export async function applyKeyed(tx: Sql, projectId: string, spec: KeyedTable, keys: string[], entries: Obj[], force: boolean, keep: string[] = []): Promise<number> {
+export async function applyKeyed(
+  tx: Sql,
+  projectId: string,
+  spec: KeyedTable,
+  keys: string[],
+  entries: Obj[],
+  force: boolean,
+  keep: string[] = [],
+): Promise<number> {
   if (force) await tx`delete from ${tx(spec.table)} where project_id = ${projectId} and not (key = any(${keep}))`;
-  else await tx`delete from ${tx(spec.table)} where project_id = ${projectId} and not (key = any(${[...keys, ...keep]}))`;
+  else
+    await tx`delete from ${tx(spec.table)} where project_id = ${projectId} and not (key = any(${[...keys, ...keep]}))`;
   for (const [i, entry] of entries.entries()) {
     const row: Record<string, unknown> = {
       project_id: projectId,
@@ -99,7 +123,11 @@ export async function applyKeyed(tx: Sql, projectId: string, spec: KeyedTable, k
 }
 
 /** The stored definitions of a keyed table, in config order. */
-export async function readKeyed(sql: Sql, projectId: string, table: KeyedTable['table']): Promise<{ key: string; definition: Obj }[]> {
+export async function readKeyed(
+  sql: Sql,
+  projectId: string,
+  table: KeyedTable['table'],
+): Promise<{ key: string; definition: Obj }[]> {
   return sql<{ key: string; definition: Obj }[]>`
     select key, definition from ${sql(table)} where project_id = ${projectId} order by position, key`;
 }

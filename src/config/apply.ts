@@ -4,7 +4,13 @@ import type { Sql } from '../store/db.ts';
 import { BadUserInput, Conflict, PermissionDenied, SvcError } from '../errors.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller } from '../control/tenancy.ts';
-import { announceSchema, canonicalJson, fleetMembershipOf, fleetModelsRefusal, replaceModels } from '../projects/store.ts';
+import {
+  announceSchema,
+  canonicalJson,
+  fleetMembershipOf,
+  fleetModelsRefusal,
+  replaceModels,
+} from '../projects/store.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { createApiKey, deleteApiKey, type KeyAnnouncer } from '../auth/api-keys.ts';
 import type { Obj } from './check.ts';
@@ -27,7 +33,11 @@ export interface ConfigDeps {
    * schema change re-validates the stored ones; their problems are listed with the push's errors.
    */
   documents?: {
-    push(projectId: string, manifest: unknown, replace: boolean): Promise<{ applied: { documents: number }; errors: ConfigError[] }>;
+    push(
+      projectId: string,
+      manifest: unknown,
+      replace: boolean,
+    ): Promise<{ applied: { documents: number }; errors: ConfigError[] }>;
     revalidate(projectId: string): Promise<ConfigError[]>;
   };
 }
@@ -47,8 +57,26 @@ export interface PushResult {
 
 /** Top-level fields with their own handling; everything else is passed through. */
 const KNOWN = new Set([
-  'key', 'name', 'configType', 'force', 'operationBaseUrl', 'project', 'models', 'operations', 'segments', 'schedules', 'hooks',
-  'authProviders', 'relyingParties', 'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'domains', 'documents',
+  'key',
+  'name',
+  'configType',
+  'force',
+  'operationBaseUrl',
+  'project',
+  'models',
+  'operations',
+  'segments',
+  'schedules',
+  'hooks',
+  'authProviders',
+  'relyingParties',
+  'placements',
+  'apiKeys',
+  'customerRoles',
+  'apps',
+  'designTokens',
+  'domains',
+  'documents',
 ]);
 const KEYED = ['operations', 'hooks', 'schedules', 'segments', 'authProviders', 'placements'] as const;
 
@@ -58,9 +86,16 @@ const KEYED = ['operations', 'hooks', 'schedules', 'segments', 'authProviders', 
  * applies (salvage.ts); any other validation error, or any error at all with `atomic`, applies
  * nothing. Permission errors of single entries (relying parties, domains) skip those entries only.
  */
-export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, projectId: string, input: unknown, opts: { force?: boolean; atomic?: boolean } = {}): Promise<PushResult> {
+export async function pushConfig(
+  svc: ConfigDeps,
+  caller: ControlCaller,
+  projectId: string,
+  input: unknown,
+  opts: { force?: boolean; atomic?: boolean } = {},
+): Promise<PushResult> {
   const project = await projectOfCaller(svc.sql, caller, projectId);
-  if (!memberMay(caller, 'config:push', project.id)) throw new PermissionDenied('This role may not push configuration (viewers cannot push)');
+  if (!memberMay(caller, 'config:push', project.id))
+    throw new PermissionDenied('This role may not push configuration (viewers cannot push)');
   const atomic = opts.atomic === true;
   const validated = validateConfig(input);
   let config = validated.config;
@@ -73,19 +108,28 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     entryErrors.push(...saved.errors);
   }
   const pin = config.project;
-  if (pin && pin.tenantId !== project.tenantId) throw new PermissionDenied(`the config is pinned to tenant ${pin.tenantId}, not this project's tenant`);
-  if (pin && pin.id !== project.id) throw new Conflict(`the config is pinned to project ${pin.id}; refusing to push it to ${project.id}`);
+  if (pin && pin.tenantId !== project.tenantId)
+    throw new PermissionDenied(`the config is pinned to tenant ${pin.tenantId}, not this project's tenant`);
+  if (pin && pin.id !== project.id)
+    throw new Conflict(`the config is pinned to project ${pin.id}; refusing to push it to ${project.id}`);
   const force = opts.force === true || config.force === true;
   const cfg = config as unknown as Obj;
   // Manifests are fetched before the transaction: no network call holds it open.
   let apps: PreparedApps | null = null;
   if (config.apps) {
-    apps = await prepareApps(svc.sql, project.id, config.apps as unknown as Record<string, Obj>, (config.models as unknown as ModelDef[] | undefined) ?? null, {
-      policy: { publicOnly: svc.settings.operations.publicOnly },
-      ...(svc.settings.appsCa ? { ca: svc.settings.appsCa } : {}),
-    });
+    apps = await prepareApps(
+      svc.sql,
+      project.id,
+      config.apps as unknown as Record<string, Obj>,
+      (config.models as unknown as ModelDef[] | undefined) ?? null,
+      {
+        policy: { publicOnly: svc.settings.operations.publicOnly },
+        ...(svc.settings.appsCa ? { ca: svc.settings.appsCa } : {}),
+      },
+    );
     entryErrors.push(...apps.problems);
-    if (atomic && apps.problems.length) return { projectId: project.id, applied: {}, errors: entryErrors, warnings: validated.warnings };
+    if (atomic && apps.problems.length)
+      return { projectId: project.id, applied: {}, errors: entryErrors, warnings: validated.warnings };
   }
   const may = (perm: 'relyingparties:write' | 'domains:write') => memberMay(caller, perm, project.id);
   const applied: Record<string, number> = {};
@@ -110,7 +154,8 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     if (pin) {
       if (typeof pin.name === 'string') await tx`update projects set name = ${pin.name} where id = ${project.id}`;
       // Omitted settings leave the platform's settings untouched.
-      if (pin.settings) await tx`update projects set settings = ${tx.json({ ...SETTINGS_DEFAULTS, ...pin.settings } as never)} where id = ${project.id}`;
+      if (pin.settings)
+        await tx`update projects set settings = ${tx.json({ ...SETTINGS_DEFAULTS, ...pin.settings } as never)} where id = ${project.id}`;
       projectChanged = typeof pin.name === 'string' || pin.settings !== undefined;
       applied.project = 1;
     }
@@ -129,7 +174,9 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
       // A skipped (invalid) model keeps its live definition rather than disappearing.
       const kept = (keep.models ?? []).filter((k) => !models.some((m) => m.key === k));
       if (kept.length > 0) {
-        const live = await tx<{ definition: ModelDef }[]>`select definition from models where project_id = ${project.id} and key = any(${kept}) order by position`;
+        const live = await tx<
+          { definition: ModelDef }[]
+        >`select definition from models where project_id = ${project.id} and key = any(${kept}) order by position`;
         models.push(...live.map((r) => r.definition));
       }
       if (force) await tx`delete from models where project_id = ${project.id}`;
@@ -140,7 +187,15 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     for (const name of KEYED) {
       const entries = cfg[name] as Obj[] | undefined;
       if (!entries) continue;
-      applied[name] = await applyKeyed(tx, project.id, tables[name]!, entryKeys(name, entries), entries, force, keep[name as keyof typeof keep] ?? []);
+      applied[name] = await applyKeyed(
+        tx,
+        project.id,
+        tables[name]!,
+        entryKeys(name, entries),
+        entries,
+        force,
+        keep[name as keyof typeof keep] ?? [],
+      );
     }
     if (config.apps && apps) {
       const good = Object.keys(config.apps).filter((name) => apps!.manifests.has(name));
@@ -168,10 +223,22 @@ export async function pushConfig(svc: ConfigDeps, caller: ControlCaller, project
     if (config.apiKeys) {
       const pushed = (input as Obj).apiKeys as Obj[];
       const pathOf = (name: string) => `apiKeys[${pushed.findIndex((k) => k?.name === name)}]`;
-      applied.apiKeys = await applyApiKeys(announcer, tx, project.id, tenantId, config.apiKeys as unknown as Obj[], force, newKeys, atomic ? null : { list: entryErrors, pathOf });
+      applied.apiKeys = await applyApiKeys(
+        announcer,
+        tx,
+        project.id,
+        tenantId,
+        config.apiKeys as unknown as Obj[],
+        force,
+        newKeys,
+        atomic ? null : { list: entryErrors, pathOf },
+      );
     }
     // NOTIFY inside the transaction: PostgreSQL delivers it to other processes only on commit.
-    await svc.bus.stage((text, params) => tx.unsafe(text, params as never[]) as unknown as Promise<unknown[]>, keyEvents);
+    await svc.bus.stage(
+      (text, params) => tx.unsafe(text, params as never[]) as unknown as Promise<unknown[]>,
+      keyEvents,
+    );
     // Snapshots carry operations (execute<Op> fields) and hooks (queued by record writes).
     // …and segments (targeting evaluates them per read).
     if (cfg.operations || cfg.hooks || cfg.segments) projectChanged = true;
@@ -240,7 +307,15 @@ async function applyApiKeys(
   return applied;
 }
 
-async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, tenantId: string, e: Obj, force: boolean, out: { name: string; envVar: string; key: string }[]): Promise<void> {
+async function applyApiKey(
+  announcer: KeyAnnouncer,
+  tx: Sql,
+  projectId: string,
+  tenantId: string,
+  e: Obj,
+  force: boolean,
+  out: { name: string; envVar: string; key: string }[],
+): Promise<void> {
   const name = String(e.name);
   const [have] = await tx<{ api_key_id: string; definition: Obj; deleted: boolean }[]>`
     select c.api_key_id, c.definition, (k.deleted_at is not null) as deleted
@@ -250,7 +325,8 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
     await tx`update config_api_keys set definition = ${tx.json(e as never)} where project_id = ${projectId} and name = ${name}`;
     // The document policy is a setting, not a grant: it changes in place, announced with the commit.
     const documents = (e.documents as string | undefined) ?? null;
-    const changed = await tx`update api_keys set documents = ${documents} where id = ${have.api_key_id} and documents is distinct from ${documents} returning id`;
+    const changed =
+      await tx`update api_keys set documents = ${documents} where id = ${have.api_key_id} and documents is distinct from ${documents} returning id`;
     if (changed.length) await announcer.publish({ type: 'key.changed', keyId: have.api_key_id, keyHash: null });
     return;
   }
@@ -259,7 +335,13 @@ async function applyApiKey(announcer: KeyAnnouncer, tx: Sql, projectId: string, 
   let created: { id: string; key: string };
   try {
     created = await createApiKey(tx, announcer, {
-      tenantId, kind, projectId, name, scopes: (e.scopes as string[] | undefined) ?? ['records:read'], allowedModels: e.allowedModels ?? null, documents: e.documents ?? null,
+      tenantId,
+      kind,
+      projectId,
+      name,
+      scopes: (e.scopes as string[] | undefined) ?? ['records:read'],
+      allowedModels: e.allowedModels ?? null,
+      documents: e.documents ?? null,
     });
   } catch (err) {
     // Only our own validation errors are the client's; a driver error stays a masked fault.

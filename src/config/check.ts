@@ -48,7 +48,12 @@ export class Checker {
     return v;
   }
 
-  string(o: Obj, key: string, path: string, opts: { required?: boolean; pattern?: RegExp; hint?: string; max?: number } = {}): string | null {
+  string(
+    o: Obj,
+    key: string,
+    path: string,
+    opts: { required?: boolean; pattern?: RegExp; hint?: string; max?: number } = {},
+  ): string | null {
     const v = o[key];
     const p = join(path, key);
     if (v === undefined || v === null) {
@@ -76,12 +81,14 @@ export class Checker {
 
   boolean(o: Obj, key: string, path: string): void {
     const v = o[key];
-    if (v !== undefined && v !== null && typeof v !== 'boolean') this.add(join(path, key), `${key} must be true or false`);
+    if (v !== undefined && v !== null && typeof v !== 'boolean')
+      this.add(join(path, key), `${key} must be true or false`);
   }
 
   number(o: Obj, key: string, path: string): void {
     const v = o[key];
-    if (v !== undefined && v !== null && (typeof v !== 'number' || !Number.isFinite(v))) this.add(join(path, key), `${key} must be a number`);
+    if (v !== undefined && v !== null && (typeof v !== 'number' || !Number.isFinite(v)))
+      this.add(join(path, key), `${key} must be a number`);
   }
 
   /** A list of strings; returns the valid strings (or null when absent or not a list). */
@@ -171,7 +178,8 @@ export function redirectUriProblem(v: string): string | null {
     return 'is not an absolute URL';
   }
   const local = u.hostname === 'localhost' || u.hostname === '127.0.0.1' || u.hostname === '[::1]';
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && local)) return 'must use https (http is allowed only for localhost)';
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && local))
+    return 'must use https (http is allowed only for localhost)';
   if (u.hash) return 'must not contain a fragment';
   return null;
 }

@@ -11,7 +11,9 @@ const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.i
 
 export async function readDesignTokens(sql: Sql, projectId: string): Promise<Obj | null> {
   // As text, parsed here: the document keeps the key order it was pushed with.
-  const [row] = await sql<{ document: string }[]>`select document::text as document from design_tokens where project_id = ${projectId}`;
+  const [row] = await sql<
+    { document: string }[]
+  >`select document::text as document from design_tokens where project_id = ${projectId}`;
   return row ? (JSON.parse(row.document) as Obj) : null;
 }
 
@@ -30,7 +32,8 @@ export function flattenTokens(doc: Obj): Map<string, Token> {
       out.set(path.join('.'), { path, type, value: node.$value });
       return;
     }
-    for (const [k, child] of Object.entries(node)) if (!k.startsWith('$') && isObj(child)) walk(child, [...path, k], type);
+    for (const [k, child] of Object.entries(node))
+      if (!k.startsWith('$') && isObj(child)) walk(child, [...path, k], type);
   };
   walk(doc, [], undefined);
   return out;
@@ -63,7 +66,11 @@ function resolve(tokens: Map<string, Token>, value: unknown, seen: string[]): un
   return value;
 }
 
-function resolveRef(tokens: Map<string, Token>, name: string, seen: string[]): { type: string | undefined; value: unknown } {
+function resolveRef(
+  tokens: Map<string, Token>,
+  name: string,
+  seen: string[],
+): { type: string | undefined; value: unknown } {
   if (seen.includes(name)) throw new TokenProblem(`reference cycle ${[...seen, name].join(' → ')}`);
   const t = tokens.get(name);
   if (!t) throw new TokenProblem(`{${name}} does not name a token`);
@@ -88,7 +95,8 @@ const num = (v: unknown): string | null => (typeof v === 'number' && Number.isFi
 function dimension(v: unknown): string | null {
   if (typeof v === 'string') return v;
   if (typeof v === 'number') return num(v);
-  if (isObj(v) && num(v.value) !== null && (typeof v.unit === 'string' || v.unit === undefined)) return `${v.value}${v.unit ?? ''}`;
+  if (isObj(v) && num(v.value) !== null && (typeof v.unit === 'string' || v.unit === undefined))
+    return `${v.value}${v.unit ?? ''}`;
   return null;
 }
 
@@ -112,7 +120,14 @@ function fontFamily(v: unknown): string | null {
 
 function shadowOne(v: unknown): string | null {
   if (!isObj(v)) return typeof v === 'string' ? v : null;
-  const parts = [v.inset === true ? 'inset' : null, dimension(v.offsetX), dimension(v.offsetY), dimension(v.blur), dimension(v.spread), color(v.color)];
+  const parts = [
+    v.inset === true ? 'inset' : null,
+    dimension(v.offsetX),
+    dimension(v.offsetY),
+    dimension(v.blur),
+    dimension(v.spread),
+    color(v.color),
+  ];
   return parts.filter((p) => p !== null).join(' ');
 }
 
@@ -129,17 +144,46 @@ export function cssValue(type: string | undefined, v: unknown): string | null {
     case 'fontFamily':
       return fontFamily(v);
     case 'cubicBezier':
-      return Array.isArray(v) && v.length === 4 && v.every((x) => typeof x === 'number') ? `cubic-bezier(${v.join(', ')})` : typeof v === 'string' ? v : null;
+      return Array.isArray(v) && v.length === 4 && v.every((x) => typeof x === 'number')
+        ? `cubic-bezier(${v.join(', ')})`
+        : typeof v === 'string'
+          ? v
+          : null;
     case 'shadow':
-      return Array.isArray(v) ? v.map(shadowOne).filter((s) => s).join(', ') || null : shadowOne(v);
+      return Array.isArray(v)
+        ? v
+            .map(shadowOne)
+            .filter((s) => s)
+            .join(', ') || null
+        : shadowOne(v);
     case 'border':
-      return isObj(v) ? [dimension(v.width), typeof v.style === 'string' ? v.style : null, color(v.color)].filter((p) => p !== null).join(' ') : typeof v === 'string' ? v : null;
+      return isObj(v)
+        ? [dimension(v.width), typeof v.style === 'string' ? v.style : null, color(v.color)]
+            .filter((p) => p !== null)
+            .join(' ')
+        : typeof v === 'string'
+          ? v
+          : null;
     case 'transition':
-      return isObj(v) ? [dimension(v.duration), cssValue('cubicBezier', v.timingFunction), dimension(v.delay)].filter((p) => p !== null).join(' ') : typeof v === 'string' ? v : null;
+      return isObj(v)
+        ? [dimension(v.duration), cssValue('cubicBezier', v.timingFunction), dimension(v.delay)]
+            .filter((p) => p !== null)
+            .join(' ')
+        : typeof v === 'string'
+          ? v
+          : null;
     case 'gradient':
       return Array.isArray(v)
-        ? v.map((s) => (isObj(s) ? `${color(s.color) ?? ''} ${typeof s.position === 'number' ? `${s.position * 100}%` : ''}`.trim() : '')).join(', ')
-        : typeof v === 'string' ? v : null;
+        ? v
+            .map((s) =>
+              isObj(s)
+                ? `${color(s.color) ?? ''} ${typeof s.position === 'number' ? `${s.position * 100}%` : ''}`.trim()
+                : '',
+            )
+            .join(', ')
+        : typeof v === 'string'
+          ? v
+          : null;
     case 'typography':
       return null;
     default:
@@ -150,7 +194,11 @@ export function cssValue(type: string | undefined, v: unknown): string | null {
 }
 
 const TYPOGRAPHY_PARTS: [string, string][] = [
-  ['fontFamily', 'font-family'], ['fontSize', 'font-size'], ['fontWeight', 'font-weight'], ['letterSpacing', 'letter-spacing'], ['lineHeight', 'line-height'],
+  ['fontFamily', 'font-family'],
+  ['fontSize', 'font-size'],
+  ['fontWeight', 'font-weight'],
+  ['letterSpacing', 'letter-spacing'],
+  ['lineHeight', 'line-height'],
 ];
 
 /** `--a-b-c`: path segments joined with `-`; characters outside CSS identifiers become `_`. */
@@ -182,9 +230,13 @@ export function renderDesignTokensCss(doc: Obj | null): RenderedCss {
         skipped.push(name);
         continue;
       }
-      const decls: [string, string | null][] = t.type === 'typography' && isObj(value)
-        ? TYPOGRAPHY_PARTS.filter(([k]) => value[k] !== undefined).map(([k, css]) => [`${propertyName(t.path)}-${css}`, cssValue(k, value[k])])
-        : [[propertyName(t.path), cssValue(t.type, value)]];
+      const decls: [string, string | null][] =
+        t.type === 'typography' && isObj(value)
+          ? TYPOGRAPHY_PARTS.filter(([k]) => value[k] !== undefined).map(([k, css]) => [
+              `${propertyName(t.path)}-${css}`,
+              cssValue(k, value[k]),
+            ])
+          : [[propertyName(t.path), cssValue(t.type, value)]];
       for (const [prop, text] of decls) {
         if (text === null || text === '' || UNSAFE.test(text) || text.length > 2000) skipped.push(name);
         else lines.push(`  ${prop}: ${text};`);
@@ -192,5 +244,9 @@ export function renderDesignTokensCss(doc: Obj | null): RenderedCss {
     }
   }
   const css = `${doc ? '' : '/* no design tokens have been pushed */\n'}:root {\n${lines.join('\n')}${lines.length ? '\n' : ''}}\n`;
-  return { css, etag: `"${createHash('sha256').update(css).digest('base64url').slice(0, 27)}"`, skipped: [...new Set(skipped)] };
+  return {
+    css,
+    etag: `"${createHash('sha256').update(css).digest('base64url').slice(0, 27)}"`,
+    skipped: [...new Set(skipped)],
+  };
 }

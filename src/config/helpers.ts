@@ -5,9 +5,27 @@
  */
 import { FIELD_TYPES } from '../projects/types.ts';
 import type {
-  ApplyConfigInput, FieldCommon, BooleanField, DateField, EnumField, EnumOption, FieldInput, FieldType, FileField, FlexibleField,
-  ImageField, JsonField, ListField, ModelField, ModelInput, NumberField, ReferenceField, RichtextField, SelectField,
-  TextField, VideoField,
+  ApplyConfigInput,
+  FieldCommon,
+  BooleanField,
+  DateField,
+  EnumField,
+  EnumOption,
+  FieldInput,
+  FieldType,
+  FileField,
+  FlexibleField,
+  ImageField,
+  JsonField,
+  ListField,
+  ModelField,
+  ModelInput,
+  NumberField,
+  ReferenceField,
+  RichtextField,
+  SelectField,
+  TextField,
+  VideoField,
 } from './types.ts';
 
 export type * from './types.ts';
@@ -37,7 +55,9 @@ export function field<F extends Exclude<FieldInput, SelectField>>(def: F): F {
     );
   }
   if (!(FIELD_TYPES as readonly unknown[]).includes(def.type)) {
-    throw new Error(`field "${String(def.key)}": unknown type "${String(def.type)}"; use one of ${FIELD_TYPES.join(', ')}`);
+    throw new Error(
+      `field "${String(def.key)}": unknown type "${String(def.type)}"; use one of ${FIELD_TYPES.join(', ')}`,
+    );
   }
   return def;
 }
@@ -74,13 +94,23 @@ export function date(def: Args<DateField>): DateField {
 
 /** Inline choices (`enum` is a reserved word, hence the name). */
 export function enumField(
-  def: FieldCommon & { options: EnumOption[]; multiple?: boolean; default?: string | string[]; config?: Record<string, unknown> },
+  def: FieldCommon & {
+    options: EnumOption[];
+    multiple?: boolean;
+    default?: string | string[];
+    config?: Record<string, unknown>;
+  },
 ): EnumField {
   const { options, multiple, default: dflt, config, ...rest } = def;
   return {
     ...rest,
     type: 'enum',
-    config: { ...config, options, ...(multiple !== undefined ? { multiple } : {}), ...(dflt !== undefined ? { default: dflt } : {}) },
+    config: {
+      ...config,
+      options,
+      ...(multiple !== undefined ? { multiple } : {}),
+      ...(dflt !== undefined ? { default: dflt } : {}),
+    },
   };
 }
 
@@ -89,7 +119,11 @@ export function select(
   def: FieldCommon & { optionModelKey: string; multiple?: boolean; config?: Record<string, unknown> },
 ): SelectField {
   const { optionModelKey, multiple, config, ...rest } = def;
-  return { ...rest, type: 'select', config: { ...config, optionModelKey, ...(multiple !== undefined ? { multiple } : {}) } };
+  return {
+    ...rest,
+    type: 'select',
+    config: { ...config, optionModelKey, ...(multiple !== undefined ? { multiple } : {}) },
+  };
 }
 
 /** Reference to another record; `modelKey`/`modelKeys` restrict the target models. */

@@ -23,7 +23,10 @@ export function findConfigFile(dir: string): { file: string; format: 'ts' | 'jso
 }
 
 /** `file:line: message` for the first stack frame inside the config file itself. */
-function describeThrow(file: string, out: { message: string; stack: string; position: { line?: number; column?: number } | null }): string {
+function describeThrow(
+  file: string,
+  out: { message: string; stack: string; position: { line?: number; column?: number } | null },
+): string {
   if (out.position?.line) return `${file}:${out.position.line}:${out.position.column ?? 0}: ${out.message}`;
   const escaped = file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   const frame = new RegExp(`${escaped}:(\\d+)(?::(\\d+))?`).exec(out.stack);
@@ -46,11 +49,22 @@ export async function loadConfig(dir: string): Promise<LoadedConfig> {
       throw new ConfigLoadError(`${found.file}: not valid JSON: ${(err as Error).message}`);
     }
   }
-  const proc = Bun.spawn([process.execPath, RUNNER, found.file], { cwd: dir, stdout: 'pipe', stderr: 'pipe', env: { ...process.env, BUN_BE_BUN: '1' } });
+  const proc = Bun.spawn([process.execPath, RUNNER, found.file], {
+    cwd: dir,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { ...process.env, BUN_BE_BUN: '1' },
+  });
   const [stdout, stderr] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
   await proc.exited;
   const line = stdout.trim().split('\n').pop() ?? '';
-  let out: { ok: boolean; config?: unknown; message: string; stack: string; position: { line?: number; column?: number } | null };
+  let out: {
+    ok: boolean;
+    config?: unknown;
+    message: string;
+    stack: string;
+    position: { line?: number; column?: number } | null;
+  };
   try {
     out = JSON.parse(line);
   } catch {
@@ -58,6 +72,7 @@ export async function loadConfig(dir: string): Promise<LoadedConfig> {
     throw new ConfigLoadError(`${found.file}: the config did not finish loading: ${reason}`);
   }
   if (!out.ok) throw new ConfigLoadError(describeThrow(found.file, out));
-  if (out.config === null) throw new ConfigLoadError(`${found.file}: has no default export (export default defineConfig({...}))`);
+  if (out.config === null)
+    throw new ConfigLoadError(`${found.file}: has no default export (export default defineConfig({...}))`);
   return { ...found, config: out.config };
 }

@@ -15,25 +15,41 @@ import { fleetMembershipOf } from '../projects/store.ts';
  */
 export async function pullConfig(sql: Sql, caller: ControlCaller, projectId: string): Promise<Obj> {
   const project = await projectOfCaller(sql, caller, projectId);
-  if (!memberMay(caller, 'config:read', project.id)) throw new PermissionDenied('This role may not read the configuration');
-  const [p] = await sql<{ name: string; settings: Obj }[]>`select name, settings from projects where id = ${project.id}`;
-  const [pin] = await sql<{ key: string; name: string; config_type: string | null; operation_base_url: string | null; extra: Obj }[]>`
+  if (!memberMay(caller, 'config:read', project.id))
+    throw new PermissionDenied('This role may not read the configuration');
+  const [p] = await sql<
+    { name: string; settings: Obj }[]
+  >`select name, settings from projects where id = ${project.id}`;
+  const [pin] = await sql<
+    { key: string; name: string; config_type: string | null; operation_base_url: string | null; extra: Obj }[]
+  >`
     select key, name, config_type, operation_base_url, extra from project_configs where project_id = ${project.id}`;
   const out: Obj = { key: pin?.key ?? project.id, name: pin?.name ?? p!.name };
   if (pin?.config_type) out.configType = pin.config_type;
   if (pin?.operation_base_url) out.operationBaseUrl = pin.operation_base_url;
   Object.assign(out, pin?.extra ?? {});
-  out.project = { id: project.id, tenantId: project.tenantId, name: p!.name, settings: { ...SETTINGS_DEFAULTS, ...p!.settings } };
+  out.project = {
+    id: project.id,
+    tenantId: project.tenantId,
+    name: p!.name,
+    settings: { ...SETTINGS_DEFAULTS, ...p!.settings },
+  };
 
   // A fleet member's models are its group's published schema (src/fleet).
   const fleet = await fleetMembershipOf(sql, project.id);
   const models = fleet
     ? fleet.models.map((definition) => ({ definition: definition as unknown as Obj }))
-    : await sql<{ definition: Obj }[]>`select definition from models where project_id = ${project.id} order by position, key`;
+    : await sql<
+        { definition: Obj }[]
+      >`select definition from models where project_id = ${project.id} order by position, key`;
   if (models.length > 0) out.models = models.map((m) => m.definition);
   for (const [name, table] of [
-    ['operations', 'operations'], ['hooks', 'hooks'], ['schedules', 'schedules'], ['segments', 'segments'],
-    ['authProviders', 'auth_providers'], ['placements', 'placements'],
+    ['operations', 'operations'],
+    ['hooks', 'hooks'],
+    ['schedules', 'schedules'],
+    ['segments', 'segments'],
+    ['authProviders', 'auth_providers'],
+    ['placements', 'placements'],
   ] as const) {
     const rows = await readKeyed(sql, project.id, table);
     if (rows.length > 0) out[name] = rows.map((r) => r.definition);
@@ -48,7 +64,9 @@ export async function pullConfig(sql: Sql, caller: ControlCaller, projectId: str
   if (roles.length > 0) out.customerRoles = roles;
   const apps = await readKeyed(sql, project.id, 'apps');
   if (apps.length > 0) out.apps = Object.fromEntries(apps.map((a) => [a.key, a.definition]));
-  const [tokens] = await sql<{ document: string }[]>`select document::text as document from design_tokens where project_id = ${project.id}`;
+  const [tokens] = await sql<
+    { document: string }[]
+  >`select document::text as document from design_tokens where project_id = ${project.id}`;
   if (tokens) out.designTokens = JSON.parse(tokens.document);
   const domains = await listDomains(sql, project.id);
   if (domains.length > 0) out.domains = domains;
@@ -56,7 +74,9 @@ export async function pullConfig(sql: Sql, caller: ControlCaller, projectId: str
 }
 
 export async function listDomains(sql: Sql, projectId: string): Promise<DomainChallenge[]> {
-  const rows = await sql<{ domain: string; client_id: string; status: string; challenge_token: string; cname_target: string }[]>`
+  const rows = await sql<
+    { domain: string; client_id: string; status: string; challenge_token: string; cname_target: string }[]
+  >`
     select domain, client_id, status, challenge_token, cname_target from custom_domains where project_id = ${projectId} order by domain`;
   return rows.map(challengeOf);
 }

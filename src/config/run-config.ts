@@ -13,7 +13,10 @@ Bun.plugin({
   setup(build) {
     // A virtual module: runtime plugins cannot redirect bare specifiers reliably, but they
     // can serve one. The helpers are plain functions, so exporting the loaded object is exact.
-    build.module('svc/config', async () => ({ exports: (await import(HELPERS)) as Record<string, unknown>, loader: 'object' }));
+    build.module('svc/config', async () => ({
+      exports: (await import(HELPERS)) as Record<string, unknown>,
+      loader: 'object',
+    }));
   },
 });
 
@@ -26,5 +29,7 @@ try {
   // Bun's parse errors (BuildMessage) carry `position`; runtime errors carry a stack.
   const e = err as { message?: string; stack?: string; position?: { line?: number; column?: number } | null };
   const position = e?.position ? { line: e.position.line, column: e.position.column } : null;
-  process.stdout.write(JSON.stringify({ ok: false, message: String(e?.message ?? err), stack: String(e?.stack ?? ''), position }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ ok: false, message: String(e?.message ?? err), stack: String(e?.stack ?? ''), position }) + '\n',
+  );
 }

@@ -13,7 +13,15 @@ import { LONE_SURROGATE, validateConfig } from './validate.ts';
  * Skipped entries keep their live state: the apply step keeps the live model, operation, hook …
  * of a skipped entry's key instead of deleting it (see `keep`).
  */
-export const SALVAGEABLE = ['models', 'apiKeys', 'operations', 'hooks', 'segments', 'authProviders', 'customerRoles'] as const;
+export const SALVAGEABLE = [
+  'models',
+  'apiKeys',
+  'operations',
+  'hooks',
+  'segments',
+  'authProviders',
+  'customerRoles',
+] as const;
 export type Salvageable = (typeof SALVAGEABLE)[number];
 
 export interface Salvaged {
@@ -61,10 +69,14 @@ export function salvage(input: unknown, first: ConfigError[]): Salvaged | null {
         const entry = list[i] as Obj | undefined;
         const id = name === 'apiKeys' ? entry?.name : entry?.key;
         // An id PostgreSQL cannot hold (NUL, a lone surrogate) names no live entry to keep.
-        if (typeof id === 'string' && !id.includes('\u0000') && !LONE_SURROGATE.test(id)) (keep[name as Salvageable] ??= []).push(id);
+        if (typeof id === 'string' && !id.includes('\u0000') && !LONE_SURROGATE.test(id))
+          (keep[name as Salvageable] ??= []).push(id);
       }
       next[name] = list.filter((_, i) => !gone.has(i));
-      indexes.set(name, idx.filter((_, i) => !gone.has(i)));
+      indexes.set(
+        name,
+        idx.filter((_, i) => !gone.has(i)),
+      );
     }
     current = next;
     const again = validateConfig(current);

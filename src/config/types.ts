@@ -45,25 +45,84 @@ export interface ReferenceFieldConfig extends Extra {
   modelKeys?: string[];
 }
 
-export interface TextField extends FieldCommon { type: 'text'; config?: TextFieldConfig }
-export interface RichtextField extends FieldCommon { type: 'richtext'; config?: Extra }
-export interface FlexibleField extends FieldCommon { type: 'flexible'; config?: Extra }
-export interface NumberField extends FieldCommon { type: 'number'; config?: Extra }
-export interface BooleanField extends FieldCommon { type: 'boolean'; config?: Extra }
-export interface DateField extends FieldCommon { type: 'date'; config?: Extra }
-export interface EnumField extends FieldCommon { type: 'enum'; config: EnumFieldConfig }
-export interface SelectField extends FieldCommon { type: 'select'; config: SelectFieldConfig }
-export interface ReferenceField extends FieldCommon { type: 'reference'; config?: ReferenceFieldConfig }
-export interface ModelField extends FieldCommon { type: 'model'; config?: Extra & { modelKey?: string } }
-export interface ImageField extends FieldCommon { type: 'image'; config?: Extra }
-export interface VideoField extends FieldCommon { type: 'video'; config?: Extra }
-export interface FileField extends FieldCommon { type: 'file'; config?: Extra }
-export interface ListField extends FieldCommon { type: 'list'; itemType?: FieldType; config?: Extra }
-export interface JsonField extends FieldCommon { type: 'json'; config?: Extra }
+export interface TextField extends FieldCommon {
+  type: 'text';
+  config?: TextFieldConfig;
+}
+export interface RichtextField extends FieldCommon {
+  type: 'richtext';
+  config?: Extra;
+}
+export interface FlexibleField extends FieldCommon {
+  type: 'flexible';
+  config?: Extra;
+}
+export interface NumberField extends FieldCommon {
+  type: 'number';
+  config?: Extra;
+}
+export interface BooleanField extends FieldCommon {
+  type: 'boolean';
+  config?: Extra;
+}
+export interface DateField extends FieldCommon {
+  type: 'date';
+  config?: Extra;
+}
+export interface EnumField extends FieldCommon {
+  type: 'enum';
+  config: EnumFieldConfig;
+}
+export interface SelectField extends FieldCommon {
+  type: 'select';
+  config: SelectFieldConfig;
+}
+export interface ReferenceField extends FieldCommon {
+  type: 'reference';
+  config?: ReferenceFieldConfig;
+}
+export interface ModelField extends FieldCommon {
+  type: 'model';
+  config?: Extra & { modelKey?: string };
+}
+export interface ImageField extends FieldCommon {
+  type: 'image';
+  config?: Extra;
+}
+export interface VideoField extends FieldCommon {
+  type: 'video';
+  config?: Extra;
+}
+export interface FileField extends FieldCommon {
+  type: 'file';
+  config?: Extra;
+}
+export interface ListField extends FieldCommon {
+  type: 'list';
+  itemType?: FieldType;
+  config?: Extra;
+}
+export interface JsonField extends FieldCommon {
+  type: 'json';
+  config?: Extra;
+}
 
 export type FieldInput =
-  | TextField | RichtextField | FlexibleField | NumberField | BooleanField | DateField | EnumField
-  | SelectField | ReferenceField | ModelField | ImageField | VideoField | FileField | ListField | JsonField;
+  | TextField
+  | RichtextField
+  | FlexibleField
+  | NumberField
+  | BooleanField
+  | DateField
+  | EnumField
+  | SelectField
+  | ReferenceField
+  | ModelField
+  | ImageField
+  | VideoField
+  | FileField
+  | ListField
+  | JsonField;
 
 export interface ModelInput extends Extra {
   key: string;
@@ -256,7 +315,19 @@ export interface ApplyConfigInput extends Extra {
 
 /** The collections `svc push` reports counts for, in output order. */
 export const COLLECTIONS = [
-  'project', 'models', 'operations', 'hooks', 'schedules', 'segments', 'authProviders', 'relyingParties',
-  'placements', 'apiKeys', 'customerRoles', 'apps', 'designTokens', 'documents',
+  'project',
+  'models',
+  'operations',
+  'hooks',
+  'schedules',
+  'segments',
+  'authProviders',
+  'relyingParties',
+  'placements',
+  'apiKeys',
+  'customerRoles',
+  'apps',
+  'designTokens',
+  'documents',
 ] as const;
 export type Collection = (typeof COLLECTIONS)[number];

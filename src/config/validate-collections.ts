@@ -1,7 +1,18 @@
 import { ruleErrors } from '../content/targeting.ts';
 import { scopeError, parseScopes } from '../auth/scopes.ts';
 import { checkOauth2Config } from './validate-providers.ts';
-import { Checker, ENV_VAR_RE, HOSTNAME_RE, KEY_RE, SLUG_RE, isHttpUrl, join, originProblem, redirectUriProblem, type Obj } from './check.ts';
+import {
+  Checker,
+  ENV_VAR_RE,
+  HOSTNAME_RE,
+  KEY_RE,
+  SLUG_RE,
+  isHttpUrl,
+  join,
+  originProblem,
+  redirectUriProblem,
+  type Obj,
+} from './check.ts';
 import { cronProblem, isTimeZone } from '../operations/cron.ts';
 import { HOOK_EVENTS } from './types.ts';
 
@@ -34,7 +45,10 @@ function each(c: Checker, v: unknown, name: string, fn: (o: Obj, path: string) =
 
 function uniqueBy(c: Checker, v: unknown, name: string, key: string, what: string): void {
   if (!Array.isArray(v)) return;
-  c.unique(v.map((o, i) => ({ key: c.isObject(o) ? o[key] : undefined, path: `${name}[${i}].${key}` })), what);
+  c.unique(
+    v.map((o, i) => ({ key: c.isObject(o) ? o[key] : undefined, path: `${name}[${i}].${key}` })),
+    what,
+  );
 }
 
 const KEY_HINT = 'must start with a letter and hold only letters, digits and _ (at most 64)';
@@ -44,15 +58,21 @@ function checkOperations(c: Checker, v: unknown, hasBaseUrl: boolean): Set<strin
   if (v === undefined || v === null) return null;
   const keys = new Set<string>();
   each(c, v, 'operations', (o, p) => {
-    const key = c.string(o, 'key', p, { required: true, pattern: OP_KEY_RE, hint: 'must start with a letter and hold only letters, digits, _ and -' });
+    const key = c.string(o, 'key', p, {
+      required: true,
+      pattern: OP_KEY_RE,
+      hint: 'must start with a letter and hold only letters, digits, _ and -',
+    });
     if (key) keys.add(key);
     c.string(o, 'name', p, { max: 200 });
     c.string(o, 'description', p);
     const endpoint = c.string(o, 'endpoint', p, { required: true });
     if (endpoint && endpoint.trim() !== '') {
       const absolute = /^[a-z][a-z0-9+.-]*:/i.test(endpoint);
-      if (absolute && !isHttpUrl(endpoint)) c.add(`${p}.endpoint`, 'endpoint must be an http(s) URL or a relative path');
-      if (!absolute && !hasBaseUrl) c.add(`${p}.endpoint`, `endpoint "${endpoint}" is relative, so operationBaseUrl must be set`);
+      if (absolute && !isHttpUrl(endpoint))
+        c.add(`${p}.endpoint`, 'endpoint must be an http(s) URL or a relative path');
+      if (!absolute && !hasBaseUrl)
+        c.add(`${p}.endpoint`, `endpoint "${endpoint}" is relative, so operationBaseUrl must be set`);
     }
   });
   uniqueBy(c, v, 'operations', 'key', 'operation key');
@@ -61,20 +81,27 @@ function checkOperations(c: Checker, v: unknown, hasBaseUrl: boolean): Set<strin
 
 function checkOperationRef(c: Checker, o: Obj, p: string, operationKeys: Set<string> | null): void {
   const op = c.string(o, 'operationKey', p, { required: true });
-  if (op && operationKeys && !operationKeys.has(op)) c.add(`${p}.operationKey`, `operationKey names "${op}", which is not an operation of this config`);
+  if (op && operationKeys && !operationKeys.has(op))
+    c.add(`${p}.operationKey`, `operationKey names "${op}", which is not an operation of this config`);
 }
 
 function checkHooks(c: Checker, v: unknown, operationKeys: Set<string> | null, modelKeys: Set<string> | null): void {
   each(c, v, 'hooks', (o, p) => {
-    c.string(o, 'key', p, { required: true, pattern: OP_KEY_RE, hint: 'must start with a letter and hold only letters, digits, _ and -' });
+    c.string(o, 'key', p, {
+      required: true,
+      pattern: OP_KEY_RE,
+      hint: 'must start with a letter and hold only letters, digits, _ and -',
+    });
     c.string(o, 'name', p, { max: 200 });
     const event = c.string(o, 'event', p, { required: true });
-    if (event && !(HOOK_EVENTS as readonly string[]).includes(event)) c.add(`${p}.event`, `"${event}" is not a hook event; use one of ${HOOK_EVENTS.join(', ')}`);
+    if (event && !(HOOK_EVENTS as readonly string[]).includes(event))
+      c.add(`${p}.event`, `"${event}" is not a hook event; use one of ${HOOK_EVENTS.join(', ')}`);
     checkOperationRef(c, o, p, operationKeys);
     const filter = c.object(o.filter, `${p}.filter`);
     if (filter) {
       const mk = c.string(filter, 'modelKey', `${p}.filter`);
-      if (mk && modelKeys && !modelKeys.has(mk)) c.add(`${p}.filter.modelKey`, `filter.modelKey names "${mk}", which is not a model of this config`);
+      if (mk && modelKeys && !modelKeys.has(mk))
+        c.add(`${p}.filter.modelKey`, `filter.modelKey names "${mk}", which is not a model of this config`);
     }
   });
   uniqueBy(c, v, 'hooks', 'key', 'hook key');
@@ -82,7 +109,10 @@ function checkHooks(c: Checker, v: unknown, operationKeys: Set<string> | null, m
 
 function checkSchedules(c: Checker, v: unknown, operationKeys: Set<string> | null): void {
   each(c, v, 'schedules', (o, p) => {
-    c.string(o, 'key', p, { pattern: OP_KEY_RE, hint: 'must start with a letter and hold only letters, digits, _ and -' });
+    c.string(o, 'key', p, {
+      pattern: OP_KEY_RE,
+      hint: 'must start with a letter and hold only letters, digits, _ and -',
+    });
     checkOperationRef(c, o, p, operationKeys);
     const cron = c.string(o, 'cron', p, { required: true });
     const tz = c.string(o, 'timezone', p);
@@ -90,7 +120,8 @@ function checkSchedules(c: Checker, v: unknown, operationKeys: Set<string> | nul
       const problem = cronProblem(cron, tz ?? 'UTC');
       if (problem) c.add(`${p}.cron`, problem);
     }
-    if (tz !== null && !isTimeZone(tz)) c.add(`${p}.timezone`, `"${tz}" is not an IANA time zone name (for example Europe/Berlin)`);
+    if (tz !== null && !isTimeZone(tz))
+      c.add(`${p}.timezone`, `"${tz}" is not an IANA time zone name (for example Europe/Berlin)`);
     c.boolean(o, 'enabled', p);
   });
   uniqueBy(c, v, 'schedules', 'key', 'schedule key');
@@ -113,7 +144,11 @@ function checkSegments(c: Checker, v: unknown): void {
 
 function checkAuthProviders(c: Checker, v: unknown): void {
   const list = each(c, v, 'authProviders', (o, p) => {
-    c.string(o, 'key', p, { required: true, pattern: OP_KEY_RE, hint: 'must start with a letter and hold only letters, digits, _ and -' });
+    c.string(o, 'key', p, {
+      required: true,
+      pattern: OP_KEY_RE,
+      hint: 'must start with a letter and hold only letters, digits, _ and -',
+    });
     c.string(o, 'name', p, { required: true, max: 200 });
     c.string(o, 'type', p, { required: true });
     if (o.type === 'oauth2') checkOauth2Config(c, o.config, `${p}.config`);
@@ -124,13 +159,19 @@ function checkAuthProviders(c: Checker, v: unknown): void {
   });
   uniqueBy(c, v, 'authProviders', 'key', 'auth provider key');
   const defaults = list.map((o, i) => (o.isDefault === true ? i : -1)).filter((i) => i >= 0);
-  if (defaults.length > 1) c.add(`authProviders[${defaults[1]}].isDefault`, 'only one auth provider may be the default');
+  if (defaults.length > 1)
+    c.add(`authProviders[${defaults[1]}].isDefault`, 'only one auth provider may be the default');
 }
 
 function checkRelyingParties(c: Checker, v: unknown): void {
   each(c, v, 'relyingParties', (o, p) => {
-    if (o.kind !== undefined && o.kind !== 'customer') c.add(`${p}.kind`, "relying parties declared in a config are customer-lane: kind must be 'customer' or left out");
-    c.string(o, 'clientId', p, { required: true, pattern: SLUG_RE, hint: 'must hold only letters, digits, ., _ and -' });
+    if (o.kind !== undefined && o.kind !== 'customer')
+      c.add(`${p}.kind`, "relying parties declared in a config are customer-lane: kind must be 'customer' or left out");
+    c.string(o, 'clientId', p, {
+      required: true,
+      pattern: SLUG_RE,
+      hint: 'must hold only letters, digits, ., _ and -',
+    });
     c.string(o, 'name', p, { required: true, max: 200 });
     (c.strings(o, 'redirectUris', p, { required: true }) ?? []).forEach((u, i) => {
       const why = redirectUriProblem(u);
@@ -145,11 +186,16 @@ function checkRelyingParties(c: Checker, v: unknown): void {
     }
     const domains = c.strings(o, 'customDomains', p) ?? [];
     domains.forEach((d, i) => {
-      if (!HOSTNAME_RE.test(d)) c.add(`${p}.customDomains[${i}]`, `"${d}" is not a lowercase domain name like login.example.com`);
+      if (!HOSTNAME_RE.test(d))
+        c.add(`${p}.customDomains[${i}]`, `"${d}" is not a lowercase domain name like login.example.com`);
     });
-    c.unique(domains.map((d, i) => ({ key: d, path: `${p}.customDomains[${i}]` })), 'custom domain');
+    c.unique(
+      domains.map((d, i) => ({ key: d, path: `${p}.customDomains[${i}]` })),
+      'custom domain',
+    );
     const post = c.string(o, 'postLoginUrl', p);
-    if (post !== null && !isHttpUrl(post, true)) c.add(`${p}.postLoginUrl`, 'postLoginUrl must be an absolute https URL');
+    if (post !== null && !isHttpUrl(post, true))
+      c.add(`${p}.postLoginUrl`, 'postLoginUrl must be an absolute https URL');
     (c.strings(o, 'allowedOrigins', p) ?? []).forEach((u, i) => {
       const why = originProblem(u);
       if (why) c.add(`${p}.allowedOrigins[${i}]`, `origin "${u}" ${why}`);
@@ -165,7 +211,11 @@ function checkRelyingParties(c: Checker, v: unknown): void {
       if (typeof d !== 'string') return;
       const first = owner.get(d);
       if (first === undefined) owner.set(d, i);
-      else if (first !== i) c.add(`relyingParties[${i}].customDomains[${j}]`, `custom domain "${d}" is already used by relyingParties[${first}]`);
+      else if (first !== i)
+        c.add(
+          `relyingParties[${i}].customDomains[${j}]`,
+          `custom domain "${d}" is already used by relyingParties[${first}]`,
+        );
     });
   });
 }
@@ -176,7 +226,8 @@ function checkPlacements(c: Checker, v: unknown, modelKeys: Set<string> | null):
     const url = c.string(o, 'url', p, { required: true });
     if (url && url.trim() !== '' && !isHttpUrl(url)) c.add(`${p}.url`, 'url must be an absolute http(s) URL');
     (c.strings(o, 'modelKeys', p) ?? []).forEach((k, i) => {
-      if (modelKeys && !modelKeys.has(k)) c.add(`${p}.modelKeys[${i}]`, `modelKeys names "${k}", which is not a model of this config`);
+      if (modelKeys && !modelKeys.has(k))
+        c.add(`${p}.modelKeys[${i}]`, `modelKeys names "${k}", which is not a model of this config`);
     });
     c.string(o, 'tabName', p);
     c.boolean(o, 'hideContentTab', p);
@@ -190,7 +241,11 @@ function checkApiKeys(c: Checker, v: unknown, modelKeys: Set<string> | null): vo
     c.string(o, 'name', p, { required: true, max: 200 });
     const type = c.string(o, 'keyType', p, { required: true });
     if (type && type !== 'public' && type !== 'secret') c.add(`${p}.keyType`, "keyType must be 'public' or 'secret'");
-    c.string(o, 'envVar', p, { required: true, pattern: ENV_VAR_RE, hint: 'must be an environment variable name like SVC_PUBLIC_KEY' });
+    c.string(o, 'envVar', p, {
+      required: true,
+      pattern: ENV_VAR_RE,
+      hint: 'must be an environment variable name like SVC_PUBLIC_KEY',
+    });
     const scopes = c.strings(o, 'scopes', p);
     if (scopes) {
       const bad = scopes.map((s, i) => ({ i, err: scopeError(s) })).filter((x) => x.err);
@@ -204,10 +259,12 @@ function checkApiKeys(c: Checker, v: unknown, modelKeys: Set<string> | null): vo
       }
     }
     (c.strings(o, 'allowedModels', p) ?? []).forEach((k, i) => {
-      if (modelKeys && !modelKeys.has(k)) c.add(`${p}.allowedModels[${i}]`, `allowedModels names "${k}", which is not a model of this config`);
+      if (modelKeys && !modelKeys.has(k))
+        c.add(`${p}.allowedModels[${i}]`, `allowedModels names "${k}", which is not a model of this config`);
     });
     const documents = c.string(o, 'documents', p);
-    if (documents !== null && documents !== 'any' && documents !== 'apq' && documents !== 'trusted-only') c.add(`${p}.documents`, 'documents must be "any", "apq" or "trusted-only"');
+    if (documents !== null && documents !== 'any' && documents !== 'apq' && documents !== 'trusted-only')
+      c.add(`${p}.documents`, 'documents must be "any", "apq" or "trusted-only"');
     (c.strings(o, 'allowedFileTypes', p) ?? []).forEach((t, i) => {
       if (!MIME_RE.test(t)) c.add(`${p}.allowedFileTypes[${i}]`, `"${t}" is not a MIME type like image/png or image/*`);
     });
@@ -218,7 +275,11 @@ function checkApiKeys(c: Checker, v: unknown, modelKeys: Set<string> | null): vo
 
 function checkCustomerRoles(c: Checker, v: unknown): void {
   each(c, v, 'customerRoles', (o, p) => {
-    c.string(o, 'key', p, { required: true, pattern: /^[A-Za-z][A-Za-z0-9_-]{0,63}$/, hint: 'must start with a letter and hold only letters, digits, _ and -' });
+    c.string(o, 'key', p, {
+      required: true,
+      pattern: /^[A-Za-z][A-Za-z0-9_-]{0,63}$/,
+      hint: 'must start with a letter and hold only letters, digits, _ and -',
+    });
     c.string(o, 'name', p, { required: true, max: 200 });
     (c.strings(o, 'permissions', p, { required: true }) ?? []).forEach((s, i) => {
       const err = s === 'self:*' ? null : scopeError(s);
@@ -237,11 +298,13 @@ function checkMappingMap(c: Checker, v: unknown, p: string, modelKeys: Set<strin
     const o = c.object(m, mp, true);
     if (!o) continue;
     const to = c.string(o, 'toModel', mp, { required: true });
-    if (to && modelKeys && !modelKeys.has(to)) c.add(`${mp}.toModel`, `toModel names "${to}", which is not a model of this config`);
+    if (to && modelKeys && !modelKeys.has(to))
+      c.add(`${mp}.toModel`, `toModel names "${to}", which is not a model of this config`);
     c.string(o, 'naturalKey', mp);
     const fields = c.object(o.fields, `${mp}.fields`);
     if (fields) {
-      for (const [k, f] of Object.entries(fields)) if (typeof f !== 'string') c.add(join(`${mp}.fields`, k), 'each field mapping must name a model field key');
+      for (const [k, f] of Object.entries(fields))
+        if (typeof f !== 'string') c.add(join(`${mp}.fields`, k), 'each field mapping must name a model field key');
     }
   }
 }
@@ -254,7 +317,8 @@ function checkApps(c: Checker, v: unknown, modelKeys: Set<string> | null): void 
     const app = c.object(a, p, true);
     if (!app) continue;
     const source = c.string(app, 'source', p, { required: true });
-    if (source && source.trim() !== '' && !isHttpUrl(source, true)) c.add(`${p}.source`, 'source must be an https URL of the app manifest');
+    if (source && source.trim() !== '' && !isHttpUrl(source, true))
+      c.add(`${p}.source`, 'source must be an https URL of the app manifest');
     c.object(app.settings, `${p}.settings`);
     const mappings = c.object(app.mappings, `${p}.mappings`);
     if (!mappings) continue;
@@ -266,7 +330,8 @@ function checkApps(c: Checker, v: unknown, modelKeys: Set<string> | null): void 
       const o = c.object(f, fp, true);
       if (!o) continue;
       const model = c.string(o, 'model', fp, { required: true });
-      if (model && modelKeys && !modelKeys.has(model)) c.add(`${fp}.model`, `model names "${model}", which is not a model of this config`);
+      if (model && modelKeys && !modelKeys.has(model))
+        c.add(`${fp}.model`, `model names "${model}", which is not a model of this config`);
       c.string(o, 'field', fp, { required: true });
     }
   }

@@ -32,8 +32,15 @@ export function checkOauth2Config(c: Checker, v: unknown, p: string): void {
   const cfg = c.object(v, p, true) as Obj | null;
   if (!cfg) return;
   c.string(cfg, 'clientId', p, { required: true, max: 500 });
-  if ('clientSecret' in cfg) c.add(`${p}.clientSecret`, 'a client secret never goes in the config: declare it in svc.secrets.json, push it with svc secrets push, and name its label in clientSecretLabel');
-  c.string(cfg, 'clientSecretLabel', p, { pattern: LABEL_RE, hint: 'must be the label of a project secret (a letter, then letters, digits and _)' });
+  if ('clientSecret' in cfg)
+    c.add(
+      `${p}.clientSecret`,
+      'a client secret never goes in the config: declare it in svc.secrets.json, push it with svc secrets push, and name its label in clientSecretLabel',
+    );
+  c.string(cfg, 'clientSecretLabel', p, {
+    pattern: LABEL_RE,
+    hint: 'must be the label of a project secret (a letter, then letters, digits and _)',
+  });
   const urls = ['issuer', 'authorizeUrl', 'tokenUrl', 'userinfoUrl'] as const;
   for (const k of urls) {
     const u = c.string(cfg, k, p, { max: 2000 });
@@ -44,10 +51,17 @@ export function checkOauth2Config(c: Checker, v: unknown, p: string): void {
   // until it names where to send people (apply-keyed.ts), and reported as a warning.
   const missing = missingEndpoints(cfg);
   if (missing) {
-    c.warn(p, `this oauth2 provider cannot log anyone in yet: it needs issuer (OpenID discovery) or authorizeUrl, tokenUrl and userinfoUrl (missing ${missing.join(', ')}); it is stored and stays disabled until then`);
+    c.warn(
+      p,
+      `this oauth2 provider cannot log anyone in yet: it needs issuer (OpenID discovery) or authorizeUrl, tokenUrl and userinfoUrl (missing ${missing.join(', ')}); it is stored and stays disabled until then`,
+    );
   }
   c.strings(cfg, 'scopes', p);
   (c.strings(cfg, 'allowedDomains', p) ?? []).forEach((d, i) => {
-    if (!DOMAIN_RE.test(d)) c.add(`${p}.allowedDomains[${i}]`, `${JSON.stringify(d.slice(0, 80))}${d.length > 80 ? '…' : ''} is not a lower-case domain name`);
+    if (!DOMAIN_RE.test(d))
+      c.add(
+        `${p}.allowedDomains[${i}]`,
+        `${JSON.stringify(d.slice(0, 80))}${d.length > 80 ? '…' : ''} is not a lower-case domain name`,
+      );
   });
 }

@@ -7,8 +7,24 @@ import { referenceCycle } from './design-tokens.ts';
  * `{font.size.display1}` are only checked to point at a token of the same document.
  */
 const TOKEN_TYPES = [
-  'color', 'dimension', 'fontFamily', 'fontWeight', 'fontSize', 'lineHeight', 'letterSpacing', 'duration', 'cubicBezier',
-  'number', 'string', 'boolean', 'strokeStyle', 'border', 'transition', 'shadow', 'gradient', 'typography',
+  'color',
+  'dimension',
+  'fontFamily',
+  'fontWeight',
+  'fontSize',
+  'lineHeight',
+  'letterSpacing',
+  'duration',
+  'cubicBezier',
+  'number',
+  'string',
+  'boolean',
+  'strokeStyle',
+  'border',
+  'transition',
+  'shadow',
+  'gradient',
+  'typography',
 ];
 const GROUP_PROPS = new Set(['$type', '$description', '$extensions', '$deprecated', '$schema']);
 const REF_RE = /\{([^{}]+)\}/g;
@@ -38,10 +54,20 @@ function references(value: unknown): string[] {
   return [];
 }
 
-function walk(c: Checker, node: Obj, path: string, names: string[], inherited: unknown, tokens: Map<string, { value: unknown; path: string }>): void {
+function walk(
+  c: Checker,
+  node: Obj,
+  path: string,
+  names: string[],
+  inherited: unknown,
+  tokens: Map<string, { value: unknown; path: string }>,
+): void {
   const type = node.$type ?? inherited;
   if (node.$type !== undefined && (typeof node.$type !== 'string' || !TOKEN_TYPES.includes(node.$type))) {
-    c.add(`${path}.$type`, `$type ${JSON.stringify(node.$type)} is not a design token type; use one of ${TOKEN_TYPES.join(', ')}`);
+    c.add(
+      `${path}.$type`,
+      `$type ${JSON.stringify(node.$type)} is not a design token type; use one of ${TOKEN_TYPES.join(', ')}`,
+    );
   }
   if ('$value' in node) {
     const value = node.$value;
@@ -79,11 +105,19 @@ function checkValue(type: string, v: unknown): boolean {
   if (isRef(v)) return true;
   switch (type) {
     case 'color':
-      return typeof v === 'string' && (/^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i.test(v) || /^(rgb|rgba|hsl|hsla|oklch|color)\(/.test(v)) || (typeof v === 'object' && v !== null);
+      return (
+        (typeof v === 'string' &&
+          (/^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i.test(v) || /^(rgb|rgba|hsl|hsla|oklch|color)\(/.test(v))) ||
+        (typeof v === 'object' && v !== null)
+      );
     case 'dimension':
     case 'fontSize':
     case 'letterSpacing':
-      return (typeof v === 'string' && /^-?\d+(\.\d+)?(px|rem|em|%)?$/.test(v)) || (typeof v === 'object' && v !== null && 'value' in v) || v === 0;
+      return (
+        (typeof v === 'string' && /^-?\d+(\.\d+)?(px|rem|em|%)?$/.test(v)) ||
+        (typeof v === 'object' && v !== null && 'value' in v) ||
+        v === 0
+      );
     case 'duration':
       return (typeof v === 'string' && /^\d+(\.\d+)?m?s$/.test(v)) || (typeof v === 'object' && v !== null);
     case 'number':

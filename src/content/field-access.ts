@@ -79,7 +79,10 @@ const rowMemo = new WeakMap<readonly ModelDef[], Map<ReadonlySet<Principal>, { o
  * own them (`self` listed), and models they may not read at all. Both empty for almost every
  * project; memoised per model list (one per snapshot) and reader set.
  */
-export function modelRowAccess(models: readonly ModelDef[], readers: ReadonlySet<Principal>): { owned: string[]; closed: string[] } {
+export function modelRowAccess(
+  models: readonly ModelDef[],
+  readers: ReadonlySet<Principal>,
+): { owned: string[]; closed: string[] } {
   let bySet = rowMemo.get(models);
   if (!bySet) rowMemo.set(models, (bySet = new Map()));
   let out = bySet.get(readers);
@@ -99,7 +102,11 @@ export function modelRowAccess(models: readonly ModelDef[], readers: ReadonlySet
  * Whether the request may read a field its schema's key principal may not: a customer token
  * reads fields listing `scoped`, and fields listing `self` of the records they own.
  */
-export function customerMayRead(f: FieldDef, ctx: Pick<AccessCaller, 'customer'>, owner: string | null | undefined): boolean {
+export function customerMayRead(
+  f: FieldDef,
+  ctx: Pick<AccessCaller, 'customer'>,
+  owner: string | null | undefined,
+): boolean {
   if (!ctx.customer) return false;
   const list = f.access?.read;
   if (!list) return true;
@@ -140,7 +147,12 @@ export function checkFieldWrites(ctx: AccessCaller, model: ModelDef, data: unkno
 }
 
 /** Top-level fields of `model` that this request may not read on this record (content masking). */
-export function hiddenFor(model: ModelDef, key: ReadonlySet<Principal>, ctx: Pick<AccessCaller, 'customer'>, owner: string | null | undefined): string[] {
+export function hiddenFor(
+  model: ModelDef,
+  key: ReadonlySet<Principal>,
+  ctx: Pick<AccessCaller, 'customer'>,
+  owner: string | null | undefined,
+): string[] {
   return model.fields.filter((f) => !canRead(f, key) && !customerMayRead(f, ctx, owner)).map((f) => f.key);
 }
 

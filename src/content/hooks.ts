@@ -73,8 +73,15 @@ export function hookStatement(
     order by x.n
     returning *`;
   const events: BusEvent[] = ids.map((id, i) => ({
-    type: 'execution.changed', projectId, executionId: id, operationKey: ops[i]!, status: 'pending',
-    progressPct: null, progressMessage: null, resultJson: null, errorJson: null,
+    type: 'execution.changed',
+    projectId,
+    executionId: id,
+    operationKey: ops[i]!,
+    status: 'pending',
+    progressPct: null,
+    progressMessage: null,
+    resultJson: null,
+    errorJson: null,
   }));
   return { statement: { text, params: [projectId, ids, keys, ops, inputs, HOOK_ATTEMPTS, userId] }, events };
 }

@@ -39,7 +39,13 @@ export interface FieldIndex {
 const KEY_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function isIndexedField(f: FieldDef): boolean {
-  return f.queryable === true && INDEXED_TYPES.has(f.type) && !isListField(f) && KEY_RE.test(f.key) && !SYSTEM_FIELDS.has(f.key);
+  return (
+    f.queryable === true &&
+    INDEXED_TYPES.has(f.type) &&
+    !isListField(f) &&
+    KEY_RE.test(f.key) &&
+    !SYSTEM_FIELDS.has(f.key)
+  );
 }
 
 /** The indexes a project's models want, in model/field order, at most MAX_FIELD_INDEXES_PER_PROJECT. */
@@ -66,7 +72,9 @@ function ident(name: string): string {
   return name;
 }
 
-export type ReconcileOutcome = { status: 'done'; created: string[]; dropped: string[]; failed: string[] } | { status: 'busy' };
+export type ReconcileOutcome =
+  | { status: 'done'; created: string[]; dropped: string[]; failed: string[] }
+  | { status: 'busy' };
 
 /**
  * Brings one project's field indexes in line with its stored models. Runs on a reserved
@@ -80,9 +88,16 @@ export async function reconcileIndexes(sql: Sql, projectId: string): Promise<Rec
     const [lock] = await conn<{ ok: boolean }[]>`select pg_try_advisory_lock(hashtextextended(${lockKey}, 0)) as ok`;
     if (!lock?.ok) return { status: 'busy' };
     try {
-      const models = await conn<{ definition: ModelDef }[]>`select definition from models where project_id = ${projectId} order by position, key`;
-      const want = desiredIndexes(projectId, models.map((r) => r.definition));
-      const tracked = await conn<{ name: string }[]>`select name from record_field_indexes where project_id = ${projectId}`;
+      const models = await conn<
+        { definition: ModelDef }[]
+      >`select definition from models where project_id = ${projectId} order by position, key`;
+      const want = desiredIndexes(
+        projectId,
+        models.map((r) => r.definition),
+      );
+      const tracked = await conn<
+        { name: string }[]
+      >`select name from record_field_indexes where project_id = ${projectId}`;
       const names = [...new Set([...want.map((w) => w.name), ...tracked.map((t) => t.name)])];
       const catalog = await conn<{ name: string; valid: boolean }[]>`
         select c.relname as name, i.indisvalid as valid
@@ -114,7 +129,10 @@ export async function reconcileIndexes(sql: Sql, projectId: string): Promise<Rec
         } catch (err) {
           // For example stored values that do not cast (a field whose type changed over old
           // records): the field stays queryable, just not index-served. Retried on the next push.
-          console.error(`record field index ${w.modelKey}.${w.fieldKey} of ${projectId} not built:`, err instanceof Error ? err.message : err);
+          console.error(
+            `record field index ${w.modelKey}.${w.fieldKey} of ${projectId} not built:`,
+            err instanceof Error ? err.message : err,
+          );
           await conn.unsafe(`drop index concurrently if exists ${ident(w.name)}`);
           await conn`delete from record_field_indexes where name = ${w.name}`;
           failed.push(w.name);
@@ -183,7 +201,11 @@ export class IndexReconciler {
         const r = await reconcileIndexes(this.sql, projectId);
         if (r.status === 'done' || attempt >= retries) return;
       } catch (err) {
-        if (!this.#closed) console.error(`record field indexes of ${projectId}: reconcile failed:`, err instanceof Error ? err.message : err);
+        if (!this.#closed)
+          console.error(
+            `record field indexes of ${projectId}: reconcile failed:`,
+            err instanceof Error ? err.message : err,
+          );
         return;
       }
       await sleep(this.opts.busyDelayMs ?? 2_000);

@@ -24,14 +24,21 @@ export interface MemberWriteDeps {
   projects: ActorRegistry<ProjectActor>;
 }
 
-async function writable(deps: MemberWriteDeps, caller: ControlCaller, projectId: string, modelKey: unknown): Promise<{ snapshot: ProjectSnapshot; model: ModelDef; memberId: string }> {
+async function writable(
+  deps: MemberWriteDeps,
+  caller: ControlCaller,
+  projectId: string,
+  modelKey: unknown,
+): Promise<{ snapshot: ProjectSnapshot; model: ModelDef; memberId: string }> {
   const member = requireMember(caller);
   const p = await projectOfCaller(deps.sql, member, projectId);
-  if (!memberMay(member, 'records:write', p.id)) throw new PermissionDenied('This role may not write or publish records (viewers cannot)');
+  if (!memberMay(member, 'records:write', p.id))
+    throw new PermissionDenied('This role may not write or publish records (viewers cannot)');
   const snapshot = (await deps.projects.get(p.id)).snapshot;
   if (typeof modelKey !== 'string' || modelKey === '') throw new BadUserInput('model is required', { field: 'model' });
   const model = snapshot.models.find((m) => m.key === modelKey);
-  if (!model) throw new BadUserInput(`model "${modelKey.slice(0, 80)}" is not a model of this project`, { field: 'model' });
+  if (!model)
+    throw new BadUserInput(`model "${modelKey.slice(0, 80)}" is not a model of this project`, { field: 'model' });
   return { snapshot, model, memberId: member.memberId };
 }
 
@@ -39,7 +46,11 @@ async function writable(deps: MemberWriteDeps, caller: ControlCaller, projectId:
 function checkAdminWrites(model: ModelDef, data: unknown): void {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return;
   for (const f of model.fields) {
-    if (f.access?.write && (data as Record<string, unknown>)[f.key] !== undefined && !f.access.write.includes('admin')) {
+    if (
+      f.access?.write &&
+      (data as Record<string, unknown>)[f.key] !== undefined &&
+      !f.access.write.includes('admin')
+    ) {
       throw new PermissionDenied('Insufficient permissions', { field: f.key });
     }
   }
@@ -51,11 +62,18 @@ function writeContext(snapshot: ProjectSnapshot, userId: string): WriteContext {
 }
 
 /** One write, committed with the hooks it queues. */
-async function commitOne(deps: MemberWriteDeps, snapshot: ProjectSnapshot, userId: string, step: WriteStep): Promise<void> {
+async function commitOne(
+  deps: MemberWriteDeps,
+  snapshot: ProjectSnapshot,
+  userId: string,
+  step: WriteStep,
+): Promise<void> {
   const tx = new WriteTx({ projectId: snapshot.id, userId }).write(step);
   if (snapshot.hooks.length) {
     tx.finish((events) => {
-      const changes = events.flatMap((e) => (e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : []));
+      const changes = events.flatMap((e) =>
+        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
+      );
       const q = hookStatement(snapshot.id, snapshot.hooks, changes, userId);
       return q && { statements: [q.statement], events: q.events };
     });
@@ -75,13 +93,18 @@ export async function saveRecordAsMember(
   if (typeof naturalKey !== 'string' || naturalKey === '' || naturalKey.length > 500) {
     throw new BadUserInput('naturalKey must be a non-empty string of at most 500 characters', { field: 'naturalKey' });
   }
-  if (input.locale !== undefined && input.locale !== null && typeof input.locale !== 'string') throw new BadUserInput('locale must be a string', { field: 'locale' });
+  if (input.locale !== undefined && input.locale !== null && typeof input.locale !== 'string')
+    throw new BadUserInput('locale must be a string', { field: 'locale' });
   const locale = (input.locale as string | null | undefined) ?? null;
   const data = input.data ?? {};
   checkAdminWrites(model, data);
   const w = writeContext(snapshot, memberId);
   // Found by natural key first; a record created in between makes the create a CONFLICT.
-  const [found] = await run<{ id: string }>(deps.readSql, 'select id from records where project_id = $1::text and model_key = $2::text and natural_key = $3::text', [snapshot.id, model.key, naturalKey]);
+  const [found] = await run<{ id: string }>(
+    deps.readSql,
+    'select id from records where project_id = $1::text and model_key = $2::text and natural_key = $3::text',
+    [snapshot.id, model.key, naturalKey],
+  );
   if (found) {
     await commitOne(deps, snapshot, memberId, updateRecord(w, model, found.id, locale, data));
     return { _id: found.id, created: false };

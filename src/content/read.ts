@@ -1,6 +1,17 @@
 import type { ModelDef } from '../projects/types.ts';
 import { run, type Reader } from './db.ts';
-import { afterSql, decodeCursor, literalKey, localeSql, orderSql, Params, sliceValue, sortKeys, sortSelect, whereSql } from './sql-builder.ts';
+import {
+  afterSql,
+  decodeCursor,
+  literalKey,
+  localeSql,
+  orderSql,
+  Params,
+  sliceValue,
+  sortKeys,
+  sortSelect,
+  whereSql,
+} from './sql-builder.ts';
 import type { ContentRow, ReadScope } from './types.ts';
 
 /** Read queries over records; each is exactly one round trip to PostgreSQL. */
@@ -43,15 +54,17 @@ export function rowsSql(p: Params, scope: ReadScope, modelKey?: string): string 
   if (!rows) return '';
   if (modelKey !== undefined) {
     if (rows.closed.includes(modelKey)) return ' and false';
-    if (rows.owned.includes(modelKey)) return rows.viewer === null ? ' and false' : ` and r.owner_customer_id = ${p.add(rows.viewer)}`;
+    if (rows.owned.includes(modelKey))
+      return rows.viewer === null ? ' and false' : ` and r.owner_customer_id = ${p.add(rows.viewer)}`;
     return '';
   }
   let out = '';
   if (rows.closed.length) out += ` and c.model_key <> all(${p.add([...rows.closed], 'text[]')})`;
   if (rows.owned.length) {
-    out += rows.viewer === null
-      ? ` and c.model_key <> all(${p.add([...rows.owned], 'text[]')})`
-      : ` and (c.model_key <> all(${p.add([...rows.owned], 'text[]')}) or r.owner_customer_id = ${p.add(rows.viewer)})`;
+    out +=
+      rows.viewer === null
+        ? ` and c.model_key <> all(${p.add([...rows.owned], 'text[]')})`
+        : ` and (c.model_key <> all(${p.add([...rows.owned], 'text[]')}) or r.owner_customer_id = ${p.add(rows.viewer)})`;
   }
   return out;
 }
@@ -65,7 +78,12 @@ export function restrictsModel(scope: ReadScope, modelKey: string): boolean {
  * Records by id in one query (batched reference/select/`record` resolution). One row per id,
  * in the requested locale or else the default locale.
  */
-export async function readByIds(sql: Reader, scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): Promise<Map<string, ContentRow>> {
+export async function readByIds(
+  sql: Reader,
+  scope: ReadScope,
+  ids: readonly string[],
+  modelKeys?: readonly string[] | null,
+): Promise<Map<string, ContentRow>> {
   const out = new Map<string, ContentRow>();
   if (ids.length === 0) return out;
   const q = byIdsStatement(scope, ids, modelKeys);
@@ -74,7 +92,11 @@ export async function readByIds(sql: Reader, scope: ReadScope, ids: readonly str
 }
 
 /** The statement of `readByIds`, for a write transaction to read back what it wrote (src/content/tx.ts). */
-export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): { text: string; params: unknown[] } {
+export function byIdsStatement(
+  scope: ReadScope,
+  ids: readonly string[],
+  modelKeys?: readonly string[] | null,
+): { text: string; params: unknown[] } {
   const p = new Params();
   const models = modelKeys ? ` and c.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
   const project = p.add(scope.projectId);
@@ -94,11 +116,22 @@ export function byIdsStatement(scope: ReadScope, ids: readonly string[], modelKe
  * svc_records_by_ids (sql/016_write_functions.sql), whose plan PostgreSQL keeps per connection.
  * A scope with row restrictions (customers' reads) takes byIdsStatement, which applies them.
  */
-export function writtenStatement(scope: ReadScope, ids: readonly string[], modelKeys?: readonly string[] | null): { text: string; params: unknown[] } {
+export function writtenStatement(
+  scope: ReadScope,
+  ids: readonly string[],
+  modelKeys?: readonly string[] | null,
+): { text: string; params: unknown[] } {
   if (scope.rows || scope.release !== undefined) return byIdsStatement(scope, ids, modelKeys);
   return {
     text: `select * from svc_records_by_ids($1::text, $2::text[], $3::text, $4::text, $5::text, $6::text[])`,
-    params: [scope.projectId, [...ids], scope.stage, scope.locale, scope.defaultLocale, modelKeys ? [...modelKeys] : null],
+    params: [
+      scope.projectId,
+      [...ids],
+      scope.stage,
+      scope.locale,
+      scope.defaultLocale,
+      modelKeys ? [...modelKeys] : null,
+    ],
   };
 }
 
@@ -109,9 +142,18 @@ export interface OneSelector {
   lookup?: Record<string, unknown>;
 }
 
-export async function readOne(sql: Reader, scope: ReadScope, model: ModelDef, sel: OneSelector): Promise<ContentRow | null> {
+export async function readOne(
+  sql: Reader,
+  scope: ReadScope,
+  model: ModelDef,
+  sel: OneSelector,
+): Promise<ContentRow | null> {
   const p = new Params();
-  const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.model_key = ${p.add(model.key)}`, `c.stage = ${p.add(scope.stage)}`];
+  const conds = [
+    `c.project_id = ${p.add(scope.projectId)}`,
+    `c.model_key = ${p.add(model.key)}`,
+    `c.stage = ${p.add(scope.stage)}`,
+  ];
   const loc = p.add(scope.locale);
   conds.push(`c.locale in (${loc}, ${p.add(scope.defaultLocale)})`);
   if (sel.id) conds.push(`c.record_id = ${p.add(sel.id)}`);
@@ -158,13 +200,14 @@ export async function listRecords(sql: Reader, scope: ReadScope, model: ModelDef
   // Filtered/sorted lists inline project and model so the per-field partial indexes match
   // (sql-builder `sliceValue`); plain lists keep one statement text for every project.
   const slice = (q: Params, v: string) => (args.where || keys.length ? sliceValue(q, v) : q.add(v));
-  const base = [
-    `c.project_id = ${slice(p, scope.projectId)}`,
-    `c.model_key = ${slice(p, model.key)}`,
-    `c.stage = ${p.add(scope.stage)}`,
-    localeSql(p, scope),
-    whereSql(p, model, args.where),
-  ].join(' and ') + rowsSql(p, scope, model.key);
+  const base =
+    [
+      `c.project_id = ${slice(p, scope.projectId)}`,
+      `c.model_key = ${slice(p, model.key)}`,
+      `c.stage = ${p.add(scope.stage)}`,
+      localeSql(p, scope),
+      whereSql(p, model, args.where),
+    ].join(' and ') + rowsSql(p, scope, model.key);
   const after = args.after ? afterSql(p, keys, decodeCursor(args.after)) : 'true';
   const limit = p.add(String(args.first + 1), 'text');
   const withRecord = args.withRecord !== false || restrictsModel(scope, model.key);
@@ -208,7 +251,14 @@ export interface SearchRow extends ContentRow {
  * Full-text search over the stored tsvector ('simple' configuration: language-neutral), ranked,
  * newest id breaking ties. `offset` is the page position carried by search cursors.
  */
-export async function searchContent(sql: Reader, scope: ReadScope, modelKeys: readonly string[] | null, query: string, first: number, offset: number): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
+export async function searchContent(
+  sql: Reader,
+  scope: ReadScope,
+  modelKeys: readonly string[] | null,
+  query: string,
+  first: number,
+  offset: number,
+): Promise<{ rows: SearchRow[]; hasNextPage: boolean; totalCount: number }> {
   const p = new Params();
   const conds = [`c.project_id = ${p.add(scope.projectId)}`, `c.stage = ${p.add(scope.stage)}`, localeSql(p, scope)];
   if (modelKeys) conds.push(`c.model_key = any(${p.add([...modelKeys], 'text[]')})`);
@@ -238,7 +288,12 @@ export interface VersionRow {
 }
 
 /** A record's history, with its model (so callers need no second query); null if no such record. */
-export async function listVersions(sql: Reader, projectId: string, recordId: string, modelKeys: readonly string[] | null): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
+export async function listVersions(
+  sql: Reader,
+  projectId: string,
+  recordId: string,
+  modelKeys: readonly string[] | null,
+): Promise<{ modelKey: string; versions: VersionRow[] } | null> {
   const p = new Params();
   const models = modelKeys ? ` and r.model_key = any(${p.add([...modelKeys], 'text[]')})` : '';
   const text = `select v.id::text, v.record_id, v.action, v.locale, v.data, v.user_id, v.variant_id, v.created_at, v.restored_from, r.model_key

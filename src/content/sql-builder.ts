@@ -77,7 +77,8 @@ export function sliceValue(p: Params, v: string): string {
 
 function scalarParam(p: Params, f: FieldDef, v: unknown): string {
   const kind = kindOf(f);
-  if (f.type === 'date' && typeof v === 'string' && !Number.isNaN(Date.parse(v))) v = new Date(Date.parse(v)).toISOString();
+  if (f.type === 'date' && typeof v === 'string' && !Number.isNaN(Date.parse(v)))
+    v = new Date(Date.parse(v)).toISOString();
   const text = v === null || v === undefined ? null : String(v);
   if (kind === 'numeric') return `(${p.add(text)})::numeric`;
   if (kind === 'boolean') return `(${p.add(text)})::boolean`;
@@ -86,7 +87,13 @@ function scalarParam(p: Params, f: FieldDef, v: unknown): string {
 
 function listParam(p: Params, f: FieldDef, vs: unknown[]): string {
   const kind = kindOf(f);
-  const texts = vs.map((v) => (v === null || v === undefined ? null : f.type === 'date' ? new Date(Date.parse(String(v))).toISOString() : String(v)));
+  const texts = vs.map((v) =>
+    v === null || v === undefined
+      ? null
+      : f.type === 'date'
+        ? new Date(Date.parse(String(v))).toISOString()
+        : String(v),
+  );
   const arr = p.add(texts, 'text[]');
   if (kind === 'numeric') return `(${arr})::numeric[]`;
   if (kind === 'boolean') return `(${arr})::boolean[]`;
@@ -112,7 +119,11 @@ function fieldFilter(p: Params, f: FieldDef, ops: Record<string, unknown>): stri
     switch (op) {
       case 'eq':
         // Containment lets the GIN index on data answer equality on any field.
-        out.push(v === null ? `${e} is null` : `c.data @> ${p.add(JSON.stringify({ [f.key]: f.type === 'date' ? new Date(Date.parse(String(v))).toISOString() : v }))}::jsonb`);
+        out.push(
+          v === null
+            ? `${e} is null`
+            : `c.data @> ${p.add(JSON.stringify({ [f.key]: f.type === 'date' ? new Date(Date.parse(String(v))).toISOString() : v }))}::jsonb`,
+        );
         break;
       case 'ne':
         out.push(v === null ? `${e} is not null` : `${e} is distinct from ${scalarParam(p, f, v)}`);
@@ -169,7 +180,10 @@ export interface SortKey {
   cast: string;
 }
 
-export function sortKeys(model: ModelDef, orderBy: { field: string; direction?: string }[] | null | undefined): SortKey[] {
+export function sortKeys(
+  model: ModelDef,
+  orderBy: { field: string; direction?: string }[] | null | undefined,
+): SortKey[] {
   const keys: SortKey[] = [];
   for (const o of orderBy ?? []) {
     const f = model.fields.find((x) => x.key === o.field && x.queryable);
@@ -200,14 +214,16 @@ export function sortSelect(keys: SortKey[]): string {
  * stay stable while other rows are inserted or deleted concurrently.
  */
 export function afterSql(p: Params, keys: SortKey[], cursor: unknown[]): string {
-  if (cursor.length !== keys.length + 1) throw new BadUserInput('The cursor does not belong to this query', { field: 'after' });
+  if (cursor.length !== keys.length + 1)
+    throw new BadUserInput('The cursor does not belong to this query', { field: 'after' });
   // A cursor comes back from the client: every value must be what this query's keys select
   // (text, or null), castable to the key's type, before it goes near SQL.
   keys.forEach((k, i) => {
     if (!cursorValueOk(cursor[i], k.cast)) throw new BadUserInput('Invalid cursor', { field: 'after' });
   });
   const id = cursor[keys.length];
-  if (typeof id !== 'string' || !cursorValueOk(id, 'text')) throw new BadUserInput('Invalid cursor', { field: 'after' });
+  if (typeof id !== 'string' || !cursorValueOk(id, 'text'))
+    throw new BadUserInput('Invalid cursor', { field: 'after' });
   const eqs: string[] = [];
   const ors: string[] = [];
   keys.forEach((k, i) => {
@@ -228,7 +244,8 @@ const NUMERIC_TEXT = /^-?(\d{1,131072}(\.\d{0,16383})?|\.\d{1,16383})(e[-+]?\d{1
 
 function cursorValueOk(v: unknown, cast: string): boolean {
   if (v === null) return true;
-  if (typeof v !== 'string' || v.includes('\0') || !(v as unknown as { isWellFormed(): boolean }).isWellFormed()) return false;
+  if (typeof v !== 'string' || v.includes('\0') || !(v as unknown as { isWellFormed(): boolean }).isWellFormed())
+    return false;
   if (cast === 'numeric') return NUMERIC_TEXT.test(v) || v === 'NaN';
   if (cast === 'boolean') return v === 'true' || v === 'false';
   return true;

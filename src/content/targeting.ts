@@ -16,8 +16,20 @@
  */
 
 export const OPERATORS = [
-  'equals', 'not_equals', 'greater_than', 'greater_than_or_equal', 'less_than', 'less_than_or_equal',
-  'contains', 'not_contains', 'in', 'not_in', 'starts_with', 'ends_with', 'exists', 'not_exists',
+  'equals',
+  'not_equals',
+  'greater_than',
+  'greater_than_or_equal',
+  'less_than',
+  'less_than_or_equal',
+  'contains',
+  'not_contains',
+  'in',
+  'not_in',
+  'starts_with',
+  'ends_with',
+  'exists',
+  'not_exists',
 ] as const;
 export type Operator = (typeof OPERATORS)[number];
 const OPERATOR_SET: ReadonlySet<string> = new Set(OPERATORS);
@@ -25,7 +37,12 @@ const OPERATOR_SET: ReadonlySet<string> = new Set(OPERATORS);
 const UNARY: ReadonlySet<string> = new Set(['exists', 'not_exists']);
 
 export type RuleNode =
-  | { type: 'condition'; left: { type: 'field'; path: string }; operator: Operator; right?: { type: 'literal'; value: unknown } }
+  | {
+      type: 'condition';
+      left: { type: 'field'; path: string };
+      operator: Operator;
+      right?: { type: 'literal'; value: unknown };
+    }
   | { type: 'and' | 'or'; rules: RuleNode[] }
   | { type: 'not'; rule: RuleNode }
   | { type: 'segment'; key: string };
@@ -42,9 +59,17 @@ export interface Targeting {
 }
 
 export const DEFAULT_VARIANT = 'default';
-export const ANONYMOUS: Targeting = Object.freeze({ authStatus: '', segments: Object.freeze([]) as readonly string[], key: '' }) as Targeting;
+export const ANONYMOUS: Targeting = Object.freeze({
+  authStatus: '',
+  segments: Object.freeze([]) as readonly string[],
+  key: '',
+}) as Targeting;
 
-export function targeting(authStatus: '' | 'authenticated', segments: readonly string[], variantId: string | null = null): Targeting {
+export function targeting(
+  authStatus: '' | 'authenticated',
+  segments: readonly string[],
+  variantId: string | null = null,
+): Targeting {
   const sorted = [...new Set(segments)].sort();
   return { authStatus, segments: sorted, variantId, key: JSON.stringify([authStatus, sorted, variantId]) };
 }
@@ -81,30 +106,44 @@ export function ruleErrors(v: unknown, path: string, allowSegmentNodes: boolean)
     switch (r.type) {
       case 'condition': {
         const left = r.left as Record<string, unknown> | undefined;
-        if (typeof left !== 'object' || left === null || left.type !== 'field') out.push({ path: `${p}.left`, message: "left must be { type: 'field', path }" });
-        else if (typeof left.path !== 'string' || !PATH_RE.test(left.path)) out.push({ path: `${p}.left.path`, message: 'path must be a dotted attribute name (letters, digits, _ and -)' });
-        if (typeof r.operator !== 'string' || !OPERATOR_SET.has(r.operator)) out.push({ path: `${p}.operator`, message: `operator must be one of ${OPERATORS.join(', ')}` });
+        if (typeof left !== 'object' || left === null || left.type !== 'field')
+          out.push({ path: `${p}.left`, message: "left must be { type: 'field', path }" });
+        else if (typeof left.path !== 'string' || !PATH_RE.test(left.path))
+          out.push({
+            path: `${p}.left.path`,
+            message: 'path must be a dotted attribute name (letters, digits, _ and -)',
+          });
+        if (typeof r.operator !== 'string' || !OPERATOR_SET.has(r.operator))
+          out.push({ path: `${p}.operator`, message: `operator must be one of ${OPERATORS.join(', ')}` });
         else if (!UNARY.has(r.operator)) {
           const right = r.right as Record<string, unknown> | undefined;
-          if (typeof right !== 'object' || right === null || right.type !== 'literal' || !('value' in right)) out.push({ path: `${p}.right`, message: "right must be { type: 'literal', value }" });
-          else if ((r.operator === 'in' || r.operator === 'not_in') && !Array.isArray(right.value)) out.push({ path: `${p}.right.value`, message: `${r.operator} needs a list value` });
+          if (typeof right !== 'object' || right === null || right.type !== 'literal' || !('value' in right))
+            out.push({ path: `${p}.right`, message: "right must be { type: 'literal', value }" });
+          else if ((r.operator === 'in' || r.operator === 'not_in') && !Array.isArray(right.value))
+            out.push({ path: `${p}.right.value`, message: `${r.operator} needs a list value` });
         }
         return;
       }
       case 'and':
       case 'or':
-        if (!Array.isArray(r.rules)) return void out.push({ path: `${p}.rules`, message: `a ${r.type} group needs a rules list` });
+        if (!Array.isArray(r.rules))
+          return void out.push({ path: `${p}.rules`, message: `a ${r.type} group needs a rules list` });
         for (const [i, x] of r.rules.entries()) walk(x, `${p}.rules[${i}]`, depth + 1);
         return;
       case 'not':
         walk(r.rule, `${p}.rule`, depth + 1);
         return;
       case 'segment':
-        if (!allowSegmentNodes) return void out.push({ path: `${p}.type`, message: 'segment rules cannot name other segments' });
-        if (typeof r.key !== 'string' || r.key.length === 0 || r.key.length > 100) out.push({ path: `${p}.key`, message: 'key must name a segment' });
+        if (!allowSegmentNodes)
+          return void out.push({ path: `${p}.type`, message: 'segment rules cannot name other segments' });
+        if (typeof r.key !== 'string' || r.key.length === 0 || r.key.length > 100)
+          out.push({ path: `${p}.key`, message: 'key must name a segment' });
         return;
       default:
-        out.push({ path: `${p}.type`, message: "type must be 'condition', 'and', 'or', 'not'" + (allowSegmentNodes ? " or 'segment'" : '') });
+        out.push({
+          path: `${p}.type`,
+          message: "type must be 'condition', 'and', 'or', 'not'" + (allowSegmentNodes ? " or 'segment'" : ''),
+        });
     }
   };
   walk(v, path, 0);
@@ -122,7 +161,8 @@ function valueAt(subject: unknown, path: string): unknown {
 
 function equal(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null) return JSON.stringify(a) === JSON.stringify(b);
+  if (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null)
+    return JSON.stringify(a) === JSON.stringify(b);
   return false;
 }
 
@@ -135,23 +175,45 @@ function compare(a: unknown, b: unknown): number | null {
 
 function condition(op: string, actual: unknown, expected: unknown): boolean {
   switch (op) {
-    case 'equals': return equal(actual, expected);
-    case 'not_equals': return !equal(actual, expected);
-    case 'greater_than': { const c = compare(actual, expected); return c !== null && c > 0; }
-    case 'greater_than_or_equal': { const c = compare(actual, expected); return c !== null && c >= 0; }
-    case 'less_than': { const c = compare(actual, expected); return c !== null && c < 0; }
-    case 'less_than_or_equal': { const c = compare(actual, expected); return c !== null && c <= 0; }
+    case 'equals':
+      return equal(actual, expected);
+    case 'not_equals':
+      return !equal(actual, expected);
+    case 'greater_than': {
+      const c = compare(actual, expected);
+      return c !== null && c > 0;
+    }
+    case 'greater_than_or_equal': {
+      const c = compare(actual, expected);
+      return c !== null && c >= 0;
+    }
+    case 'less_than': {
+      const c = compare(actual, expected);
+      return c !== null && c < 0;
+    }
+    case 'less_than_or_equal': {
+      const c = compare(actual, expected);
+      return c !== null && c <= 0;
+    }
     case 'contains':
       if (Array.isArray(actual)) return actual.some((x) => equal(x, expected));
       return typeof actual === 'string' && typeof expected === 'string' && actual.includes(expected);
-    case 'not_contains': return !condition('contains', actual, expected);
-    case 'in': return Array.isArray(expected) && expected.some((x) => equal(actual, x));
-    case 'not_in': return !condition('in', actual, expected);
-    case 'starts_with': return typeof actual === 'string' && typeof expected === 'string' && actual.startsWith(expected);
-    case 'ends_with': return typeof actual === 'string' && typeof expected === 'string' && actual.endsWith(expected);
-    case 'exists': return actual !== undefined && actual !== null;
-    case 'not_exists': return actual === undefined || actual === null;
-    default: return false;
+    case 'not_contains':
+      return !condition('contains', actual, expected);
+    case 'in':
+      return Array.isArray(expected) && expected.some((x) => equal(actual, x));
+    case 'not_in':
+      return !condition('in', actual, expected);
+    case 'starts_with':
+      return typeof actual === 'string' && typeof expected === 'string' && actual.startsWith(expected);
+    case 'ends_with':
+      return typeof actual === 'string' && typeof expected === 'string' && actual.endsWith(expected);
+    case 'exists':
+      return actual !== undefined && actual !== null;
+    case 'not_exists':
+      return actual === undefined || actual === null;
+    default:
+      return false;
   }
 }
 
@@ -161,15 +223,20 @@ export function matches(rule: unknown, subject: unknown): boolean {
   if (typeof rule !== 'object' || rule === null) return false;
   const r = rule as Record<string, any>;
   switch (r.type) {
-    case 'condition': return condition(r.operator, valueAt(subject, r.left?.path ?? ''), r.right?.value);
-    case 'and': return Array.isArray(r.rules) && r.rules.every((x: unknown) => matches(x, subject));
-    case 'or': return Array.isArray(r.rules) && r.rules.some((x: unknown) => matches(x, subject));
-    case 'not': return !matches(r.rule, subject);
+    case 'condition':
+      return condition(r.operator, valueAt(subject, r.left?.path ?? ''), r.right?.value);
+    case 'and':
+      return Array.isArray(r.rules) && r.rules.every((x: unknown) => matches(x, subject));
+    case 'or':
+      return Array.isArray(r.rules) && r.rules.some((x: unknown) => matches(x, subject));
+    case 'not':
+      return !matches(r.rule, subject);
     case 'segment': {
       const segs = valueAt(subject, 'segments');
       return Array.isArray(segs) && segs.includes(r.key);
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -197,7 +264,10 @@ export function segmentsOf(segments: readonly SegmentDef[], attributes: Record<s
  * the first whose rules hold; null means the default content. A variant without rules is never
  * chosen by rules (it is reachable only by its id).
  */
-export function chooseVariant(variants: readonly StoredVariant[] | null | undefined, t: Targeting): StoredVariant | null {
+export function chooseVariant(
+  variants: readonly StoredVariant[] | null | undefined,
+  t: Targeting,
+): StoredVariant | null {
   if (!variants || variants.length === 0) return null;
   if (t.variantId) return t.variantId === DEFAULT_VARIANT ? null : (variants.find((v) => v.id === t.variantId) ?? null);
   for (const v of variants) {

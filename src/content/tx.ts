@@ -94,7 +94,14 @@ export class WriteTx {
   /** Adds one record write and its change event. */
   write(step: WriteStep): this {
     this.statements.push(...step.statements);
-    this.events.push({ type: 'record.changed', projectId: this.ctx.projectId, action: step.event.action, recordId: step.event.recordId, modelKey: step.event.modelKey, userId: this.ctx.userId });
+    this.events.push({
+      type: 'record.changed',
+      projectId: this.ctx.projectId,
+      action: step.event.action,
+      recordId: step.event.recordId,
+      modelKey: step.event.modelKey,
+      userId: this.ctx.userId,
+    });
     return this;
   }
 
@@ -162,9 +169,18 @@ export function clientError(err: unknown, statements: readonly Statement[]): unk
 
 function dbError(err: unknown): DbError | undefined {
   const e = err as { errno?: unknown; code?: unknown; constraint?: string; detail?: string; message?: string };
-  const state = typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno) ? e.errno : typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : undefined;
+  const state =
+    typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno)
+      ? e.errno
+      : typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)
+        ? e.code
+        : undefined;
   if (!state) return undefined;
-  return Object.assign(new Error(e.message ?? 'database error', { cause: err }), { code: state, constraint: e.constraint, detail: e.detail });
+  return Object.assign(new Error(e.message ?? 'database error', { cause: err }), {
+    code: state,
+    constraint: e.constraint,
+    detail: e.detail,
+  });
 }
 
 type Conn = Awaited<ReturnType<ContentSql['reserve']>>;
@@ -285,7 +301,11 @@ export class WriteCommitter {
   #settle(units: Unit[], results: unknown[][], lsn: number): void {
     this.stats.groups++;
     this.stats.transactions += units.length;
-    if (this.#committed) this.#committed(units.flatMap((u) => u.events), lsn);
+    if (this.#committed)
+      this.#committed(
+        units.flatMap((u) => u.events),
+        lsn,
+      );
     // This process's caches hear of the changes once they are durable; others through the
     // NOTIFY, which the bus' relay sends from the outbox after the commit. The write is answered
     // without waiting for that: whatever its client does next gets a later outbox id (and events
@@ -311,11 +331,18 @@ export class WriteCommitter {
     if (only?.tx.prelude) {
       const pre = only.tx.prelude;
       try {
-        const [, rows] = (await conn.unsafe(`begin;\n${inline(pre.statement)}`)) as unknown as [unknown, Record<string, unknown>[]];
+        const [, rows] = (await conn.unsafe(`begin;\n${inline(pre.statement)}`)) as unknown as [
+          unknown,
+          Record<string, unknown>[],
+        ];
         pre.then([...rows]);
       } catch (err) {
         await conn.unsafe('rollback').catch(() => {});
-        return { ok: false, error: this.#clientError(err, [pre.statement]), rolledBack: dbError(err) !== undefined || !(err instanceof Error && 'errno' in err) };
+        return {
+          ok: false,
+          error: this.#clientError(err, [pre.statement]),
+          rolledBack: dbError(err) !== undefined || !(err instanceof Error && 'errno' in err),
+        };
       }
       text = '';
     }
@@ -367,7 +394,9 @@ export class WriteCommitter {
       return { ok: false, error: this.#clientError(err, statements), rolledBack: db !== undefined };
     }
     const start = (text ? 1 : 0) + prepares;
-    const lsn = this.#committed ? parseLsn((results[results.length - 1] as unknown as { lsn: string }[] | undefined)?.[0]?.lsn) : 0;
+    const lsn = this.#committed
+      ? parseLsn((results[results.length - 1] as unknown as { lsn: string }[] | undefined)?.[0]?.lsn)
+      : 0;
     return { ok: true, results: results.slice(start, start + statements.length), lsn };
   }
 

@@ -34,8 +34,21 @@ export interface RecordNode {
 }
 
 export const SYSTEM_FIELDS = new Set([
-  '_id', '_modelKey', '_createdAt', '_updatedAt', '_publishedAt', '_hasDraft', 'naturalKey', 'content', '_stage', '_locale',
-  '_context', '_targeting', '_variantId', '_owner', '_release',
+  '_id',
+  '_modelKey',
+  '_createdAt',
+  '_updatedAt',
+  '_publishedAt',
+  '_hasDraft',
+  'naturalKey',
+  'content',
+  '_stage',
+  '_locale',
+  '_context',
+  '_targeting',
+  '_variantId',
+  '_owner',
+  '_release',
 ]);
 
 /** The raw row every read query returns. */

@@ -11,8 +11,25 @@ import { SYSTEM_FIELDS } from './types.ts';
 export type ModelLookup = (key: string) => ModelDef | undefined;
 
 const ASSET_SHAPES: Record<'image' | 'video' | 'file', Record<string, 'string' | 'number' | 'object'>> = {
-  image: { fileId: 'string', url: 'string', alt: 'string', width: 'number', height: 'number', mimeType: 'string', focalPoint: 'object' },
-  video: { fileId: 'string', url: 'string', poster: 'string', hlsUrl: 'string', duration: 'number', width: 'number', height: 'number', mimeType: 'string' },
+  image: {
+    fileId: 'string',
+    url: 'string',
+    alt: 'string',
+    width: 'number',
+    height: 'number',
+    mimeType: 'string',
+    focalPoint: 'object',
+  },
+  video: {
+    fileId: 'string',
+    url: 'string',
+    poster: 'string',
+    hlsUrl: 'string',
+    duration: 'number',
+    width: 'number',
+    height: 'number',
+    mimeType: 'string',
+  },
   file: { fileId: 'string', url: 'string', name: 'string', mimeType: 'string', size: 'number' },
 };
 
@@ -29,7 +46,13 @@ export interface FileRef {
 const PREFIX: Record<'image' | 'video' | 'file', string> = { image: 'image/', video: 'video/', file: '' };
 
 /** The file ids of validated data (image, video and file fields, lists and inline models of them). */
-export function fileRefs(model: ModelDef, data: Record<string, unknown>, models: ModelLookup, path = '', depth = 0): FileRef[] {
+export function fileRefs(
+  model: ModelDef,
+  data: Record<string, unknown>,
+  models: ModelLookup,
+  path = '',
+  depth = 0,
+): FileRef[] {
   const out: FileRef[] = [];
   if (depth > 8) return out;
   for (const f of model.fields) {
@@ -40,7 +63,8 @@ export function fileRefs(model: ModelDef, data: Record<string, unknown>, models:
     if (item === 'image' || item === 'video' || item === 'file') {
       const vals = f.type === 'list' && Array.isArray(v) ? v : [v];
       vals.forEach((x, i) => {
-        if (isObject(x) && typeof x.fileId === 'string') out.push({ field: f.type === 'list' ? `${at}.${i}` : at, fileId: x.fileId, typePrefix: PREFIX[item] });
+        if (isObject(x) && typeof x.fileId === 'string')
+          out.push({ field: f.type === 'list' ? `${at}.${i}` : at, fileId: x.fileId, typePrefix: PREFIX[item] });
       });
     } else if (f.type === 'model' && isObject(v) && f.config?.modelKey) {
       const inline = models(f.config.modelKey);
@@ -110,7 +134,8 @@ function one(type: FieldType, field: FieldDef, v: unknown, path: string, models:
         if (!want) fail(`${path}.${k}`, `one of the ${type} properties ${Object.keys(shape).join(', ')}`);
         if (val === null) continue;
         if (want === 'object') {
-          if (!isObject(val) || typeof val.x !== 'number' || typeof val.y !== 'number') fail(`${path}.${k}`, 'an object { x, y }');
+          if (!isObject(val) || typeof val.x !== 'number' || typeof val.y !== 'number')
+            fail(`${path}.${k}`, 'an object { x, y }');
         } else if (typeof val !== want) fail(`${path}.${k}`, `a ${want}`);
       }
       if (v.fileId !== undefined && v.fileId !== null) {
@@ -118,14 +143,22 @@ function one(type: FieldType, field: FieldDef, v: unknown, path: string, models:
         // The value is kept as written (clients reading `content` see their url); on read the
         // typed fields take url, size and dimensions from the file itself.
         if (typeof v.fileId !== 'string' || !FILE_ID.test(v.fileId)) fail(`${path}.fileId`, 'a file id (file_…)');
-        if (isObject(v.focalPoint) && [v.focalPoint.x, v.focalPoint.y].some((n) => typeof n !== 'number' || n < 0 || n > 1)) fail(`${path}.focalPoint`, 'an object { x, y } with each from 0 to 1');
+        if (
+          isObject(v.focalPoint) &&
+          [v.focalPoint.x, v.focalPoint.y].some((n) => typeof n !== 'number' || n < 0 || n > 1)
+        )
+          fail(`${path}.focalPoint`, 'an object { x, y } with each from 0 to 1');
       }
       return v;
     }
     case 'list': {
       if (!Array.isArray(v)) fail(path, 'a list');
       const inner = field.itemType ?? (field.config?.itemType as FieldType | undefined) ?? 'json';
-      return v.map((item, i) => (item === null ? fail(`${path}.${i}`, 'a non-null item') : one(inner, field, item, `${path}.${i}`, models, depth)));
+      return v.map((item, i) =>
+        item === null
+          ? fail(`${path}.${i}`, 'a non-null item')
+          : one(inner, field, item, `${path}.${i}`, models, depth),
+      );
     }
     case 'json':
       return v;
@@ -150,7 +183,7 @@ export interface ValidateOptions {
 
 /**
  * A model's fields by key, built once per field list rather than once per write (a Map of the
- * fields per validated record was ~2 % of the service's samples in the write bench; 
+ * fields per validated record was ~2 % of the service's samples in the write bench;
  * docs/decisions.md, "Writes, session 5: service CPU per mutation"). Model definitions are not changed in place (a schema
  * change makes new ones); the length check is a guard all the same.
  */
@@ -163,20 +196,27 @@ function fieldsByKey(model: ModelDef): Map<string, FieldDef> {
   return byKey;
 }
 
-export function validateData(model: ModelDef, data: unknown, models: ModelLookup, opts: ValidateOptions): Record<string, unknown> {
+export function validateData(
+  model: ModelDef,
+  data: unknown,
+  models: ModelLookup,
+  opts: ValidateOptions,
+): Record<string, unknown> {
   const prefix = opts.path ? `${opts.path}.` : '';
   if (!isObject(data)) throw new BadUserInput(`Invalid value for "${opts.path ?? 'data'}": expected an object`);
   const byKey = fieldsByKey(model);
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(data)) {
     const f = byKey.get(k);
-    if (!f || SYSTEM_FIELDS.has(k)) throw new BadUserInput(`Unknown field "${prefix}${k}" for model ${model.key}`, { field: `${prefix}${k}` });
+    if (!f || SYSTEM_FIELDS.has(k))
+      throw new BadUserInput(`Unknown field "${prefix}${k}" for model ${model.key}`, { field: `${prefix}${k}` });
     if (v === undefined) continue;
     out[k] = value(f, v, `${prefix}${k}`, models, opts.depth ?? 0);
   }
   if (!opts.partial) {
     for (const f of model.fields) {
-      if (out[f.key] === undefined && f.type === 'enum' && f.config?.default !== undefined) out[f.key] = f.config.default;
+      if (out[f.key] === undefined && f.type === 'enum' && f.config?.default !== undefined)
+        out[f.key] = f.config.default;
     }
   }
   return out;
@@ -205,7 +245,13 @@ export function searchText(model: ModelDef, data: Record<string, unknown>): stri
   for (const f of model.fields) {
     // One search vector serves every reader: fields with read restrictions stay out of it.
     if (f.access?.read) continue;
-    if (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')) walk(data[f.key], 0);
+    if (
+      f.type === 'text' ||
+      f.type === 'richtext' ||
+      f.type === 'flexible' ||
+      (f.type === 'list' && (f.itemType ?? 'text') === 'text')
+    )
+      walk(data[f.key], 0);
   }
   return parts.join(' ').slice(0, 200_000);
 }

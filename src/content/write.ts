@@ -31,7 +31,6 @@ export interface WriteContext {
   models: ModelLookup;
 }
 
-
 let lastMs = 0;
 let seq = 0;
 /** `rec_` and the hex of `lastMs`, made once per ms. */
@@ -53,7 +52,14 @@ function randomHex6(): string {
   }
   const at = poolAt;
   poolAt += 6;
-  return HEX[pool[at]!]! + HEX[pool[at + 1]!]! + HEX[pool[at + 2]!]! + HEX[pool[at + 3]!]! + HEX[pool[at + 4]!]! + HEX[pool[at + 5]!]!;
+  return (
+    HEX[pool[at]!]! +
+    HEX[pool[at + 1]!]! +
+    HEX[pool[at + 2]!]! +
+    HEX[pool[at + 3]!]! +
+    HEX[pool[at + 4]!]! +
+    HEX[pool[at + 5]!]!
+  );
 }
 
 /**
@@ -76,7 +82,14 @@ export const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
 /** Fields whose text goes into the search vector, in model order (searchText in validate.ts). */
 export function searchKeys(model: ModelDef): string[] {
   return model.fields
-    .filter((f) => !f.access?.read && (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')))
+    .filter(
+      (f) =>
+        !f.access?.read &&
+        (f.type === 'text' ||
+          f.type === 'richtext' ||
+          f.type === 'flexible' ||
+          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
+    )
     .map((f) => f.key);
 }
 
@@ -87,14 +100,22 @@ export const requiredKeys = (model: ModelDef): string[] => model.fields.filter((
  * PostgreSQL names the index only in some of these errors; otherwise the longest string among
  * the indexed fields written is the culprit.
  */
-export function tooLongToIndex(err: unknown, projectId: string, model: ModelDef, data: Record<string, unknown>): BadUserInput | undefined {
+export function tooLongToIndex(
+  err: unknown,
+  projectId: string,
+  model: ModelDef,
+  data: Record<string, unknown>,
+): BadUserInput | undefined {
   const e = err as { code?: string; message?: string };
   if (e?.code !== '54000') return undefined;
   const indexed = desiredIndexes(projectId, [model]);
   let field = indexed.find((i) => e.message?.includes(i.name))?.fieldKey;
   if (!field) {
     const longest = indexed
-      .map((i) => ({ key: i.fieldKey, len: typeof data[i.fieldKey] === 'string' ? (data[i.fieldKey] as string).length : 0 }))
+      .map((i) => ({
+        key: i.fieldKey,
+        len: typeof data[i.fieldKey] === 'string' ? (data[i.fieldKey] as string).length : 0,
+      }))
       .sort((a, b) => b.len - a.len)[0];
     if (!longest || longest.len === 0) return undefined;
     field = longest.key;
@@ -104,7 +125,10 @@ export function tooLongToIndex(err: unknown, projectId: string, model: ModelDef,
 
 /** Locks the record (FOR UPDATE) or fails the transaction with NOT_FOUND and `message` (svc_lock_record). */
 function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message: string): Statement {
-  return { text: `select svc_lock_record($1::text, $2::text, $3::text, $4::text)`, params: [ctx.projectId, id, model.key, message] };
+  return {
+    text: `select svc_lock_record($1::text, $2::text, $3::text, $4::text)`,
+    params: [ctx.projectId, id, model.key, message],
+  };
 }
 
 /**
@@ -115,7 +139,13 @@ function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message:
 export function fileChecks(ctx: WriteContext, model: ModelDef, data: Record<string, unknown>): Statement[] {
   return fileRefs(model, data, ctx.models).map((r) => ({
     text: `select svc_check(exists(select 1 from files where id = $1::text and project_id = $2::text and deleted_at is null and starts_with(content_type, $3::text)), 'SV400', $4::text, $5::text)`,
-    params: [r.fileId, ctx.projectId, r.typePrefix, `Field "${r.field}": no ${r.typePrefix ? `${r.typePrefix.slice(0, -1)} ` : ''}file ${r.fileId} in this project`, r.field],
+    params: [
+      r.fileId,
+      ctx.projectId,
+      r.typePrefix,
+      `Field "${r.field}": no ${r.typePrefix ? `${r.typePrefix.slice(0, -1)} ` : ''}file ${r.fileId} in this project`,
+      r.field,
+    ],
   }));
 }
 
@@ -131,7 +161,11 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   const locale = input.locale || ctx.defaultLocale;
   const data = validateData(model, input.data ?? {}, ctx.models, { partial: false });
   if (!isVersioned(model)) checkRequired(model, data);
-  if (input.naturalKey !== undefined && input.naturalKey !== null && (typeof input.naturalKey !== 'string' || input.naturalKey.length === 0 || input.naturalKey.length > 500)) {
+  if (
+    input.naturalKey !== undefined &&
+    input.naturalKey !== null &&
+    (typeof input.naturalKey !== 'string' || input.naturalKey.length === 0 || input.naturalKey.length > 500)
+  ) {
     throw new BadUserInput('naturalKey must be a non-empty string of at most 500 characters', { field: 'naturalKey' });
   }
   const id = newRecordId();
@@ -144,18 +178,42 @@ export function createRecord(ctx: WriteContext, model: ModelDef, input: CreateIn
   const statement: Statement = {
     text: `select * from svc_write_create($1::text, $2::text, $3::text, $4::text, $5::boolean, $6::text, $7::text, $8::text::jsonb, $9::text)`,
     prepared: true,
-    params: [id, ctx.projectId, model.key, input.naturalKey ?? null, versioned, ctx.userId, locale, json, searchText(model, data)],
+    params: [
+      id,
+      ctx.projectId,
+      model.key,
+      input.naturalKey ?? null,
+      versioned,
+      ctx.userId,
+      locale,
+      json,
+      searchText(model, data),
+    ],
     mapError: (err) => {
       const e = err as { code?: string; constraint?: string };
-      if (e?.code === '23505' && e.constraint === 'records_natural_key') return new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
+      if (e?.code === '23505' && e.constraint === 'records_natural_key')
+        return new Conflict(`A ${model.key} record with naturalKey "${input.naturalKey}" already exists`);
       return tooLongToIndex(err, ctx.projectId, model, data);
     },
   };
   const checks = fileChecks(ctx, model, data);
-  return { recordId: id, statements: [...checks, statement], row: checks.length, event: { action: 'created', recordId: id, modelKey: model.key }, created: { model, naturalKey: input.naturalKey ?? null, locale, data, id } };
+  return {
+    recordId: id,
+    statements: [...checks, statement],
+    row: checks.length,
+    event: { action: 'created', recordId: id, modelKey: model.key },
+    created: { model, naturalKey: input.naturalKey ?? null, locale, data, id },
+  };
 }
 
-export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown, notFoundMessage = notFound(model, id)): WriteStep {
+export function updateRecord(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  localeArg: string | null | undefined,
+  dataArg: unknown,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
   const versioned = isVersioned(model);
@@ -167,35 +225,86 @@ export function updateRecord(ctx: WriteContext, model: ModelDef, id: string, loc
   const statement: Statement = {
     text: `select * from svc_write_update($1::text, $2::text, $3::text, $4::text, $5::text, $6::text::jsonb, $7::text[], $8::text[], $9::boolean, $10::text, $11::text)`,
     prepared: true,
-    params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned, ctx.userId, notFoundMessage],
+    params: [
+      id,
+      ctx.projectId,
+      model.key,
+      locale,
+      ctx.defaultLocale,
+      json,
+      versioned ? [] : requiredKeys(model),
+      searchKeys(model),
+      versioned,
+      ctx.userId,
+      notFoundMessage,
+    ],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
-  return { recordId: id, statements: [statement, ...fileChecks(ctx, model, patch)], row: 0, event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return {
+    recordId: id,
+    statements: [statement, ...fileChecks(ctx, model, patch)],
+    row: 0,
+    event: { action: 'updated', recordId: id, modelKey: model.key },
+  };
 }
 
 /**
  * Copies every locale of the working version to published; required fields are checked per
  * locale. svc_publish_record locks the record (or fails with NOT_FOUND) first.
  */
-export function publishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+export function publishRecord(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
     prepared: true,
-    params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
+    params: [
+      id,
+      ctx.projectId,
+      model.key,
+      ctx.userId,
+      requiredKeys(model),
+      notFoundMessage,
+      ctx.defaultLocale,
+      ctx.defaultLocale,
+    ],
   };
-  return { recordId: id, statements: [statement], row: 0, event: { action: 'published', recordId: id, modelKey: model.key } };
+  return {
+    recordId: id,
+    statements: [statement],
+    row: 0,
+    event: { action: 'published', recordId: id, modelKey: model.key },
+  };
 }
 
-export function unpublishRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+export function unpublishRecord(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
     prepared: true,
     params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
   };
-  return { recordId: id, statements: [statement], row: 0, event: { action: 'unpublished', recordId: id, modelKey: model.key } };
+  return {
+    recordId: id,
+    statements: [statement],
+    row: 0,
+    event: { action: 'unpublished', recordId: id, modelKey: model.key },
+  };
 }
 
-export function deleteRecord(ctx: WriteContext, model: ModelDef, id: string, notFoundMessage = notFound(model, id)): WriteStep {
+export function deleteRecord(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const statement: Statement = {
     text: `select svc_delete_record($1::text, $2::text, $3::text, $4::text)`,
     params: [ctx.projectId, id, model.key, notFoundMessage],
@@ -216,7 +325,15 @@ export interface VariantWrite {
  * variant goes last in evaluation order; `rules` replace the variant's rules when given.
  * Unversioned models write both stages, as content writes do.
  */
-export function updateVariant(ctx: WriteContext, model: ModelDef, id: string, localeArg: string | null | undefined, dataArg: unknown, variant: VariantWrite, notFoundMessage = notFound(model, id)): WriteStep {
+export function updateVariant(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  localeArg: string | null | undefined,
+  dataArg: unknown,
+  variant: VariantWrite,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
   const versioned = isVersioned(model);
@@ -253,14 +370,38 @@ export function updateVariant(ctx: WriteContext, model: ModelDef, id: string, lo
       )
       insert into record_versions (record_id, project_id, action, locale, data, user_id, variant_id)
       values ($1::text, $2::text, 'updated', $4::text, $8::text::jsonb, $12::text, $6::text)`,
-    params: [id, ctx.projectId, model.key, locale, ctx.defaultLocale, variant.variantId, rules, json, versioned ? [] : requiredKeys(model), searchKeys(model), versioned ? ['draft'] : ['draft', 'published'], ctx.userId, versioned],
+    params: [
+      id,
+      ctx.projectId,
+      model.key,
+      locale,
+      ctx.defaultLocale,
+      variant.variantId,
+      rules,
+      json,
+      versioned ? [] : requiredKeys(model),
+      searchKeys(model),
+      versioned ? ['draft'] : ['draft', 'published'],
+      ctx.userId,
+      versioned,
+    ],
     mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
   };
-  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return {
+    recordId: id,
+    statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement],
+    event: { action: 'updated', recordId: id, modelKey: model.key },
+  };
 }
 
 /** Removes a variant from every locale of the working content (and the live one of unversioned models). */
-export function deleteVariant(ctx: WriteContext, model: ModelDef, id: string, variantId: string, notFoundMessage = notFound(model, id)): WriteStep {
+export function deleteVariant(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  variantId: string,
+  notFoundMessage = notFound(model, id),
+): WriteStep {
   const stages = isVersioned(model) ? ['draft'] : ['draft', 'published'];
   const statement: Statement = {
     text: `with u as (
@@ -275,7 +416,11 @@ export function deleteVariant(ctx: WriteContext, model: ModelDef, id: string, va
       select svc_check((select count(*) from u) > 0, 'SV404', $4::text)`,
     params: [id, variantId, stages, `Record "${id}" has no variant "${variantId}"`, ctx.userId, isVersioned(model)],
   };
-  return { recordId: id, statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement], event: { action: 'updated', recordId: id, modelKey: model.key } };
+  return {
+    recordId: id,
+    statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement],
+    event: { action: 'updated', recordId: id, modelKey: model.key },
+  };
 }
 
 /**
@@ -295,5 +440,8 @@ export async function runStep(tx: Sql | ContentSql, step: WriteStep): Promise<vo
 
 /** The models of records addressed by `_id` only (batch operations without modelKey): one statement. */
 export function modelKeysOf(projectId: string, ids: readonly string[]): Statement {
-  return { text: `select id, model_key from records where project_id = $1::text and id = any($2::text[])`, params: [projectId, [...ids]] };
+  return {
+    text: `select id, model_key from records where project_id = $1::text and id = any($2::text[])`,
+    params: [projectId, [...ids]],
+  };
 }

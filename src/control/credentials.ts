@@ -18,11 +18,37 @@ export type ControlCaller =
 export type MemberRole = 'owner' | 'admin' | 'editor' | 'viewer';
 export const MEMBER_ROLES: readonly MemberRole[] = ['owner', 'admin', 'editor', 'viewer'];
 
-export type ControlPermission = 'tenants:create' | 'projects:create' | 'members:add' | 'config:push' | 'config:read' | 'domains:write' | 'relyingparties:write' | 'keys:write' | 'records:write';
+export type ControlPermission =
+  | 'tenants:create'
+  | 'projects:create'
+  | 'members:add'
+  | 'config:push'
+  | 'config:read'
+  | 'domains:write'
+  | 'relyingparties:write'
+  | 'keys:write'
+  | 'records:write';
 
 const ROLE_PERMISSIONS: Record<MemberRole, readonly ControlPermission[]> = {
-  owner: ['projects:create', 'members:add', 'config:push', 'config:read', 'domains:write', 'relyingparties:write', 'keys:write', 'records:write'],
-  admin: ['members:add', 'config:push', 'config:read', 'domains:write', 'relyingparties:write', 'keys:write', 'records:write'],
+  owner: [
+    'projects:create',
+    'members:add',
+    'config:push',
+    'config:read',
+    'domains:write',
+    'relyingparties:write',
+    'keys:write',
+    'records:write',
+  ],
+  admin: [
+    'members:add',
+    'config:push',
+    'config:read',
+    'domains:write',
+    'relyingparties:write',
+    'keys:write',
+    'records:write',
+  ],
   editor: ['config:push', 'config:read', 'records:write'],
   viewer: ['config:read'],
 };
@@ -42,10 +68,19 @@ export async function authenticateControl(
   const token = m[1]!;
   if (hashSecret(token) === rootTokenHash) return { kind: 'root' };
   if (!token.startsWith('ck_')) throw new Unauthenticated('Authentication required: the token is not valid');
-  const [row] = await sql<{ id: string; tenant_id: string; role: MemberRole; project_id: string | null; email: string }[]>`
+  const [row] = await sql<
+    { id: string; tenant_id: string; role: MemberRole; project_id: string | null; email: string }[]
+  >`
     select m.id, m.tenant_id, m.role, m.project_id, m.email
     from control_keys k join members m on m.id = k.member_id
     where k.key_hash = ${hashSecret(token)} and k.disabled_at is null`;
   if (!row) throw new Unauthenticated('Authentication required: the control key is not valid');
-  return { kind: 'member', memberId: row.id, tenantId: row.tenant_id, role: row.role, projectId: row.project_id, email: row.email };
+  return {
+    kind: 'member',
+    memberId: row.id,
+    tenantId: row.tenant_id,
+    role: row.role,
+    projectId: row.project_id,
+    email: row.email,
+  };
 }

@@ -13,8 +13,28 @@ import { projectOfLogin, roleFor, sessionOf, type MemberLogin } from './member-s
  * member's best role in the project mapped to scopes, the member id as the writer (history,
  * `userId` of events) and the `admin` principal of field access rules.
  */
-const VIEWER = ['records:read', 'drafts:read', 'files:read', 'files:list', 'files:list.all', 'schemas:read', 'search:read', 'operations:read', 'schedules:read', 'notifications:read'];
-const EDITOR = [...VIEWER, 'records:write', 'records:delete', 'records:publish', 'files:write', 'files:delete', 'operations:execute', 'schedules:write'];
+const VIEWER = [
+  'records:read',
+  'drafts:read',
+  'files:read',
+  'files:list',
+  'files:list.all',
+  'schemas:read',
+  'search:read',
+  'operations:read',
+  'schedules:read',
+  'notifications:read',
+];
+const EDITOR = [
+  ...VIEWER,
+  'records:write',
+  'records:delete',
+  'records:publish',
+  'files:write',
+  'files:delete',
+  'operations:execute',
+  'schedules:write',
+];
 
 export function memberScopes(role: MemberRole): readonly string[] {
   return role === 'viewer' ? VIEWER : role === 'editor' ? EDITOR : ['*'];
@@ -29,7 +49,11 @@ export async function memberPrincipal(sql: Sql, login: MemberLogin, projectId: s
   const cacheKey = `${row.memberId}\0${row.role}\0${projectId}`;
   const hit = principals.get(cacheKey);
   if (hit) return hit;
-  const base = { kind: 'sk' as const, scopes: new Set(memberScopes(row.role)) as ReadonlySet<string>, allowedModels: null };
+  const base = {
+    kind: 'sk' as const,
+    scopes: new Set(memberScopes(row.role)) as ReadonlySet<string>,
+    allowedModels: null,
+  };
   const p: KeyPrincipal = {
     keyId: row.memberId,
     tenantId: login.tenantId,
@@ -51,7 +75,14 @@ export async function memberPrincipal(sql: Sql, login: MemberLogin, projectId: s
  */
 export function memberCaller(login: MemberLogin, projectId: string | null): ControlCaller {
   const row = (projectId ? roleFor(login.rows, projectId) : null) ?? roleFor(login.rows, null) ?? login.rows[0]!;
-  return { kind: 'member', memberId: row.memberId, tenantId: login.tenantId, role: row.role, projectId: row.projectId, email: login.email };
+  return {
+    kind: 'member',
+    memberId: row.memberId,
+    tenantId: login.tenantId,
+    role: row.role,
+    projectId: row.projectId,
+    email: login.email,
+  };
 }
 
 /** The gate's view of member sessions (installed by the Service). */

@@ -3,7 +3,13 @@ import type { EventBus } from '../bus/bus.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
 import type { KeyKind } from '../auth/principal.ts';
 import {
-  createApiKey, deleteApiKey, getApiKey, listApiKeys, updateApiKey, type KeySummary, type KeyUpdate,
+  createApiKey,
+  deleteApiKey,
+  getApiKey,
+  listApiKeys,
+  updateApiKey,
+  type KeySummary,
+  type KeyUpdate,
 } from '../auth/api-keys.ts';
 import type { ControlCaller } from './credentials.ts';
 import { memberMay, projectOfCaller, requireMember } from './tenancy.ts';
@@ -18,11 +24,17 @@ const DENIED = 'Only owners and admins may manage API keys (tenant keys need a t
 function kindOf(type: unknown, tenant: unknown): KeyKind {
   if (type !== 'public' && type !== 'secret') throw new BadUserInput('type must be public or secret');
   const t = tenant === true;
-  if (tenant !== undefined && tenant !== null && typeof tenant !== 'boolean') throw new BadUserInput('tenant must be true or false');
+  if (tenant !== undefined && tenant !== null && typeof tenant !== 'boolean')
+    throw new BadUserInput('tenant must be true or false');
   return `${type === 'public' ? 'pk' : 'sk'}${t ? '_t' : ''}` as KeyKind;
 }
 
-export async function controlCreateKey(sql: Sql, bus: EventBus, caller: ControlCaller, body: Record<string, unknown>): Promise<{ id: string; key: string }> {
+export async function controlCreateKey(
+  sql: Sql,
+  bus: EventBus,
+  caller: ControlCaller,
+  body: Record<string, unknown>,
+): Promise<{ id: string; key: string }> {
   const member = requireMember(caller);
   const kind = kindOf(body.type, body.tenant);
   const tenant = kind === 'pk_t' || kind === 'sk_t';
@@ -43,15 +55,24 @@ export async function controlCreateKey(sql: Sql, bus: EventBus, caller: ControlC
   });
 }
 
-export async function controlListKeys(sql: Sql, caller: ControlCaller, project: unknown): Promise<{ keys: KeySummary[] }> {
+export async function controlListKeys(
+  sql: Sql,
+  caller: ControlCaller,
+  project: unknown,
+): Promise<{ keys: KeySummary[] }> {
   const member = requireMember(caller);
   // A project-scoped admin only ever sees the keys serving their project.
-  const projectId = typeof project === 'string' && project !== '' ? (await projectOfCaller(sql, member, project)).id : member.projectId;
+  const projectId =
+    typeof project === 'string' && project !== '' ? (await projectOfCaller(sql, member, project)).id : member.projectId;
   if (!memberMay(member, 'keys:write', projectId)) throw new PermissionDenied(DENIED);
   return { keys: await listApiKeys(sql, member.tenantId, projectId) };
 }
 
-async function manageable(sql: Sql, caller: ControlCaller, keyId: string): Promise<{ tenantId: string; key: KeySummary }> {
+async function manageable(
+  sql: Sql,
+  caller: ControlCaller,
+  keyId: string,
+): Promise<{ tenantId: string; key: KeySummary }> {
   const member = requireMember(caller);
   const key = await getApiKey(sql, member.tenantId, keyId);
   if (!memberMay(member, 'keys:write', key.projectId)) {
@@ -61,16 +82,35 @@ async function manageable(sql: Sql, caller: ControlCaller, keyId: string): Promi
   return { tenantId: member.tenantId, key };
 }
 
-export async function controlUpdateKey(sql: Sql, bus: EventBus, caller: ControlCaller, keyId: string, body: Record<string, unknown>): Promise<KeySummary> {
+export async function controlUpdateKey(
+  sql: Sql,
+  bus: EventBus,
+  caller: ControlCaller,
+  keyId: string,
+  body: Record<string, unknown>,
+): Promise<KeySummary> {
   const { tenantId } = await manageable(sql, caller, keyId);
   for (const k of ['scopes', 'models', 'projects', 'type', 'tenant', 'project']) {
-    if (body[k] !== undefined) throw new BadUserInput(`${k} is fixed at creation: create a new key and rotate (docs/keys.md)`);
+    if (body[k] !== undefined)
+      throw new BadUserInput(`${k} is fixed at creation: create a new key and rotate (docs/keys.md)`);
   }
-  const patch: KeyUpdate = { name: body.name, allowedOrigins: body.origins, rateLimit: body.rateLimit, expiresAt: body.expiresAt, disabled: body.disabled, documents: body.documents };
+  const patch: KeyUpdate = {
+    name: body.name,
+    allowedOrigins: body.origins,
+    rateLimit: body.rateLimit,
+    expiresAt: body.expiresAt,
+    disabled: body.disabled,
+    documents: body.documents,
+  };
   return updateApiKey(sql, bus, tenantId, keyId, patch);
 }
 
-export async function controlDeleteKey(sql: Sql, bus: EventBus, caller: ControlCaller, keyId: string): Promise<{ id: string; deleted: true }> {
+export async function controlDeleteKey(
+  sql: Sql,
+  bus: EventBus,
+  caller: ControlCaller,
+  keyId: string,
+): Promise<{ id: string; deleted: true }> {
   const { tenantId } = await manageable(sql, caller, keyId);
   return deleteApiKey(sql, bus, tenantId, keyId);
 }

@@ -52,13 +52,15 @@ export interface NewSession {
 }
 
 function normalizeEmail(v: unknown): string {
-  if (typeof v !== 'string' || v.length > 320 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v.trim())) throw new BadUserInput('email must be an email address', { field: 'email' });
+  if (typeof v !== 'string' || v.length > 320 || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(v.trim()))
+    throw new BadUserInput('email must be an email address', { field: 'email' });
   return v.trim().toLowerCase();
 }
 
 function optionalTenant(v: unknown): string | null {
   if (v === undefined || v === null || v === '') return null;
-  if (typeof v !== 'string' || v.length > 100) throw new BadUserInput('tenantId must be a string', { field: 'tenantId' });
+  if (typeof v !== 'string' || v.length > 100)
+    throw new BadUserInput('tenantId must be a string', { field: 'tenantId' });
   return v;
 }
 
@@ -101,16 +103,22 @@ export async function createInvite(sql: Sql, tenantId: string, email: string): P
 }
 
 /** Redeems a first-login link: sets the password and signs in. */
-export async function acceptInvite(deps: SessionDeps, input: { token?: unknown; password?: unknown }): Promise<NewSession> {
-  if (typeof input.token !== 'string' || !/^mi_[0-9a-f]{64}$/.test(input.token)) throw new BadUserInput('This link is not valid', { field: 'token' });
+export async function acceptInvite(
+  deps: SessionDeps,
+  input: { token?: unknown; password?: unknown },
+): Promise<NewSession> {
+  if (typeof input.token !== 'string' || !/^mi_[0-9a-f]{64}$/.test(input.token))
+    throw new BadUserInput('This link is not valid', { field: 'token' });
   const token = input.token;
   const [invite] = await deps.sql<{ tenant_id: string; email: string }[]>`
     select tenant_id, email from member_invites where token_hash = ${hashSecret(token)} and used_at is null and expires_at > now()`;
   if (!invite) throw new Unauthenticated('This link has expired or was already used: ask an admin for a new one');
   const password = checkPassword(input.password, invite.email);
   const hash = await Bun.password.hash(password, { algorithm: 'argon2id' });
-  const used = await deps.sql`update member_invites set used_at = now() where token_hash = ${hashSecret(token)} and used_at is null returning 1`;
-  if (used.length === 0) throw new Unauthenticated('This link has expired or was already used: ask an admin for a new one');
+  const used =
+    await deps.sql`update member_invites set used_at = now() where token_hash = ${hashSecret(token)} and used_at is null returning 1`;
+  if (used.length === 0)
+    throw new Unauthenticated('This link has expired or was already used: ask an admin for a new one');
   await deps.sql`
     insert into member_logins (tenant_id, email, password_hash) values (${invite.tenant_id}, ${invite.email}, ${hash})
     on conflict (tenant_id, email) do update set password_hash = excluded.password_hash, failed_logins = 0, locked_until = null, updated_at = now()`;
@@ -126,9 +134,13 @@ async function requireMembership(sql: Sql, tenantId: string, email: string): Pro
 let dummyHash: Promise<string> | undefined;
 
 /** Email + password. Several tenants with this email and password: `tenantId` picks one. */
-export async function loginWithPassword(deps: SessionDeps, input: { email?: unknown; password?: unknown; tenantId?: unknown }): Promise<NewSession> {
+export async function loginWithPassword(
+  deps: SessionDeps,
+  input: { email?: unknown; password?: unknown; tenantId?: unknown },
+): Promise<NewSession> {
   const email = normalizeEmail(input.email);
-  if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256) throw new BadUserInput('password is required', { field: 'password' });
+  if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256)
+    throw new BadUserInput('password is required', { field: 'password' });
   const tenant = optionalTenant(input.tenantId);
   const rows = await deps.sql<{ tenant_id: string; password_hash: string; locked: boolean }[]>`
     select l.tenant_id, l.password_hash, coalesce(l.locked_until > now(), false) as locked
@@ -152,10 +164,15 @@ export async function loginWithPassword(deps: SessionDeps, input: { email?: unkn
       update member_logins set failed_logins = failed_logins + 1,
         locked_until = case when failed_logins + 1 >= ${LOCK_AFTER} then now() + make_interval(mins => ${LOCK_MINUTES}) else locked_until end
       where email = ${email} and tenant_id in ${deps.sql(rows.map((r) => r.tenant_id))}`;
-    if (rows.every((r) => r.locked)) throw new RateLimited(`Too many failed sign-ins: try again in ${LOCK_MINUTES} minutes, or use a one-time code`);
+    if (rows.every((r) => r.locked))
+      throw new RateLimited(`Too many failed sign-ins: try again in ${LOCK_MINUTES} minutes, or use a one-time code`);
     throw new Unauthenticated(INVALID_LOGIN);
   }
-  if (matched.length > 1) throw new BadUserInput('This email signs in to several tenants: choose one', { field: 'tenantId', tenants: await tenantNames(deps.sql, matched) });
+  if (matched.length > 1)
+    throw new BadUserInput('This email signs in to several tenants: choose one', {
+      field: 'tenantId',
+      tenants: await tenantNames(deps.sql, matched),
+    });
   await deps.sql`update member_logins set failed_logins = 0, locked_until = null where tenant_id = ${matched[0]!} and email = ${email}`;
   return openSession(deps.sql, matched[0]!, email);
 }
@@ -173,7 +190,10 @@ function codeHash(dataDir: string, tenantId: string, email: string, code: string
  * Makes a 6-digit code for each tenant this email is a member of; returns them for the caller
  * to mail (nothing for an unknown email: the answer to the browser is the same either way).
  */
-export async function createLoginCodes(deps: SessionDeps, input: { email?: unknown }): Promise<{ email: string; codes: { tenantId: string; tenantName: string; code: string }[] }> {
+export async function createLoginCodes(
+  deps: SessionDeps,
+  input: { email?: unknown },
+): Promise<{ email: string; codes: { tenantId: string; tenantName: string; code: string }[] }> {
   const email = normalizeEmail(input.email);
   const tenants = await deps.sql<{ id: string; name: string }[]>`
     select distinct t.id, t.name from members m join tenants t on t.id = m.tenant_id where m.email = ${email} order by t.name limit 20`;
@@ -192,9 +212,13 @@ export async function createLoginCodes(deps: SessionDeps, input: { email?: unkno
   return { email, codes };
 }
 
-export async function loginWithCode(deps: SessionDeps, input: { email?: unknown; code?: unknown }): Promise<NewSession> {
+export async function loginWithCode(
+  deps: SessionDeps,
+  input: { email?: unknown; code?: unknown },
+): Promise<NewSession> {
   const email = normalizeEmail(input.email);
-  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim())) throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
+  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim()))
+    throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
   const code = input.code.trim();
   const rows = await deps.sql<{ tenant_id: string; code_hash: string }[]>`
     select tenant_id, code_hash from member_codes
@@ -202,10 +226,12 @@ export async function loginWithCode(deps: SessionDeps, input: { email?: unknown;
   const keyring = secretsKeyring(deps.dataDir);
   const hit = rows.find((r) => verify(keyring, codeSigned(r.tenant_id, email, code), r.code_hash, 'hex'));
   if (!hit) {
-    if (rows.length) await deps.sql`update member_codes set attempts = attempts + 1 where email = ${email} and tenant_id in ${deps.sql(rows.map((r) => r.tenant_id))}`;
+    if (rows.length)
+      await deps.sql`update member_codes set attempts = attempts + 1 where email = ${email} and tenant_id in ${deps.sql(rows.map((r) => r.tenant_id))}`;
     throw new Unauthenticated(INVALID_CODE);
   }
-  const used = await deps.sql`delete from member_codes where tenant_id = ${hit.tenant_id} and email = ${email} and code_hash = ${hit.code_hash} returning 1`;
+  const used =
+    await deps.sql`delete from member_codes where tenant_id = ${hit.tenant_id} and email = ${email} and code_hash = ${hit.code_hash} returning 1`;
   if (used.length === 0) throw new Unauthenticated(INVALID_CODE);
   await requireMembership(deps.sql, hit.tenant_id, email);
   return openSession(deps.sql, hit.tenant_id, email);
@@ -213,14 +239,25 @@ export async function loginWithCode(deps: SessionDeps, input: { email?: unknown;
 
 /** The live session of a token, with its member rows; null when unknown, expired or revoked. */
 export async function sessionOf(sql: Sql, token: string): Promise<MemberLogin | null> {
-  const rows = await sql<{ id: string; tenant_id: string; email: string; member_id: string | null; role: MemberRole | null; project_id: string | null }[]>`
+  const rows = await sql<
+    {
+      id: string;
+      tenant_id: string;
+      email: string;
+      member_id: string | null;
+      role: MemberRole | null;
+      project_id: string | null;
+    }[]
+  >`
     select s.id, s.tenant_id, s.email, m.id as member_id, m.role, m.project_id
     from member_sessions s left join members m on m.tenant_id = s.tenant_id and m.email = s.email
     where s.token_hash = ${hashSecret(token)} and s.revoked_at is null and s.expires_at > now()
     order by m.created_at`;
   const first = rows[0];
   if (!first) return null;
-  const members = rows.flatMap((r) => (r.member_id && r.role ? [{ memberId: r.member_id, role: r.role, projectId: r.project_id }] : []));
+  const members = rows.flatMap((r) =>
+    r.member_id && r.role ? [{ memberId: r.member_id, role: r.role, projectId: r.project_id }] : [],
+  );
   // A login whose member rows were all removed is signed out.
   if (members.length === 0) return null;
   return { sessionId: first.id, tenantId: first.tenant_id, email: first.email, rows: members };
@@ -231,21 +268,36 @@ export async function revokeSession(sql: Sql, token: string): Promise<void> {
 }
 
 /** A project of the login's tenant that one of its rows covers, else NOT_FOUND (looks absent). */
-export async function projectOfLogin(sql: Sql, login: MemberLogin, projectId: string): Promise<{ id: string; name: string; row: MemberRow }> {
+export async function projectOfLogin(
+  sql: Sql,
+  login: MemberLogin,
+  projectId: string,
+): Promise<{ id: string; name: string; row: MemberRow }> {
   const row = roleFor(login.rows, projectId);
-  const [p] = row ? await sql<{ id: string; name: string; tenant_id: string }[]>`select id, name, tenant_id from projects where id = ${projectId}` : [];
+  const [p] = row
+    ? await sql<
+        { id: string; name: string; tenant_id: string }[]
+      >`select id, name, tenant_id from projects where id = ${projectId}`
+    : [];
   if (!row || !p || p.tenant_id !== login.tenantId) throw new NotFound('Project not found');
   return { id: p.id, name: p.name, row };
 }
 
 /** The projects a login may open, with the role it holds in each. */
-export async function projectsOfLogin(sql: Sql, login: MemberLogin): Promise<{ id: string; name: string; role: MemberRole }[]> {
+export async function projectsOfLogin(
+  sql: Sql,
+  login: MemberLogin,
+): Promise<{ id: string; name: string; role: MemberRole }[]> {
   const wide = roleFor(login.rows, null);
   const ids = login.rows.flatMap((r) => (r.projectId ? [r.projectId] : []));
   const rows = wide
-    ? await sql<{ id: string; name: string }[]>`select id, name from projects where tenant_id = ${login.tenantId} order by name, id limit 500`
+    ? await sql<
+        { id: string; name: string }[]
+      >`select id, name from projects where tenant_id = ${login.tenantId} order by name, id limit 500`
     : ids.length
-      ? await sql<{ id: string; name: string }[]>`select id, name from projects where tenant_id = ${login.tenantId} and id in ${sql(ids)} order by name, id`
+      ? await sql<
+          { id: string; name: string }[]
+        >`select id, name from projects where tenant_id = ${login.tenantId} and id in ${sql(ids)} order by name, id`
       : [];
   return rows.map((p) => ({ ...p, role: roleFor(login.rows, p.id)!.role }));
 }

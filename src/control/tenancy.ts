@@ -42,7 +42,10 @@ export async function createTenant(
 ): Promise<{ tenantId: string; memberId: string; controlKey: string }> {
   if (caller.kind !== 'root') throw new PermissionDenied('Only the root token may create tenants');
   const name = checkName(input.name);
-  const email = input.ownerEmail === undefined || input.ownerEmail === null ? 'owner@localhost.invalid' : checkEmail(input.ownerEmail);
+  const email =
+    input.ownerEmail === undefined || input.ownerEmail === null
+      ? 'owner@localhost.invalid'
+      : checkEmail(input.ownerEmail);
   const tenantId = newId('ten');
   return sql.begin(async (tx) => {
     await tx`insert into tenants (id, name) values (${tenantId}, ${name})`;
@@ -59,7 +62,8 @@ export function memberMay(caller: ControlCaller, perm: ControlPermission, projec
 }
 
 export function requireMember(caller: ControlCaller): Extract<ControlCaller, { kind: 'member' }> {
-  if (caller.kind !== 'member') throw new PermissionDenied('This command needs a control key (ck_…), not the root token');
+  if (caller.kind !== 'member')
+    throw new PermissionDenied('This command needs a control key (ck_…), not the root token');
   return caller;
 }
 
@@ -69,7 +73,8 @@ export async function createProject(
   input: { name?: unknown },
 ): Promise<{ projectId: string; tenantId: string }> {
   const member = requireMember(caller);
-  if (!memberMay(member, 'projects:create', null)) throw new PermissionDenied('Only a tenant owner may create projects');
+  if (!memberMay(member, 'projects:create', null))
+    throw new PermissionDenied('Only a tenant owner may create projects');
   const name = checkName(input.name);
   const projectId = newId('prj');
   await sql`insert into projects (id, tenant_id, name) values (${projectId}, ${member.tenantId}, ${name})`;
@@ -89,10 +94,16 @@ export async function tenantName(sql: Sql, tenantId: string): Promise<string | n
   return row?.name ?? null;
 }
 
-export async function projectOfCaller(sql: Sql, caller: ControlCaller, projectId: unknown): Promise<{ id: string; tenantId: string }> {
+export async function projectOfCaller(
+  sql: Sql,
+  caller: ControlCaller,
+  projectId: unknown,
+): Promise<{ id: string; tenantId: string }> {
   const member = requireMember(caller);
   if (typeof projectId !== 'string' || projectId === '') throw new BadUserInput('project is required');
-  const [row] = await sql<{ id: string; tenant_id: string }[]>`select id, tenant_id from projects where id = ${projectId}`;
+  const [row] = await sql<
+    { id: string; tenant_id: string }[]
+  >`select id, tenant_id from projects where id = ${projectId}`;
   // Another tenant's project looks absent: its existence is not the caller's to learn.
   if (!row || row.tenant_id !== member.tenantId) throw new NotFound('Project not found');
   return { id: row.id, tenantId: row.tenant_id };
@@ -112,7 +123,8 @@ export async function addMember(
     projectId = (await projectOfCaller(sql, caller, input.project)).id;
   }
   if (role === 'owner' && projectId !== null) throw new BadUserInput('an owner is tenant-wide: leave out --project');
-  if (!memberMay(member, 'members:add', projectId)) throw new PermissionDenied('Only owners and admins may add members');
+  if (!memberMay(member, 'members:add', projectId))
+    throw new PermissionDenied('Only owners and admins may add members');
   if (role === 'owner' && member.role !== 'owner') throw new PermissionDenied('Only an owner may add another owner');
   return insertMember(sql, member.tenantId, email, role, projectId);
 }

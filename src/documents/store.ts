@@ -72,24 +72,46 @@ export function entryPath(key: string): string {
  * Relay's persisted output) that are well-formed, and a problem for each one that is not: a key
  * that is no SHA-256, a value that is no string, too large, or whose hash is not its key.
  */
-export function checkManifest(input: unknown): { entries: { hash: string; body: string }[]; problems: DocumentProblem[] } {
+export function checkManifest(input: unknown): {
+  entries: { hash: string; body: string }[];
+  problems: DocumentProblem[];
+} {
   const problems: DocumentProblem[] = [];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    return { entries: [], problems: [{ path: 'documents', message: 'documents must be a JSON object { "<sha256 hex>": "<document>" }' }] };
+    return {
+      entries: [],
+      problems: [{ path: 'documents', message: 'documents must be a JSON object { "<sha256 hex>": "<document>" }' }],
+    };
   }
   const keys = Object.keys(input);
   if (keys.length > DOCUMENT_LIMITS.maxTrusted) {
-    return { entries: [], problems: [{ path: 'documents', message: `a project holds at most ${DOCUMENT_LIMITS.maxTrusted} trusted documents` }] };
+    return {
+      entries: [],
+      problems: [
+        { path: 'documents', message: `a project holds at most ${DOCUMENT_LIMITS.maxTrusted} trusted documents` },
+      ],
+    };
   }
   const entries: { hash: string; body: string }[] = [];
   for (const key of keys) {
     const value = (input as Record<string, unknown>)[key];
     const hash = key.startsWith('sha256:') ? key.slice(7) : key;
-    if (!HASH_RE.test(hash)) problems.push({ path: entryPath(key), message: 'the key must be the SHA-256 of the document in lowercase hex (64 characters)' });
-    else if (typeof value !== 'string' || value.length === 0) problems.push({ path: entryPath(key), message: 'the value must be the document text' });
-    else if (!storable(value)) problems.push({ path: entryPath(key), message: 'the document holds a NUL character or an unpaired surrogate' });
-    else if (utf8Bytes(value) > DOCUMENT_LIMITS.maxDocumentBytes) problems.push({ path: entryPath(key), message: `the document exceeds ${DOCUMENT_LIMITS.maxDocumentBytes} bytes` });
-    else if (sha256Hex(value) !== hash) problems.push({ path: entryPath(key), message: `hash mismatch: the document's SHA-256 is ${sha256Hex(value)}` });
+    if (!HASH_RE.test(hash))
+      problems.push({
+        path: entryPath(key),
+        message: 'the key must be the SHA-256 of the document in lowercase hex (64 characters)',
+      });
+    else if (typeof value !== 'string' || value.length === 0)
+      problems.push({ path: entryPath(key), message: 'the value must be the document text' });
+    else if (!storable(value))
+      problems.push({ path: entryPath(key), message: 'the document holds a NUL character or an unpaired surrogate' });
+    else if (utf8Bytes(value) > DOCUMENT_LIMITS.maxDocumentBytes)
+      problems.push({
+        path: entryPath(key),
+        message: `the document exceeds ${DOCUMENT_LIMITS.maxDocumentBytes} bytes`,
+      });
+    else if (sha256Hex(value) !== hash)
+      problems.push({ path: entryPath(key), message: `hash mismatch: the document's SHA-256 is ${sha256Hex(value)}` });
     else entries.push({ hash, body: value });
   }
   return { entries, problems };
@@ -105,7 +127,13 @@ export async function loadTrusted(sql: Sql, projectId: string): Promise<TrustedD
 export async function listTrusted(sql: Sql, projectId: string): Promise<ListedDocument[]> {
   const rows = await sql<{ hash: string; bytes: number; valid: boolean; problem: string | null; created_at: Date }[]>`
     select hash, bytes, valid, problem, created_at from documents where project_id = ${projectId} and kind = 'trusted' order by created_at, hash`;
-  return rows.map((r) => ({ hash: r.hash, bytes: r.bytes, valid: r.valid, problem: r.problem, createdAt: r.created_at.toISOString() }));
+  return rows.map((r) => ({
+    hash: r.hash,
+    bytes: r.bytes,
+    valid: r.valid,
+    problem: r.problem,
+    createdAt: r.created_at.toISOString(),
+  }));
 }
 
 /**
@@ -113,16 +141,28 @@ export async function listTrusted(sql: Sql, projectId: string): Promise<ListedDo
  * byte bounds: entries that would pass them are returned as problems and not stored. `replace`
  * drops every other trusted document of the project first.
  */
-export async function saveTrusted(sql: Sql, projectId: string, docs: readonly TrustedDocument[], replace = false): Promise<{ stored: number; problems: DocumentProblem[] }> {
+export async function saveTrusted(
+  sql: Sql,
+  projectId: string,
+  docs: readonly TrustedDocument[],
+  replace = false,
+): Promise<{ stored: number; problems: DocumentProblem[] }> {
   const problems: DocumentProblem[] = [];
   const stored = await sql.begin(async (txRaw) => {
     const tx = txRaw as unknown as Sql;
     // Serialises pushes to one project (the bounds are checked against what is there).
     await tx`select id from projects where id = ${projectId} for update`;
-    if (replace) await tx`delete from documents where project_id = ${projectId} and kind = 'trusted' and not (hash = any(${docs.map((d) => d.hash)}))`;
+    if (replace)
+      await tx`delete from documents where project_id = ${projectId} and kind = 'trusted' and not (hash = any(${docs.map((d) => d.hash)}))`;
     const [usage] = await tx<{ n: number; bytes: number }[]>`
       select count(*)::int as n, coalesce(sum(bytes), 0)::int as bytes from documents where project_id = ${projectId} and kind = 'trusted'`;
-    const present = new Set((await tx<{ hash: string }[]>`select hash from documents where project_id = ${projectId} and kind = 'trusted' and hash = any(${docs.map((d) => d.hash)})`).map((r) => r.hash));
+    const present = new Set(
+      (
+        await tx<
+          { hash: string }[]
+        >`select hash from documents where project_id = ${projectId} and kind = 'trusted' and hash = any(${docs.map((d) => d.hash)})`
+      ).map((r) => r.hash),
+    );
     let n = usage!.n;
     let bytes = usage!.bytes;
     let count = 0;
@@ -130,7 +170,10 @@ export async function saveTrusted(sql: Sql, projectId: string, docs: readonly Tr
       const size = utf8Bytes(d.body);
       if (!present.has(d.hash)) {
         if (n + 1 > DOCUMENT_LIMITS.maxTrusted || bytes + size > DOCUMENT_LIMITS.maxTrustedBytes) {
-          problems.push({ path: entryPath(d.hash), message: `the project's trusted documents would exceed ${DOCUMENT_LIMITS.maxTrusted} documents or ${DOCUMENT_LIMITS.maxTrustedBytes} bytes` });
+          problems.push({
+            path: entryPath(d.hash),
+            message: `the project's trusted documents would exceed ${DOCUMENT_LIMITS.maxTrusted} documents or ${DOCUMENT_LIMITS.maxTrustedBytes} bytes`,
+          });
           continue;
         }
         n++;
@@ -147,20 +190,27 @@ export async function saveTrusted(sql: Sql, projectId: string, docs: readonly Tr
 }
 
 /** Records the outcome of validating stored documents against a new schema. */
-export async function setValidity(sql: Sql, projectId: string, results: readonly { hash: string; valid: boolean; problem: string | null }[]): Promise<void> {
+export async function setValidity(
+  sql: Sql,
+  projectId: string,
+  results: readonly { hash: string; valid: boolean; problem: string | null }[],
+): Promise<void> {
   for (const r of results) {
     await sql`update documents set valid = ${r.valid}, problem = ${r.problem} where project_id = ${projectId} and kind = 'trusted' and hash = ${r.hash}`;
   }
 }
 
 export async function removeTrusted(sql: Sql, projectId: string, hash: string): Promise<boolean> {
-  const rows = await sql`delete from documents where project_id = ${projectId} and kind = 'trusted' and hash = ${hash} returning hash`;
+  const rows =
+    await sql`delete from documents where project_id = ${projectId} and kind = 'trusted' and hash = ${hash} returning hash`;
   return rows.length > 0;
 }
 
 /** The text an APQ client registered under `hash`, or null. */
 export async function apqGet(sql: Sql, projectId: string, hash: string): Promise<string | null> {
-  const [row] = await sql<{ body: string }[]>`select body from documents where project_id = ${projectId} and kind = 'apq' and hash = ${hash}`;
+  const [row] = await sql<
+    { body: string }[]
+  >`select body from documents where project_id = ${projectId} and kind = 'apq' and hash = ${hash}`;
   return row?.body ?? null;
 }
 
@@ -184,6 +234,8 @@ export async function apqPut(sql: Sql, projectId: string, hash: string, body: st
 
 /** Bytes the APQ store of a project holds (tests, diagnostics). */
 export async function apqBytes(sql: Sql, projectId: string): Promise<number> {
-  const [row] = await sql<{ bytes: number }[]>`select coalesce(sum(bytes), 0)::int as bytes from documents where project_id = ${projectId} and kind = 'apq'`;
+  const [row] = await sql<
+    { bytes: number }[]
+  >`select coalesce(sum(bytes), 0)::int as bytes from documents where project_id = ${projectId} and kind = 'apq'`;
   return row!.bytes;
 }

@@ -62,10 +62,20 @@ function clip(v: string | null | undefined, max: number): string | null {
 }
 
 /** The request's origin as the log keeps it: the caller's `x-request-id` when well formed, else a new one. */
-export function auditFrom(headers: { get(name: string): string | null } | Record<string, string | undefined>, ip: string | null): AuditFrom {
-  const get = (n: string): string | null => (typeof (headers as Headers).get === 'function' ? (headers as Headers).get(n) : ((headers as Record<string, string | undefined>)[n] ?? null));
+export function auditFrom(
+  headers: { get(name: string): string | null } | Record<string, string | undefined>,
+  ip: string | null,
+): AuditFrom {
+  const get = (n: string): string | null =>
+    typeof (headers as Headers).get === 'function'
+      ? (headers as Headers).get(n)
+      : ((headers as Record<string, string | undefined>)[n] ?? null);
   const given = get('x-request-id');
-  return { requestId: given !== null && REQUEST_ID.test(given) ? given : randomUUID(), ip: clip(ip, 64), userAgent: clip(get('user-agent'), 512) };
+  return {
+    requestId: given !== null && REQUEST_ID.test(given) ? given : randomUUID(),
+    ip: clip(ip, 64),
+    userAgent: clip(get('user-agent'), 512),
+  };
 }
 
 /** The kind of an id written as a record's writer (`mem_`, `cus_`, else an API key). */
@@ -81,25 +91,58 @@ export const NO_ORIGIN: AuditFrom = { requestId: null, ip: null, userAgent: null
  * One INSERT of the entries of one change (one row each), for a write transaction
  * (`WriteTx.follow`); parameters only, no value of the change.
  */
-export function auditStatement(scope: { projectId: string | null; tenantId: string | null }, who: AuditWho, from: AuditFrom, targets: readonly AuditTarget[]): Statement {
+export function auditStatement(
+  scope: { projectId: string | null; tenantId: string | null },
+  who: AuditWho,
+  from: AuditFrom,
+  targets: readonly AuditTarget[],
+): Statement {
   if (targets.length === 1) {
     const t = targets[0]!;
     return {
       text: `insert into audit_log (project_id, tenant_id, actor_kind, actor_id, action, target_kind, target_id, request_id, ip, user_agent)
         values ($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text)`,
       prepared: true,
-      params: [scope.projectId, scope.tenantId, who.kind, clip(who.id, 200), clip(t.action, 100), clip(t.kind, 50), clip(t.id, 500), from.requestId, from.ip, from.userAgent],
+      params: [
+        scope.projectId,
+        scope.tenantId,
+        who.kind,
+        clip(who.id, 200),
+        clip(t.action, 100),
+        clip(t.kind, 50),
+        clip(t.id, 500),
+        from.requestId,
+        from.ip,
+        from.userAgent,
+      ],
     };
   }
   return {
     text: `insert into audit_log (project_id, tenant_id, actor_kind, actor_id, action, target_kind, target_id, request_id, ip, user_agent)
       select $1::text, $2::text, $3::text, $4::text, a, k, i, $8::text, $9::text, $10::text from unnest($5::text[], $6::text[], $7::text[]) as x(a, k, i)`,
-    params: [scope.projectId, scope.tenantId, who.kind, clip(who.id, 200), targets.map((t) => clip(t.action, 100)), targets.map((t) => clip(t.kind, 50)), targets.map((t) => clip(t.id, 500)), from.requestId, from.ip, from.userAgent],
+    params: [
+      scope.projectId,
+      scope.tenantId,
+      who.kind,
+      clip(who.id, 200),
+      targets.map((t) => clip(t.action, 100)),
+      targets.map((t) => clip(t.kind, 50)),
+      targets.map((t) => clip(t.id, 500)),
+      from.requestId,
+      from.ip,
+      from.userAgent,
+    ],
   };
 }
 
 /** Writes entries on their own (changes without a transaction of ours to join). */
-export async function recordAudit(sql: Sql, scope: { projectId: string | null; tenantId: string | null }, who: AuditWho, from: AuditFrom, targets: readonly AuditTarget[]): Promise<void> {
+export async function recordAudit(
+  sql: Sql,
+  scope: { projectId: string | null; tenantId: string | null },
+  who: AuditWho,
+  from: AuditFrom,
+  targets: readonly AuditTarget[],
+): Promise<void> {
   if (!auditOn() || targets.length === 0) return;
   const st = auditStatement(scope, who, from, targets);
   await sql.unsafe(st.text, st.params as never[]);
@@ -116,21 +159,47 @@ export interface AuditQuery {
 
 export const MAX_PAGE = 500;
 
-export function parseAuditQuery(q: Record<string, string | undefined>): { projectId: string | null; since: Date | null; actor: string | null; first: number; after: string | null } {
+export function parseAuditQuery(q: Record<string, string | undefined>): {
+  projectId: string | null;
+  since: Date | null;
+  actor: string | null;
+  first: number;
+  after: string | null;
+} {
   const since = q.since ? new Date(q.since) : null;
-  if (since && Number.isNaN(since.getTime())) throw new BadUserInput('since must be an ISO 8601 date and time', { field: 'since' });
+  if (since && Number.isNaN(since.getTime()))
+    throw new BadUserInput('since must be an ISO 8601 date and time', { field: 'since' });
   const first = q.first === undefined || q.first === '' ? 100 : Number(q.first);
-  if (!Number.isSafeInteger(first) || first < 1 || first > MAX_PAGE) throw new BadUserInput(`first must be a whole number from 1 to ${MAX_PAGE}`, { field: 'first' });
+  if (!Number.isSafeInteger(first) || first < 1 || first > MAX_PAGE)
+    throw new BadUserInput(`first must be a whole number from 1 to ${MAX_PAGE}`, { field: 'first' });
   const after = q.after ? q.after : null;
-  if (after !== null && !/^[0-9]{1,19}$/.test(after)) throw new BadUserInput('after must be a cursor from a previous page (endCursor)', { field: 'after' });
+  if (after !== null && !/^[0-9]{1,19}$/.test(after))
+    throw new BadUserInput('after must be a cursor from a previous page (endCursor)', { field: 'after' });
   const actor = q.actor ? clip(q.actor, 200) : null;
   const projectId = q.projectId ? clip(q.projectId, 200) : null;
   return { projectId, since, actor, first, after };
 }
 
 /** Newest first; `after` is the id of the last entry of the previous page. */
-export async function listAudit(sql: Sql, q: AuditQuery): Promise<{ entries: AuditEntryView[]; endCursor: string | null; hasNextPage: boolean }> {
-  const rows = await sql<{ id: string; at: Date; actor_kind: ActorKind; actor_id: string | null; action: string; target_kind: string; target_id: string | null; project_id: string | null; request_id: string | null; ip: string | null; user_agent: string | null }[]>`
+export async function listAudit(
+  sql: Sql,
+  q: AuditQuery,
+): Promise<{ entries: AuditEntryView[]; endCursor: string | null; hasNextPage: boolean }> {
+  const rows = await sql<
+    {
+      id: string;
+      at: Date;
+      actor_kind: ActorKind;
+      actor_id: string | null;
+      action: string;
+      target_kind: string;
+      target_id: string | null;
+      project_id: string | null;
+      request_id: string | null;
+      ip: string | null;
+      user_agent: string | null;
+    }[]
+  >`
     select id::text, at, actor_kind, actor_id, action, target_kind, target_id, project_id, request_id, ip, user_agent from audit_log
     where ${q.projectIds ? sql`project_id = any(${q.projectIds as string[]})` : sql`tenant_id = ${q.tenantId}`}
       ${q.since ? sql`and at >= ${q.since}` : sql``}
@@ -140,8 +209,15 @@ export async function listAudit(sql: Sql, q: AuditQuery): Promise<{ entries: Aud
   const page = rows.slice(0, q.first);
   return {
     entries: page.map((r) => ({
-      id: r.id, at: r.at.toISOString(), actor: { kind: r.actor_kind, id: r.actor_id }, action: r.action, target: { kind: r.target_kind, id: r.target_id },
-      projectId: r.project_id, requestId: r.request_id, ip: r.ip, userAgent: r.user_agent,
+      id: r.id,
+      at: r.at.toISOString(),
+      actor: { kind: r.actor_kind, id: r.actor_id },
+      action: r.action,
+      target: { kind: r.target_kind, id: r.target_id },
+      projectId: r.project_id,
+      requestId: r.request_id,
+      ip: r.ip,
+      userAgent: r.user_agent,
     })),
     endCursor: page.length ? page[page.length - 1]!.id : null,
     hasNextPage: rows.length > q.first,

@@ -46,7 +46,8 @@ export function replay(rows: readonly HistoryRow[], defaultLocale: string): Loca
     if (!r.data || typeof r.data !== 'object') continue;
     if (r.action === 'restored') state = { ...(r.data as Localised) };
     else if (r.action === 'created' && r.locale) state[r.locale] = { ...r.data };
-    else if (r.action === 'updated' && r.locale) state[r.locale] = { ...(state[r.locale] ?? state[defaultLocale] ?? {}), ...r.data };
+    else if (r.action === 'updated' && r.locale)
+      state[r.locale] = { ...(state[r.locale] ?? state[defaultLocale] ?? {}), ...r.data };
   }
   return state;
 }
@@ -56,16 +57,29 @@ export function replay(rows: readonly HistoryRow[], defaultLocale: string): Loca
  * not this model's in this project (another project's record included), BAD_USER_INPUT for a
  * version the record does not have. One query, reading at most `version` rows.
  */
-export async function contentAt(sql: Sql | ContentSql, projectId: string, model: ModelDef, recordId: string, version: number, defaultLocale: string): Promise<Localised> {
-  const rows = await run<HistoryRow & { n: string | number; found: boolean }>(sql,
+export async function contentAt(
+  sql: Sql | ContentSql,
+  projectId: string,
+  model: ModelDef,
+  recordId: string,
+  version: number,
+  defaultLocale: string,
+): Promise<Localised> {
+  const rows = await run<HistoryRow & { n: string | number; found: boolean }>(
+    sql,
     `select v.action, v.locale, v.data, v.variant_id, (select count(*) from record_versions c where c.record_id = r.id) as n, true as found
      from records r left join lateral (select * from record_versions x where x.record_id = r.id order by x.id limit $4::int) v on true
      where r.id = $1::text and r.project_id = $2::text and r.model_key = $3::text`,
-    [recordId, projectId, model.key, version]);
+    [recordId, projectId, model.key, version],
+  );
   if (rows.length === 0) throw new NotFound(`No ${model.key} record with _id "${recordId}"`);
   const total = Number(rows[0]!.n);
-  if (version > total) throw new BadUserInput(`Record "${recordId}" has no version ${version} (it has ${total})`, { field: 'version' });
-  return replay(rows.filter((r) => r.action !== null), defaultLocale);
+  if (version > total)
+    throw new BadUserInput(`Record "${recordId}" has no version ${version} (it has ${total})`, { field: 'version' });
+  return replay(
+    rows.filter((r) => r.action !== null),
+    defaultLocale,
+  );
 }
 
 /**
@@ -82,7 +96,10 @@ export function fitContent(ctx: WriteContext, model: ModelDef, content: Localise
     try {
       out[locale] = validateData(model, kept, ctx.models, { partial: true });
     } catch (err) {
-      if (err instanceof BadUserInput) throw new BadUserInput(`Version ${version} no longer fits model ${model.key}: ${err.message}`, { field: 'version' });
+      if (err instanceof BadUserInput)
+        throw new BadUserInput(`Version ${version} no longer fits model ${model.key}: ${err.message}`, {
+          field: 'version',
+        });
       throw err;
     }
   }
@@ -92,7 +109,14 @@ export function fitContent(ctx: WriteContext, model: ModelDef, content: Localise
 /** The fields svc_search indexes (as content/write.ts's updates pass them). */
 const searchKeys = (model: ModelDef): string[] =>
   model.fields
-    .filter((f) => !f.access?.read && (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')))
+    .filter(
+      (f) =>
+        !f.access?.read &&
+        (f.type === 'text' ||
+          f.type === 'richtext' ||
+          f.type === 'flexible' ||
+          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
+    )
     .map((f) => f.key);
 
 /**
@@ -101,7 +125,14 @@ const searchKeys = (model: ModelDef): string[] =>
  * so every listener treats it as the edit it is: a live collaboration room merges it into its
  * document as one update (src/collab/room-persist.ts), caches drop the record.
  */
-export function restoreStep(ctx: WriteContext, model: ModelDef, id: string, content: Localised, version: number, locale: string | null | undefined): WriteStep {
+export function restoreStep(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  content: Localised,
+  version: number,
+  locale: string | null | undefined,
+): WriteStep {
   const versioned = model.versioned !== false;
   const required = model.fields.filter((f) => f.required).map((f) => f.key);
   if (!versioned) for (const data of Object.values(content)) checkRequired(model, data);
@@ -111,7 +142,20 @@ export function restoreStep(ctx: WriteContext, model: ModelDef, id: string, cont
     statements: [
       {
         text: `select * from svc_write_restore($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::int, $7::text[], $8::text[], $9::boolean, $10::text, $11::text, $12::text)`,
-        params: [id, ctx.projectId, model.key, ctx.userId, JSON.stringify(content), version, versioned ? [] : required, searchKeys(model), versioned, `No ${model.key} record with _id "${id}"`, locale || ctx.defaultLocale, ctx.defaultLocale],
+        params: [
+          id,
+          ctx.projectId,
+          model.key,
+          ctx.userId,
+          JSON.stringify(content),
+          version,
+          versioned ? [] : required,
+          searchKeys(model),
+          versioned,
+          `No ${model.key} record with _id "${id}"`,
+          locale || ctx.defaultLocale,
+          ctx.defaultLocale,
+        ],
       },
       ...checks,
     ],

@@ -61,14 +61,32 @@ export function claimStatement(id: string): Statement {
 /** The statement publishing a version's content fixed when it was scheduled (sql/041). */
 function publishContentStep(ctx: WriteContext, model: ModelDef, id: string, content: Localised): WriteStep {
   const search = model.fields
-    .filter((f) => !f.access?.read && (f.type === 'text' || f.type === 'richtext' || f.type === 'flexible' || (f.type === 'list' && (f.itemType ?? 'text') === 'text')))
+    .filter(
+      (f) =>
+        !f.access?.read &&
+        (f.type === 'text' ||
+          f.type === 'richtext' ||
+          f.type === 'flexible' ||
+          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
+    )
     .map((f) => f.key);
   return {
     recordId: id,
-    statements: [{
-      text: `select svc_write_publish_content($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text[], $7::text[], $8::text)`,
-      params: [id, ctx.projectId, model.key, ctx.userId, JSON.stringify(content), model.fields.filter((f) => f.required).map((f) => f.key), search, `No ${model.key} record with _id "${id}"`],
-    }],
+    statements: [
+      {
+        text: `select svc_write_publish_content($1::text, $2::text, $3::text, $4::text, $5::text::jsonb, $6::text[], $7::text[], $8::text)`,
+        params: [
+          id,
+          ctx.projectId,
+          model.key,
+          ctx.userId,
+          JSON.stringify(content),
+          model.fields.filter((f) => f.required).map((f) => f.key),
+          search,
+          `No ${model.key} record with _id "${id}"`,
+        ],
+      },
+    ],
     event: { action: 'published', recordId: id, modelKey: model.key },
   };
 }
@@ -79,7 +97,12 @@ async function fireRecordAction(due: DueAction, deps: WorkerDeps): Promise<void>
   const model = snapshot.models.find((m) => m.key === due.model_key);
   if (!model || !due.record_id) throw new SvcFailure(`Model "${due.model_key}" no longer exists`);
   const userId = due.created_by;
-  const ctx: WriteContext = { projectId: snapshot.id, defaultLocale: snapshot.defaultLocale, userId, models: (k) => snapshot.models.find((m) => m.key === k) };
+  const ctx: WriteContext = {
+    projectId: snapshot.id,
+    defaultLocale: snapshot.defaultLocale,
+    userId,
+    models: (k) => snapshot.models.find((m) => m.key === k),
+  };
   const tx = new WriteTx({ projectId: snapshot.id, userId });
   const recordId = due.record_id;
   tx.prelude = {
@@ -87,22 +110,31 @@ async function fireRecordAction(due: DueAction, deps: WorkerDeps): Promise<void>
     // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
     then: (rows) => {
       if (rows.length === 0) throw new AlreadyFired();
-      const step = due.action === 'unpublish'
-        ? unpublishRecord(ctx, model, recordId)
-        : due.content
-          ? publishContentStep(ctx, model, recordId, due.content)
-          : publishRecord(ctx, model, recordId);
+      const step =
+        due.action === 'unpublish'
+          ? unpublishRecord(ctx, model, recordId)
+          : due.content
+            ? publishContentStep(ctx, model, recordId, due.content)
+            : publishRecord(ctx, model, recordId);
       tx.write(step);
       if (auditOn()) {
-        tx.follow(auditStatement({ projectId: snapshot.id, tenantId: snapshot.tenantId }, { kind: due.created_by_kind, id: due.created_by },
-          { requestId: due.id, ip: null, userAgent: 'svc scheduler' }, [{ action: `record.${step.event.action}`, kind: 'record', id: recordId }]));
+        tx.follow(
+          auditStatement(
+            { projectId: snapshot.id, tenantId: snapshot.tenantId },
+            { kind: due.created_by_kind, id: due.created_by },
+            { requestId: due.id, ip: null, userAgent: 'svc scheduler' },
+            [{ action: `record.${step.event.action}`, kind: 'record', id: recordId }],
+          ),
+        );
       }
     },
   };
   // Hooks run as they do for a manual publish (src/graphql/writes.ts newTx).
   if (snapshot.hooks.length) {
     tx.finish((events) => {
-      const changes = events.flatMap((e) => (e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : []));
+      const changes = events.flatMap((e) =>
+        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
+      );
       const q = hookStatement(snapshot.id, snapshot.hooks, changes, userId);
       return q && { statements: [q.statement], events: q.events };
     });
@@ -115,14 +147,20 @@ class SvcFailure extends SvcError {}
 
 export class ScheduledActionWorker {
   readonly #deps: WorkerDeps;
-  readonly #handlers = new Map<string, ScheduledHandler>([['publish', fireRecordAction], ['unpublish', fireRecordAction]]);
+  readonly #handlers = new Map<string, ScheduledHandler>([
+    ['publish', fireRecordAction],
+    ['unpublish', fireRecordAction],
+  ]);
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
   #lastPurge = 0;
   /** Fires this process made (tests and /metrics). */
   fired = 0;
 
-  constructor(deps: WorkerDeps, readonly opts: { tickMs: number; purgeEveryMs: number } = { tickMs: 250, purgeEveryMs: 3600_000 }) {
+  constructor(
+    deps: WorkerDeps,
+    readonly opts: { tickMs: number; purgeEveryMs: number } = { tickMs: 250, purgeEveryMs: 3600_000 },
+  ) {
     this.#deps = deps;
   }
 
@@ -133,7 +171,9 @@ export class ScheduledActionWorker {
 
   start(): void {
     this.#timer ??= setInterval(() => {
-      this.#ticking ??= this.tick().catch((err) => console.error('scheduled actions:', (err as Error).message)).finally(() => (this.#ticking = undefined));
+      this.#ticking ??= this.tick()
+        .catch((err) => console.error('scheduled actions:', (err as Error).message))
+        .finally(() => (this.#ticking = undefined));
     }, this.opts.tickMs);
     this.#timer.unref?.();
   }
@@ -153,7 +193,9 @@ export class ScheduledActionWorker {
     for (const d of due) if (await this.#fire(d)) n++;
     if (Date.now() - this.#lastPurge >= this.opts.purgeEveryMs) {
       this.#lastPurge = Date.now();
-      while ((await purgeAudit(this.#deps.sql)) > 0) { /* batches until none is left */ }
+      while ((await purgeAudit(this.#deps.sql)) > 0) {
+        /* batches until none is left */
+      }
     }
     return n;
   }

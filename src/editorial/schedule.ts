@@ -33,7 +33,16 @@ interface Row {
   error: string | null;
 }
 
-const view = (r: Row): ScheduledActionView => ({ id: r.id, action: r.action, modelKey: r.model_key, recordId: r.record_id, version: r.version, at: r.at.toISOString(), status: r.status, error: r.error });
+const view = (r: Row): ScheduledActionView => ({
+  id: r.id,
+  action: r.action,
+  modelKey: r.model_key,
+  recordId: r.record_id,
+  version: r.version,
+  at: r.at.toISOString(),
+  status: r.status,
+  error: r.error,
+});
 
 /** Actions waiting in one project, at most (a bound on what a project may queue). */
 export const MAX_PENDING = 10_000;
@@ -71,13 +80,18 @@ export interface NewAction {
  */
 export async function createScheduled(sql: Sql, a: NewAction, from: AuditFrom): Promise<ScheduledActionView> {
   const id = newScheduledId();
-  const log = auditOn() ? auditStatement({ projectId: a.projectId, tenantId: a.tenantId }, a.createdBy, from, [{ action: `schedule.${a.action}`, kind: 'record', id: a.recordId }]) : null;
+  const log = auditOn()
+    ? auditStatement({ projectId: a.projectId, tenantId: a.tenantId }, a.createdBy, from, [
+        { action: `schedule.${a.action}`, kind: 'record', id: a.recordId },
+      ])
+    : null;
   const rows = await sql.begin(async (tx) => {
     const [rec] = await tx<{ n: number }[]>`
       select (select count(*)::int from scheduled_actions where project_id = ${a.projectId} and status = 'scheduled') as n
       from records where id = ${a.recordId} and project_id = ${a.projectId} and model_key = ${a.modelKey}`;
     if (!rec) throw new NotFound(`No ${a.modelKey} record with _id "${a.recordId}"`);
-    if (rec.n >= MAX_PENDING) throw new Conflict(`The project has ${MAX_PENDING} scheduled actions waiting: cancel some first`);
+    if (rec.n >= MAX_PENDING)
+      throw new Conflict(`The project has ${MAX_PENDING} scheduled actions waiting: cancel some first`);
     const made = await tx<Row[]>`
       insert into scheduled_actions (id, project_id, action, model_key, record_id, version, content, at, created_by_kind, created_by)
       values (${id}, ${a.projectId}, ${a.action}, ${a.modelKey}, ${a.recordId}, ${a.version}, ${a.content === null ? null : tx.json(a.content as never)}, ${a.at}, ${a.createdBy.kind}, ${a.createdBy.id})
@@ -88,7 +102,16 @@ export async function createScheduled(sql: Sql, a: NewAction, from: AuditFrom): 
   return view(rows[0]!);
 }
 
-export async function listScheduled(sql: Sql, projectId: string, opts: { first: number; after: string | null; modelKey: string | null; modelKeys: readonly string[] | null }): Promise<{ items: (ScheduledActionView & { cursor: string })[]; hasNextPage: boolean; endCursor: string | null; totalCount: number }> {
+export async function listScheduled(
+  sql: Sql,
+  projectId: string,
+  opts: { first: number; after: string | null; modelKey: string | null; modelKeys: readonly string[] | null },
+): Promise<{
+  items: (ScheduledActionView & { cursor: string })[];
+  hasNextPage: boolean;
+  endCursor: string | null;
+  totalCount: number;
+}> {
   const after = opts.after ? decodeCursor(opts.after) : null;
   const models = opts.modelKeys ? [...opts.modelKeys] : null;
   const rows = await sql<(Row & { total: number })[]>`
@@ -100,7 +123,12 @@ export async function listScheduled(sql: Sql, projectId: string, opts: { first: 
     order by at, id limit ${opts.first + 1}`;
   const page = rows.slice(0, opts.first);
   const last = page[page.length - 1];
-  return { items: page.map((r) => ({ ...view(r), cursor: encodeCursor(r) })), hasNextPage: rows.length > opts.first, endCursor: last ? encodeCursor(last) : null, totalCount: rows[0]?.total ?? 0 };
+  return {
+    items: page.map((r) => ({ ...view(r), cursor: encodeCursor(r) })),
+    hasNextPage: rows.length > opts.first,
+    endCursor: last ? encodeCursor(last) : null,
+    totalCount: rows[0]?.total ?? 0,
+  };
 }
 
 const encodeCursor = (r: Row): string => Buffer.from(`${r.at.toISOString()}|${r.id}`).toString('base64url');
@@ -119,17 +147,29 @@ function decodeCursor(c: unknown): { at: Date; id: string } {
  * may not see), CONFLICT for one that already fired, failed or was cancelled. The update is
  * conditional on `scheduled`, so a cancel racing the worker's claim loses or wins cleanly.
  */
-export async function cancelScheduled(sql: Sql, projectId: string, id: string, modelKeys: readonly string[] | null, audit: { tenantId: string; who: AuditWho; from: AuditFrom }): Promise<ScheduledActionView> {
+export async function cancelScheduled(
+  sql: Sql,
+  projectId: string,
+  id: string,
+  modelKeys: readonly string[] | null,
+  audit: { tenantId: string; who: AuditWho; from: AuditFrom },
+): Promise<ScheduledActionView> {
   if (typeof id !== 'string' || id.length > 100) throw new NotFound('No such scheduled action');
   return sql.begin(async (tx) => {
-    const [cur] = await tx<Row[]>`select id, action, model_key, record_id, version, at, status, error from scheduled_actions where id = ${id} and project_id = ${projectId} for update`;
-    if (!cur || (modelKeys && cur.model_key && !modelKeys.includes(cur.model_key))) throw new NotFound(`No scheduled action "${id}"`);
-    if (cur.status !== 'scheduled') throw new Conflict(`Scheduled action "${id}" is ${cur.status}: only a waiting action can be cancelled`);
+    const [cur] = await tx<
+      Row[]
+    >`select id, action, model_key, record_id, version, at, status, error from scheduled_actions where id = ${id} and project_id = ${projectId} for update`;
+    if (!cur || (modelKeys && cur.model_key && !modelKeys.includes(cur.model_key)))
+      throw new NotFound(`No scheduled action "${id}"`);
+    if (cur.status !== 'scheduled')
+      throw new Conflict(`Scheduled action "${id}" is ${cur.status}: only a waiting action can be cancelled`);
     const [row] = await tx<Row[]>`
       update scheduled_actions set status = 'cancelled', updated_at = now() where id = ${id}
       returning id, action, model_key, record_id, version, at, status, error`;
     if (auditOn()) {
-      const st = auditStatement({ projectId, tenantId: audit.tenantId }, audit.who, audit.from, [{ action: 'schedule.cancel', kind: 'scheduledAction', id }]);
+      const st = auditStatement({ projectId, tenantId: audit.tenantId }, audit.who, audit.from, [
+        { action: 'schedule.cancel', kind: 'scheduledAction', id },
+      ]);
       await tx.unsafe(st.text, st.params as never[]);
     }
     return view(row!);

@@ -30,10 +30,20 @@ export async function deliverFile(deps: DeliverDeps, id: string, request: Reques
   const q = request.url.indexOf('?');
   const query = q < 0 ? null : new URLSearchParams(request.url.slice(q + 1));
   if (query && wantsTransform(query)) {
-    const spec = parseTransform(query, { contentType: row.content_type, width: row.width, height: row.height }, deps.maxOutputPixels);
+    const spec = parseTransform(
+      query,
+      { contentType: row.content_type, width: row.width, height: row.height },
+      deps.maxOutputPixels,
+    );
     const v = await deps.images.variant(row.sha256, spec);
     const blob = new Blob([v.bytes as Uint8Array<ArrayBuffer>]);
-    return serve(request, row, { file: blob, size: blob.size }, `"${row.sha256}-${v.name.replace(/\.\w+$/, '')}"`, v.contentType);
+    return serve(
+      request,
+      row,
+      { file: blob, size: blob.size },
+      `"${row.sha256}-${v.name.replace(/\.\w+$/, '')}"`,
+      v.contentType,
+    );
   }
   const blob = await deps.storage.open(row.sha256);
   if (!blob) return notFound();
@@ -46,7 +56,8 @@ export async function deliverFile(deps: DeliverDeps, id: string, request: Reques
  */
 export async function deliverDerived(deps: DeliverDeps, id: string, name: string, request: Request): Promise<Response> {
   const type = derivedType(name);
-  const row = type && /^file_[0-9a-f]{24}$/.test(id) && /^[a-z0-9][a-z0-9._-]{0,120}$/.test(name) ? await deps.lookup(id) : null;
+  const row =
+    type && /^file_[0-9a-f]{24}$/.test(id) && /^[a-z0-9][a-z0-9._-]{0,120}$/.test(name) ? await deps.lookup(id) : null;
   if (!row || !type || !row.media) return notFound();
   const obj = await deps.storage.openDerived(row.sha256, name);
   if (!obj) return notFound();
@@ -54,7 +65,13 @@ export async function deliverDerived(deps: DeliverDeps, id: string, name: string
 }
 
 /** Bytes with the immutable caching, validators and Range of a file URL. */
-export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filename'>, blob: StoredObject, etag: string, contentType: string): Response {
+export function serve(
+  request: Request,
+  row: Pick<FileRow, 'created_at' | 'filename'>,
+  blob: StoredObject,
+  etag: string,
+  contentType: string,
+): Response {
   const body = (b: Blob) => (request.method === 'HEAD' ? null : blob.remote ? b.stream() : b);
   const headers: Record<string, string> = {
     etag,
@@ -68,7 +85,11 @@ export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filen
   };
   const inm = request.headers.get('if-none-match');
   const ims = request.headers.get('if-modified-since');
-  if (inm !== null ? inm.split(',').some((t) => t.trim() === etag || t.trim() === '*' || t.trim() === `W/${etag}`) : ims !== null && Date.parse(ims) >= Math.floor(row.created_at.getTime() / 1000) * 1000) {
+  if (
+    inm !== null
+      ? inm.split(',').some((t) => t.trim() === etag || t.trim() === '*' || t.trim() === `W/${etag}`)
+      : ims !== null && Date.parse(ims) >= Math.floor(row.created_at.getTime() / 1000) * 1000
+  ) {
     return new Response(null, { status: 304, headers });
   }
   const size = blob.size;
@@ -76,12 +97,17 @@ export function serve(request: Request, row: Pick<FileRow, 'created_at' | 'filen
   const ifRange = request.headers.get('if-range');
   if (range !== null && (ifRange === null || ifRange === etag)) {
     const r = parseRange(range, size);
-    if (r === 'unsatisfiable') return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${size}` } });
+    if (r === 'unsatisfiable')
+      return new Response(null, { status: 416, headers: { ...headers, 'content-range': `bytes */${size}` } });
     if (r) {
       const [start, end] = r;
       return new Response(body(blob.file.slice(start, end + 1)), {
         status: 206,
-        headers: { ...headers, 'content-range': `bytes ${start}-${end}/${size}`, 'content-length': String(end - start + 1) },
+        headers: {
+          ...headers,
+          'content-range': `bytes ${start}-${end}/${size}`,
+          'content-length': String(end - start + 1),
+        },
       });
     }
   }

@@ -78,7 +78,10 @@ export class ImageTransformer {
   #running = 0;
   generated = 0;
 
-  constructor(readonly storage: FileStorage, readonly limits: ImageLimits) {
+  constructor(
+    readonly storage: FileStorage,
+    readonly limits: ImageLimits,
+  ) {
     this.#cache = new ByteLru(limits.cacheBytes);
   }
 
@@ -152,7 +155,11 @@ async function sourceOf(storage: FileStorage, sha256: string): Promise<string | 
 }
 
 /** One transform. Decoding refuses images over `maxInputPixels` (decompression bombs) as 400. */
-export async function render(input: string | Uint8Array, spec: TransformSpec, maxInputPixels: number): Promise<Uint8Array> {
+export async function render(
+  input: string | Uint8Array,
+  spec: TransformSpec,
+  maxInputPixels: number,
+): Promise<Uint8Array> {
   const opts = { limitInputPixels: maxInputPixels, autoOrient: true, failOn: 'error' as const };
   try {
     let img = sharp(input, opts);
@@ -161,22 +168,37 @@ export async function render(input: string | Uint8Array, spec: TransformSpec, ma
       const W = meta.autoOrient?.width ?? meta.width ?? spec.w;
       const H = meta.autoOrient?.height ?? meta.height ?? spec.h;
       const c = focalCrop(W, H, spec.w, spec.h, spec.fp);
-      img = img.resize(c.rw, c.rh, { fit: 'fill' }).extract({ left: c.left, top: c.top, width: spec.w, height: spec.h });
+      img = img
+        .resize(c.rw, c.rh, { fit: 'fill' })
+        .extract({ left: c.left, top: c.top, width: spec.w, height: spec.h });
     } else if (spec.w !== null || spec.h !== null) {
       img = img.resize(spec.w, spec.h, { fit: spec.fit });
     }
     const q = spec.q ?? undefined;
     switch (spec.format) {
-      case 'webp': img = img.webp({ quality: q ?? 80 }); break;
-      case 'avif': img = img.avif({ quality: q ?? 50, effort: 2 }); break;
-      case 'jpeg': img = img.jpeg({ quality: q ?? 80, mozjpeg: true }); break;
-      case 'png': img = img.png(); break;
-      case 'gif': img = img.gif(); break;
+      case 'webp':
+        img = img.webp({ quality: q ?? 80 });
+        break;
+      case 'avif':
+        img = img.avif({ quality: q ?? 50, effort: 2 });
+        break;
+      case 'jpeg':
+        img = img.jpeg({ quality: q ?? 80, mozjpeg: true });
+        break;
+      case 'png':
+        img = img.png();
+        break;
+      case 'gif':
+        img = img.gif();
+        break;
     }
     return new Uint8Array(await img.toBuffer());
   } catch (e) {
     const msg = e instanceof Error ? e.message : '';
-    if (/pixel limit/i.test(msg)) throw new BadUserInput(`The image has more than ${maxInputPixels} pixels and is not decoded`, { limit: maxInputPixels });
+    if (/pixel limit/i.test(msg))
+      throw new BadUserInput(`The image has more than ${maxInputPixels} pixels and is not decoded`, {
+        limit: maxInputPixels,
+      });
     throw new BadUserInput('The image could not be decoded');
   }
 }

@@ -11,14 +11,28 @@ import type { FileRow } from './store.ts';
  * the same bytes takes too, so an upload racing the delete never loses its blob.
  */
 /** `customerId`: a customer acts on their own uploads only (others' are NOT_FOUND); null for keys. */
-export async function softDeleteFile(sql: Sql, projectId: string, id: string, customerId: string | null = null): Promise<FileRow> {
-  const [row] = await sql<FileRow[]>`update files set deleted_at = coalesce(deleted_at, now()) where id = ${id} and project_id = ${projectId} ${ownerIs(sql, customerId)} returning *`;
+export async function softDeleteFile(
+  sql: Sql,
+  projectId: string,
+  id: string,
+  customerId: string | null = null,
+): Promise<FileRow> {
+  const [row] = await sql<
+    FileRow[]
+  >`update files set deleted_at = coalesce(deleted_at, now()) where id = ${id} and project_id = ${projectId} ${ownerIs(sql, customerId)} returning *`;
   if (!row) throw new NotFound(`File ${id} not found`);
   return row;
 }
 
-export async function restoreFile(sql: Sql, projectId: string, id: string, customerId: string | null = null): Promise<FileRow> {
-  const [row] = await sql<FileRow[]>`update files set deleted_at = null where id = ${id} and project_id = ${projectId} ${ownerIs(sql, customerId)} returning *`;
+export async function restoreFile(
+  sql: Sql,
+  projectId: string,
+  id: string,
+  customerId: string | null = null,
+): Promise<FileRow> {
+  const [row] = await sql<
+    FileRow[]
+  >`update files set deleted_at = null where id = ${id} and project_id = ${projectId} ${ownerIs(sql, customerId)} returning *`;
   if (!row) throw new NotFound(`File ${id} not found`);
   return row;
 }
@@ -32,10 +46,19 @@ function ownerIs(sql: Sql, customerId: string | null) {
   return customerId === null ? sql`` : sql`and customer_id = ${customerId}`;
 }
 
-export async function permanentlyDeleteFile(sql: Sql, storage: FileStorage, projectId: string, id: string, customerId: string | null = null, onlyDeleted = false): Promise<boolean> {
+export async function permanentlyDeleteFile(
+  sql: Sql,
+  storage: FileStorage,
+  projectId: string,
+  id: string,
+  customerId: string | null = null,
+  onlyDeleted = false,
+): Promise<boolean> {
   return sql.begin(async (tx) => {
     const t = tx as unknown as Sql;
-    const [row] = await tx<FileRow[]>`select * from files where id = ${id} and project_id = ${projectId} ${ownerIs(t, customerId)} ${onlyDeleted ? t`and deleted_at is not null` : t``} for update`;
+    const [row] = await tx<
+      FileRow[]
+    >`select * from files where id = ${id} and project_id = ${projectId} ${ownerIs(t, customerId)} ${onlyDeleted ? t`and deleted_at is not null` : t``} for update`;
     if (!row) throw new NotFound(`File ${id} not found`);
     await tx`select pg_advisory_xact_lock(${hashLock(row.sha256).toString()}::bigint)`;
     await tx`delete from files where id = ${id}`;
@@ -62,7 +85,12 @@ export async function removeUnnamedBlob(sql: Sql, storage: FileStorage, sha256: 
  * (settings.files.retentionDays, else the default) are deleted for good, a batch at a time;
  * SKIP LOCKED lets several worker processes sweep side by side.
  */
-export async function sweepDeleted(sql: Sql, storage: FileStorage, defaultDays: number, deleted?: (f: { id: string; project_id: string }) => Promise<void>): Promise<number> {
+export async function sweepDeleted(
+  sql: Sql,
+  storage: FileStorage,
+  defaultDays: number,
+  deleted?: (f: { id: string; project_id: string }) => Promise<void>,
+): Promise<number> {
   const due = await sql<{ id: string; project_id: string }[]>`
     select f.id, f.project_id from files f join projects p on p.id = f.project_id
     where f.deleted_at is not null

@@ -43,6 +43,10 @@ export function room(l: Limits): number {
 
 /** The refusal of `size` bytes (or of a stream past `room`): over the file limit or the quota. */
 export function tooLarge(l: Limits, size: number | null): PayloadTooLarge {
-  if (size === null ? room(l) >= l.maxBytes : size > l.maxBytes) return new PayloadTooLarge(`The file exceeds ${l.maxBytes} bytes`, { limit: l.maxBytes });
-  return new PayloadTooLarge(`The project's file storage is full: ${l.used} of ${l.quotaBytes} bytes used`, { quota: l.quotaBytes, used: l.used });
+  if (size === null ? room(l) >= l.maxBytes : size > l.maxBytes)
+    return new PayloadTooLarge(`The file exceeds ${l.maxBytes} bytes`, { limit: l.maxBytes });
+  return new PayloadTooLarge(`The project's file storage is full: ${l.used} of ${l.quotaBytes} bytes used`, {
+    quota: l.quotaBytes,
+    used: l.used,
+  });
 }

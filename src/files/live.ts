@@ -19,7 +19,11 @@ export class LiveFiles {
   readonly #rows: ByteLru<{ row: FileRow; at: number; byteLength: number }>;
   readonly #off: (() => void)[];
 
-  constructor(readonly sql: Sql, bus: EventBus, maxBytes = 4 * 1024 * 1024) {
+  constructor(
+    readonly sql: Sql,
+    bus: EventBus,
+    maxBytes = 4 * 1024 * 1024,
+  ) {
     this.#rows = new ByteLru(maxBytes);
     this.#off = [
       bus.subscribe((e) => {

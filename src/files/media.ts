@@ -41,7 +41,12 @@ export async function claimJob(sql: Sql): Promise<MediaJob | null> {
   return job ?? null;
 }
 
-async function finish(sql: Sql, id: string, status: 'completed' | 'failed' | 'skipped' | 'pending', error: string | null): Promise<void> {
+async function finish(
+  sql: Sql,
+  id: string,
+  status: 'completed' | 'failed' | 'skipped' | 'pending',
+  error: string | null,
+): Promise<void> {
   await sql`update file_jobs set status = ${status}, error = ${error}, locked_until = null, updated_at = now() where id = ${id}`;
 }
 
@@ -49,9 +54,14 @@ async function finish(sql: Sql, id: string, status: 'completed' | 'failed' | 'sk
 async function run(cmd: string[], timeoutMs: number): Promise<string> {
   const proc = Bun.spawn(cmd, { stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(timer);
-  if (code !== 0) throw new Error(`${cmd[0]} exited ${code}: ${err.trim().split('\n').slice(-2).join(' ').slice(0, 300)}`);
+  if (code !== 0)
+    throw new Error(`${cmd[0]} exited ${code}: ${err.trim().split('\n').slice(-2).join(' ').slice(0, 300)}`);
   return out;
 }
 
@@ -74,34 +84,93 @@ interface Probe {
 }
 
 async function probe(ffprobe: string, input: string): Promise<Probe> {
-  const out = JSON.parse(await run([ffprobe, '-v', 'error', '-show_entries', 'stream=codec_type,width,height:format=duration', '-of', 'json', input], 60_000)) as {
+  const out = JSON.parse(
+    await run(
+      [ffprobe, '-v', 'error', '-show_entries', 'stream=codec_type,width,height:format=duration', '-of', 'json', input],
+      60_000,
+    ),
+  ) as {
     streams?: { codec_type?: string; width?: number; height?: number }[];
     format?: { duration?: string };
   };
   const video = out.streams?.find((s) => s.codec_type === 'video');
   if (!video) throw new Error('no video stream');
   const d = Number(out.format?.duration);
-  return { duration: Number.isFinite(d) ? d : null, width: video.width ?? null, height: video.height ?? null, audio: !!out.streams?.some((s) => s.codec_type === 'audio') };
+  return {
+    duration: Number.isFinite(d) ? d : null,
+    width: video.width ?? null,
+    height: video.height ?? null,
+    audio: !!out.streams?.some((s) => s.codec_type === 'audio'),
+  };
 }
 
 /** The derived objects of one video, made in `dir`: poster.jpg, hls-<h>.m3u8 and segments, hls-master.m3u8. */
 async function render(ffmpeg: string, input: string, dir: string, p: Probe): Promise<void> {
   const at = p.duration ? Math.min(1, p.duration / 2) : 0;
-  await run([ffmpeg, '-v', 'error', '-y', '-ss', String(at), '-i', input, '-frames:v', '1', '-vf', "scale='min(1280,iw)':-2", '-q:v', '3', join(dir, 'poster.jpg')], JOB_TIMEOUT_MS);
+  await run(
+    [
+      ffmpeg,
+      '-v',
+      'error',
+      '-y',
+      '-ss',
+      String(at),
+      '-i',
+      input,
+      '-frames:v',
+      '1',
+      '-vf',
+      "scale='min(1280,iw)':-2",
+      '-q:v',
+      '3',
+      join(dir, 'poster.jpg'),
+    ],
+    JOB_TIMEOUT_MS,
+  );
   const src = p.height ?? RENDITIONS[0];
   const heights = RENDITIONS.filter((h) => h <= src);
   if (heights.length === 0) heights.push(RENDITIONS[0]);
   const master = ['#EXTM3U', '#EXT-X-VERSION:3'];
   for (const h of heights) {
     const vbit = h >= 720 ? 2800 : 800;
-    await run([
-      ffmpeg, '-v', 'error', '-y', '-i', input, '-vf', `scale=-2:${Math.min(h, src)}`,
-      '-c:v', 'libx264', '-preset', 'veryfast', '-profile:v', 'main', '-b:v', `${vbit}k`, '-maxrate', `${Math.round(vbit * 1.1)}k`, '-bufsize', `${vbit * 2}k`,
-      ...(p.audio ? ['-c:a', 'aac', '-b:a', '128k', '-ac', '2'] : ['-an']),
-      '-hls_time', '4', '-hls_playlist_type', 'vod', '-hls_segment_filename', join(dir, `hls-${h}-%03d.ts`), join(dir, `hls-${h}.m3u8`),
-    ], JOB_TIMEOUT_MS);
+    await run(
+      [
+        ffmpeg,
+        '-v',
+        'error',
+        '-y',
+        '-i',
+        input,
+        '-vf',
+        `scale=-2:${Math.min(h, src)}`,
+        '-c:v',
+        'libx264',
+        '-preset',
+        'veryfast',
+        '-profile:v',
+        'main',
+        '-b:v',
+        `${vbit}k`,
+        '-maxrate',
+        `${Math.round(vbit * 1.1)}k`,
+        '-bufsize',
+        `${vbit * 2}k`,
+        ...(p.audio ? ['-c:a', 'aac', '-b:a', '128k', '-ac', '2'] : ['-an']),
+        '-hls_time',
+        '4',
+        '-hls_playlist_type',
+        'vod',
+        '-hls_segment_filename',
+        join(dir, `hls-${h}-%03d.ts`),
+        join(dir, `hls-${h}.m3u8`),
+      ],
+      JOB_TIMEOUT_MS,
+    );
     const w = p.width && p.height ? Math.round((p.width * Math.min(h, src)) / p.height / 2) * 2 : null;
-    master.push(`#EXT-X-STREAM-INF:BANDWIDTH=${(vbit + (p.audio ? 128 : 0)) * 1000}${w ? `,RESOLUTION=${w}x${Math.min(h, src)}` : ''}`, `hls-${h}.m3u8`);
+    master.push(
+      `#EXT-X-STREAM-INF:BANDWIDTH=${(vbit + (p.audio ? 128 : 0)) * 1000}${w ? `,RESOLUTION=${w}x${Math.min(h, src)}` : ''}`,
+      `hls-${h}.m3u8`,
+    );
   }
   await writeFile(join(dir, 'hls-master.m3u8'), master.join('\n') + '\n');
 }
@@ -116,11 +185,15 @@ export interface MediaDeps {
 
 /** Processes one claimed job. Answers whether the file changed (its row got media). */
 export async function processJob(deps: MediaDeps, job: MediaJob): Promise<boolean> {
-  const [file] = await deps.sql<{ id: string; sha256: string; media: unknown }[]>`select id, sha256, media from files where id = ${job.file_id}`;
-  if (!file) return void (await finish(deps.sql, job.id, 'skipped', 'the file is gone')), false;
-  if (!deps.available) return void (await finish(deps.sql, job.id, 'skipped', 'ffmpeg is not available')), false;
+  const [file] = await deps.sql<
+    { id: string; sha256: string; media: unknown }[]
+  >`select id, sha256, media from files where id = ${job.file_id}`;
+  if (!file) return (void (await finish(deps.sql, job.id, 'skipped', 'the file is gone')), false);
+  if (!deps.available) return (void (await finish(deps.sql, job.id, 'skipped', 'ffmpeg is not available')), false);
   // The same bytes were processed for another file already: reuse what was made.
-  const [done] = await deps.sql<{ media: unknown; duration: number | null; width: number | null; height: number | null }[]>`
+  const [done] = await deps.sql<
+    { media: unknown; duration: number | null; width: number | null; height: number | null }[]
+  >`
     select media, duration, width, height from files where sha256 = ${file.sha256} and media is not null limit 1`;
   if (done) {
     await deps.sql`update files set media = ${deps.sql.json(done.media as never)}, duration = ${done.duration}, width = ${done.width}, height = ${done.height} where id = ${file.id}`;

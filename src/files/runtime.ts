@@ -36,15 +36,30 @@ export class FilesRuntime {
   #working: Promise<unknown> = Promise.resolve();
   #ffmpeg: Promise<boolean> | null = null;
 
-  constructor(readonly sql: Sql, readonly bus: EventBus, readonly config: FilesConfig, storage?: FileStorage) {
+  constructor(
+    readonly sql: Sql,
+    readonly bus: EventBus,
+    readonly config: FilesConfig,
+    storage?: FileStorage,
+  ) {
     this.storage = storage ?? (config.s3Url ? S3Storage.fromUrl(config.s3Url) : new LocalDiskStorage(config.dataDir));
     this.images = new ImageTransformer(this.storage, {
       maxInputPixels: config.maxInputPixels,
       concurrency: config.transformConcurrency,
       cacheBytes: config.variantCacheBytes,
     });
-    this.limitDefaults = { maxBytes: config.maxBytes, quotaBytes: config.quotaBytes, retentionDays: config.retentionDays };
-    this.signedDeps = { sql, storage: this.storage, limits: this.limitDefaults, maxInputPixels: config.maxInputPixels, ttlSec: config.uploadUrlTtlSec };
+    this.limitDefaults = {
+      maxBytes: config.maxBytes,
+      quotaBytes: config.quotaBytes,
+      retentionDays: config.retentionDays,
+    };
+    this.signedDeps = {
+      sql,
+      storage: this.storage,
+      limits: this.limitDefaults,
+      maxInputPixels: config.maxInputPixels,
+      ttlSec: config.uploadUrlTtlSec,
+    };
     this.live = new LiveFiles(sql, bus);
   }
 
@@ -64,7 +79,8 @@ export class FilesRuntime {
   /** Runs the retention and upload sweeps once (tests call it; workers every 10 minutes). */
   async sweep(): Promise<{ files: number; uploads: number }> {
     const files = await sweepDeleted(this.sql, this.storage, this.config.retentionDays, (f) =>
-      this.bus.publish({ type: 'custom', topic: 'files.changed', projectId: f.project_id, data: { fileId: f.id } }));
+      this.bus.publish({ type: 'custom', topic: 'files.changed', projectId: f.project_id, data: { fileId: f.id } }),
+    );
     const uploads = await sweepUploads(this.sql, this.storage);
     return { files, uploads };
   }
@@ -72,9 +88,11 @@ export class FilesRuntime {
   #loop(fn: () => Promise<unknown>, everyMs: number, firstMs = everyMs): void {
     const tick = () => {
       if (this.#stopped) return;
-      this.#working = fn().catch(() => {}).finally(() => {
-        if (!this.#stopped) this.#timers.push(setTimeout(tick, everyMs));
-      });
+      this.#working = fn()
+        .catch(() => {})
+        .finally(() => {
+          if (!this.#stopped) this.#timers.push(setTimeout(tick, everyMs));
+        });
     };
     this.#timers.push(setTimeout(tick, firstMs));
     if (this.#timers.length > 16) this.#timers = this.#timers.slice(-4);
@@ -85,8 +103,17 @@ export class FilesRuntime {
       // Looked for once, when the first job arrives.
       this.#ffmpeg ??= ffmpegAvailable(this.config.ffmpeg);
       const available = await this.#ffmpeg;
-      const changed = await processJob({ sql: this.sql, storage: this.storage, ffmpeg: this.config.ffmpeg, available }, job);
-      if (changed) await this.bus.publish({ type: 'custom', topic: 'files.changed', projectId: job.project_id, data: { fileId: job.file_id } });
+      const changed = await processJob(
+        { sql: this.sql, storage: this.storage, ffmpeg: this.config.ffmpeg, available },
+        job,
+      );
+      if (changed)
+        await this.bus.publish({
+          type: 'custom',
+          topic: 'files.changed',
+          projectId: job.project_id,
+          data: { fileId: job.file_id },
+        });
     }
   }
 }

@@ -36,16 +36,23 @@ export class S3Storage implements FileStorage {
     } catch {
       throw new Error('SVC_S3_URL must be a URL such as https://KEY:SECRET@host/bucket or s3://KEY:SECRET@bucket');
     }
-    const creds = u.username ? { accessKeyId: decodeURIComponent(u.username), secretAccessKey: decodeURIComponent(u.password) } : {};
+    const creds = u.username
+      ? { accessKeyId: decodeURIComponent(u.username), secretAccessKey: decodeURIComponent(u.password) }
+      : {};
     const region = u.searchParams.get('region') ?? undefined;
     const parts = u.pathname.split('/').filter(Boolean);
     if (u.protocol === 's3:') {
       return new S3Storage({ ...creds, bucket: u.hostname, region }, parts.join('/'), spool);
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('SVC_S3_URL must start with https://, http:// or s3://');
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new Error('SVC_S3_URL must start with https://, http:// or s3://');
     const bucket = parts.shift();
     if (!bucket) throw new Error('SVC_S3_URL must name a bucket: https://KEY:SECRET@host/bucket');
-    return new S3Storage({ ...creds, bucket, region: region ?? 'us-east-1', endpoint: `${u.protocol}//${u.host}` }, parts.join('/'), spool);
+    return new S3Storage(
+      { ...creds, bucket, region: region ?? 'us-east-1', endpoint: `${u.protocol}//${u.host}` },
+      parts.join('/'),
+      spool,
+    );
   }
 
   #blobKey(sha256: string): string {
@@ -67,7 +74,11 @@ export class S3Storage implements FileStorage {
       const s = await this.#client.stat(key);
       return { file: this.#client.file(key), size: s.size, remote: true };
     } catch (e) {
-      if ((e as { code?: string }).code === 'NoSuchKey' || /not found|NoSuchKey|404/i.test(String((e as Error).message))) return null;
+      if (
+        (e as { code?: string }).code === 'NoSuchKey' ||
+        /not found|NoSuchKey|404/i.test(String((e as Error).message))
+      )
+        return null;
       throw e;
     }
   }

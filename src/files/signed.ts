@@ -61,9 +61,12 @@ export async function createUpload(
   baseUrl: string,
 ): Promise<UploadTicket> {
   const contentType = args.contentType.trim().toLowerCase();
-  if (!TYPE.test(contentType)) throw new BadUserInput('contentType must be a MIME type such as image/png', { field: 'contentType' });
-  if (!Number.isSafeInteger(args.size) || args.size < 1) throw new BadUserInput('size must be a positive whole number of bytes', { field: 'size' });
-  if (!typeAllowed(key.allowedFileTypes, contentType)) throw new PermissionDenied(`This key may not upload ${contentType} files`, { contentType });
+  if (!TYPE.test(contentType))
+    throw new BadUserInput('contentType must be a MIME type such as image/png', { field: 'contentType' });
+  if (!Number.isSafeInteger(args.size) || args.size < 1)
+    throw new BadUserInput('size must be a positive whole number of bytes', { field: 'size' });
+  if (!typeAllowed(key.allowedFileTypes, contentType))
+    throw new PermissionDenied(`This key may not upload ${contentType} files`, { contentType });
   const limits = await projectLimits(deps.sql, key.projectId, deps.limits);
   if (args.size > room(limits)) throw tooLarge(limits, args.size);
   const id = newId('file');
@@ -88,25 +91,37 @@ export async function createUpload(
  * The body is streamed to the staging object and may not exceed the declared size; a failed
  * PUT gives the URL back so the client can try again.
  */
-export async function receiveUpload(deps: SignedDeps, id: string, token: string | null, request: Request): Promise<{ fileId: string; size: number }> {
+export async function receiveUpload(
+  deps: SignedDeps,
+  id: string,
+  token: string | null,
+  request: Request,
+): Promise<{ fileId: string; size: number }> {
   if (!/^file_[0-9a-f]{24}$/.test(id) || !token) throw new PermissionDenied('The upload URL is not valid');
-  const [row] = await deps.sql<UploadRow[]>`select * from file_uploads where id = ${id} and token_hash = ${hashSecret(token)}`;
+  const [row] = await deps.sql<
+    UploadRow[]
+  >`select * from file_uploads where id = ${id} and token_hash = ${hashSecret(token)}`;
   if (!row) throw new PermissionDenied('The upload URL is not valid');
   if (row.uploaded_at || row.confirmed_at) throw new Conflict('The upload URL was used already');
   if (row.expires_at.getTime() <= Date.now()) throw new PermissionDenied('The upload URL has expired');
   const declared = Number(row.declared_size);
   const length = request.headers.get('content-length');
-  if (length !== null && Number(length) > declared) throw new PayloadTooLarge(`The body is larger than the ${declared} bytes declared`, { limit: declared });
+  if (length !== null && Number(length) > declared)
+    throw new PayloadTooLarge(`The body is larger than the ${declared} bytes declared`, { limit: declared });
   // Claim the URL: one PUT at a time, and never one after a successful one.
-  const [claimed] = await deps.sql`update file_uploads set uploaded_at = now() where id = ${id} and uploaded_at is null and expires_at > now() returning id`;
+  const [claimed] =
+    await deps.sql`update file_uploads set uploaded_at = now() where id = ${id} and uploaded_at is null and expires_at > now() returning id`;
   if (!claimed) throw new Conflict('The upload URL was used already');
   const temp = await deps.storage.beginStaged(id);
   let size = 0;
   try {
     if (!request.body) throw new BadUserInput('The body is empty');
-    for await (const chunk of Readable.fromWeb(request.body as unknown as NodeWebStream<Uint8Array>) as AsyncIterable<Uint8Array>) {
+    for await (const chunk of Readable.fromWeb(
+      request.body as unknown as NodeWebStream<Uint8Array>,
+    ) as AsyncIterable<Uint8Array>) {
       size += chunk.byteLength;
-      if (size > declared) throw new PayloadTooLarge(`The body is larger than the ${declared} bytes declared`, { limit: declared });
+      if (size > declared)
+        throw new PayloadTooLarge(`The body is larger than the ${declared} bytes declared`, { limit: declared });
       await temp.write(chunk);
     }
     if (size !== declared) throw new BadUserInput(`The body has ${size} bytes; ${declared} were declared`);
@@ -125,8 +140,15 @@ export async function receiveUpload(deps: SignedDeps, id: string, token: string 
  * project's or another customer's upload is NOT_FOUND. Confirming again answers the same file.
  * A refusal removes the staged bytes and the upload: nothing is left.
  */
-export async function confirmUpload(deps: SignedDeps, key: KeyPrincipal, customerId: string | null, id: string): Promise<FileRow> {
-  const [row] = await deps.sql<UploadRow[]>`select * from file_uploads where id = ${id} and project_id = ${key.projectId}`;
+export async function confirmUpload(
+  deps: SignedDeps,
+  key: KeyPrincipal,
+  customerId: string | null,
+  id: string,
+): Promise<FileRow> {
+  const [row] = await deps.sql<
+    UploadRow[]
+  >`select * from file_uploads where id = ${id} and project_id = ${key.projectId}`;
   if (!row || (customerId !== null && row.customer_id !== customerId)) throw new NotFound(`No upload ${id}`);
   if (row.confirmed_at) {
     const file = await projectFile(deps.sql, key.projectId, id);
@@ -144,7 +166,8 @@ export async function confirmUpload(deps: SignedDeps, key: KeyPrincipal, custome
     throw err;
   };
   const declared = Number(row.declared_size);
-  if (staged.size !== declared) return refuse(new BadUserInput(`${staged.size} bytes arrived; ${declared} were declared`));
+  if (staged.size !== declared)
+    return refuse(new BadUserInput(`${staged.size} bytes arrived; ${declared} were declared`));
   const limits = await projectLimits(deps.sql, key.projectId, deps.limits);
   if (staged.size > room(limits)) return refuse(tooLarge(limits, staged.size));
   const hash = createHash('sha256');
@@ -160,8 +183,15 @@ export async function confirmUpload(deps: SignedDeps, key: KeyPrincipal, custome
   const sha256 = hash.digest('hex');
   try {
     const file = await finishUpload(deps, key, {
-      id, head: Buffer.concat(head), sha256, size: staged.size, filename: row.filename, alt: row.alt, folder: row.folder,
-      customerId: row.customer_id, commit: () => deps.storage.commitStaged(id, sha256),
+      id,
+      head: Buffer.concat(head),
+      sha256,
+      size: staged.size,
+      filename: row.filename,
+      alt: row.alt,
+      folder: row.folder,
+      customerId: row.customer_id,
+      commit: () => deps.storage.commitStaged(id, sha256),
     });
     await deps.sql`update file_uploads set confirmed_at = now() where id = ${id}`;
     return file;

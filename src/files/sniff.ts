@@ -82,5 +82,7 @@ function dimensions(mime: string, b: Uint8Array): [number, number] | null {
 /** `image/*` patterns of a key's allowedFileTypes; null allows every type. */
 export function typeAllowed(allowed: readonly string[] | null, contentType: string): boolean {
   if (!allowed || allowed.length === 0) return true;
-  return allowed.some((p) => p === '*/*' || p === contentType || (p.endsWith('/*') && contentType.startsWith(p.slice(0, -1))));
+  return allowed.some(
+    (p) => p === '*/*' || p === contentType || (p.endsWith('/*') && contentType.startsWith(p.slice(0, -1))),
+  );
 }

@@ -95,7 +95,9 @@ export async function insertFile(sql: Sql, f: NewFile): Promise<FileRow> {
 
 /** Live files of a project by id (record fields resolve through this, batched per request). */
 export async function projectFiles(sql: Sql, projectId: string, ids: readonly string[]): Promise<FileRow[]> {
-  return sql<FileRow[]>`select * from files where project_id = ${projectId} and id = any(${ids as string[]}) and deleted_at is null`;
+  return sql<
+    FileRow[]
+  >`select * from files where project_id = ${projectId} and id = any(${ids as string[]}) and deleted_at is null`;
 }
 
 /** The URL of a derived object of a file (video poster, HLS playlist). */

@@ -30,8 +30,20 @@ export const MAX_SIDE = 8192;
 const FITS: readonly Fit[] = ['cover', 'contain', 'fill', 'inside', 'outside'];
 const FORMATS: Record<string, OutputFormat> = { webp: 'webp', avif: 'avif', png: 'png', jpeg: 'jpeg', jpg: 'jpeg' };
 const PARAMS = new Set(['w', 'h', 'fit', 'format', 'q', 'fp']);
-const SOURCE_FORMATS: Record<string, OutputFormat> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/webp': 'webp', 'image/gif': 'gif', 'image/avif': 'avif' };
-export const OUTPUT_TYPES: Record<OutputFormat, string> = { webp: 'image/webp', avif: 'image/avif', png: 'image/png', jpeg: 'image/jpeg', gif: 'image/gif' };
+const SOURCE_FORMATS: Record<string, OutputFormat> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpeg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'image/avif': 'avif',
+};
+export const OUTPUT_TYPES: Record<OutputFormat, string> = {
+  webp: 'image/webp',
+  avif: 'image/avif',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  gif: 'image/gif',
+};
 
 /** Whether the query asks for a transform at all (any known parameter present). */
 export function wantsTransform(query: URLSearchParams): boolean {
@@ -41,9 +53,11 @@ export function wantsTransform(query: URLSearchParams): boolean {
 
 function side(v: string | null, name: string): number | null {
   if (v === null || v === '') return null;
-  if (!/^\d{1,6}$/.test(v) || Number(v) < 1) throw new BadUserInput(`${name} must be a whole number of pixels from 1 to ${MAX_SIDE}`, { param: name });
+  if (!/^\d{1,6}$/.test(v) || Number(v) < 1)
+    throw new BadUserInput(`${name} must be a whole number of pixels from 1 to ${MAX_SIDE}`, { param: name });
   const n = Number(v);
-  if (n > MAX_SIDE) throw new BadUserInput(`${name}=${n} is over the limit of ${MAX_SIDE} pixels`, { param: name, limit: MAX_SIDE });
+  if (n > MAX_SIDE)
+    throw new BadUserInput(`${name}=${n} is over the limit of ${MAX_SIDE} pixels`, { param: name, limit: MAX_SIDE });
   return n;
 }
 
@@ -51,20 +65,27 @@ function side(v: string | null, name: string): number | null {
  * The spec of a query against a source image of `source` size and type. Throws BadUserInput on
  * a bad value, a source that is not a transformable image, or an output over `maxOutputPixels`.
  */
-export function parseTransform(query: URLSearchParams, source: { contentType: string; width: number | null; height: number | null }, maxOutputPixels: number): TransformSpec {
+export function parseTransform(
+  query: URLSearchParams,
+  source: { contentType: string; width: number | null; height: number | null },
+  maxOutputPixels: number,
+): TransformSpec {
   const from = SOURCE_FORMATS[source.contentType];
-  if (!from || !source.width || !source.height) throw new BadUserInput(`Transforms apply to PNG, JPEG, WebP, GIF and AVIF images, not ${source.contentType}`);
+  if (!from || !source.width || !source.height)
+    throw new BadUserInput(`Transforms apply to PNG, JPEG, WebP, GIF and AVIF images, not ${source.contentType}`);
   const w = side(query.get('w'), 'w');
   const h = side(query.get('h'), 'h');
   const fitRaw = query.get('fit');
-  if (fitRaw !== null && !FITS.includes(fitRaw as Fit)) throw new BadUserInput(`fit must be one of ${FITS.join(', ')}`, { param: 'fit' });
+  if (fitRaw !== null && !FITS.includes(fitRaw as Fit))
+    throw new BadUserInput(`fit must be one of ${FITS.join(', ')}`, { param: 'fit' });
   const formatRaw = query.get('format');
   const format = formatRaw === null ? from : FORMATS[formatRaw.toLowerCase()];
   if (!format) throw new BadUserInput('format must be one of webp, avif, png, jpeg', { param: 'format' });
   const qRaw = query.get('q');
   let q: number | null = null;
   if (qRaw !== null) {
-    if (!/^\d{1,3}$/.test(qRaw) || Number(qRaw) < 1 || Number(qRaw) > 100) throw new BadUserInput('q must be a whole number from 1 to 100', { param: 'q' });
+    if (!/^\d{1,3}$/.test(qRaw) || Number(qRaw) < 1 || Number(qRaw) > 100)
+      throw new BadUserInput('q must be a whole number from 1 to 100', { param: 'q' });
     q = format === 'png' || format === 'gif' ? null : Number(qRaw);
   }
   const fpRaw = query.get('fp');
@@ -79,7 +100,9 @@ export function parseTransform(query: URLSearchParams, source: { contentType: st
   const [ow, oh] = outputSize({ w, h, fit }, source.width, source.height);
   const [sw, sh] = outputSize({ w, h, fit }, source.height, source.width);
   if (Math.max(ow * oh, sw * sh) > maxOutputPixels) {
-    throw new BadUserInput(`The output would be ${ow}×${oh} pixels; the limit is ${maxOutputPixels}`, { limit: maxOutputPixels });
+    throw new BadUserInput(`The output would be ${ow}×${oh} pixels; the limit is ${maxOutputPixels}`, {
+      limit: maxOutputPixels,
+    });
   }
   // A focal point only moves a cover crop of both sides; elsewhere it changes nothing.
   return { w, h, fit, format, q, fp: fit === 'cover' && w !== null && h !== null ? fp : null };
@@ -112,7 +135,13 @@ export function variantName(spec: TransformSpec): string {
  * The crop box of a cover resize around a focal point: scale the W×H source to cover w×h, then
  * cut w×h centred on the focal point, clamped to the image.
  */
-export function focalCrop(W: number, H: number, w: number, h: number, fp: [number, number]): { rw: number; rh: number; left: number; top: number } {
+export function focalCrop(
+  W: number,
+  H: number,
+  w: number,
+  h: number,
+  fp: [number, number],
+): { rw: number; rh: number; left: number; top: number } {
   const s = Math.max(w / W, h / H);
   const rw = Math.max(w, Math.round(W * s));
   const rh = Math.max(h, Math.round(H * s));

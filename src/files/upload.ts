@@ -27,11 +27,13 @@ export interface UploadDeps {
 
 const MAX_TEXT = 1000;
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this strips from file names
+const UNSAFE_IN_NAMES = /[\u0000-\u001f\u007f"<>|:*?]/g;
+
 /** A client-given filename reduced to a safe last path segment (no `..`, slashes or controls). */
 export function safeFilename(name: string | undefined): string {
   const base = (name ?? '').split(/[\\/]/).pop() ?? '';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this strips from file names
-  let clean = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
+  let clean = base.replace(UNSAFE_IN_NAMES, '').replace(/^\.+/, '').trim().slice(0, 200);
   // The cut must not split a surrogate pair (a lone half is not UTF-8).
   if (/[\ud800-\udbff]$/.test(clean)) clean = clean.slice(0, -1).trim();
   return clean === '' ? 'file' : clean;
@@ -39,15 +41,22 @@ export function safeFilename(name: string | undefined): string {
 
 export function folderOf(v: string | undefined): string | null {
   if (v === undefined || v.trim() === '') return null;
-  const parts = v.split('/').map((p) => p.trim()).filter(Boolean);
-  if (parts.some((p) => p === '.' || p === '..') || v.length > 200) throw new BadUserInput('folder must be a path of names without . or ..');
+  const parts = v
+    .split('/')
+    .map((p) => p.trim())
+    .filter(Boolean);
+  if (parts.some((p) => p === '.' || p === '..') || v.length > 200)
+    throw new BadUserInput('folder must be a path of names without . or ..');
   return parts.join('/') || null;
 }
 
 /** A header naming more pixels than we decode (a small file that inflates to gigabytes). */
 export function checkPixels(kind: { width: number | null; height: number | null }, maxInputPixels: number): void {
   if (kind.width !== null && kind.height !== null && kind.width * kind.height > maxInputPixels) {
-    throw new BadUserInput(`The image is ${kind.width}×${kind.height} pixels; at most ${maxInputPixels} pixels are accepted`, { limit: maxInputPixels });
+    throw new BadUserInput(
+      `The image is ${kind.width}×${kind.height} pixels; at most ${maxInputPixels} pixels are accepted`,
+      { limit: maxInputPixels },
+    );
   }
 }
 
@@ -58,7 +67,8 @@ export function checkPixels(kind: { width: number | null; height: number | null 
 export function checkFormText(name: string, v: string | null | undefined): void {
   if (typeof v !== 'string') return;
   if (v.includes('\0')) throw new BadUserInput(`${name}: NUL characters are not allowed`, { field: name });
-  if (!(v as unknown as { isWellFormed(): boolean }).isWellFormed()) throw new BadUserInput(`${name}: unpaired UTF-16 surrogates are not allowed`, { field: name });
+  if (!(v as unknown as { isWellFormed(): boolean }).isWellFormed())
+    throw new BadUserInput(`${name}: unpaired UTF-16 surrogates are not allowed`, { field: name });
 }
 
 function textField(v: string | undefined): string | null {
@@ -85,7 +95,11 @@ export interface Received {
  * the key's allowedFileTypes), the pixel cap, and the blob committed under the hash's lock (a
  * permanent delete of the same bytes cannot remove it between this commit and the row).
  */
-export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits' | 'storage'> & { maxInputPixels: number }, key: RequestPrincipal['key'], r: Received): Promise<FileRow> {
+export async function finishUpload(
+  deps: Pick<UploadDeps, 'sql' | 'limits' | 'storage'> & { maxInputPixels: number },
+  key: RequestPrincipal['key'],
+  r: Received,
+): Promise<FileRow> {
   // Before the bytes are committed: what the row will hold must be storable.
   checkFormText('alt', r.alt);
   checkFormText('folder', r.folder);
@@ -99,28 +113,42 @@ export async function finishUpload(deps: Pick<UploadDeps, 'sql' | 'limits' | 'st
   }
   let committed = false;
   try {
-    return await deps.sql.begin(async (tx) => {
+    return (await deps.sql.begin(async (tx) => {
       await tx`select pg_advisory_xact_lock(${hashLock(r.sha256).toString()}::bigint)`;
       await r.commit();
       committed = true;
       const row = await insertFile(tx as unknown as Sql, {
-        id: r.id, projectId: key.projectId, sha256: r.sha256, filename: r.filename, contentType: kind.contentType, size: r.size,
-        width: kind.width, height: kind.height, alt: r.alt, folder: r.folder, customerId: r.customerId, keyId: key.keyId,
+        id: r.id,
+        projectId: key.projectId,
+        sha256: r.sha256,
+        filename: r.filename,
+        contentType: kind.contentType,
+        size: r.size,
+        width: kind.width,
+        height: kind.height,
+        alt: r.alt,
+        folder: r.folder,
+        customerId: r.customerId,
+        keyId: key.keyId,
       });
       // Videos get a poster and HLS renditions from a media job (src/files/media.ts).
       if (kind.contentType.startsWith('video/')) await queueMediaJob(tx as unknown as Sql, row.id, key.projectId);
       return row;
-    }) as FileRow;
+    })) as FileRow;
   } catch (err) {
     // The bytes were committed but no row names them: removed, unless another row does.
-    if (committed) await removeUnnamedBlob(deps.sql, deps.storage, r.sha256).catch((e) => console.error('files: removing an unnamed blob failed:', e instanceof Error ? e.message : e));
+    if (committed)
+      await removeUnnamedBlob(deps.sql, deps.storage, r.sha256).catch((e) =>
+        console.error('files: removing an unnamed blob failed:', e instanceof Error ? e.message : e),
+      );
     throw err;
   }
 }
 
 export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal, request: Request): Promise<FileRow> {
   const ct = request.headers.get('content-type') ?? '';
-  if (!/^multipart\/form-data\s*;/i.test(ct) || !request.body) throw new BadUserInput('The body must be multipart/form-data with a field named file');
+  if (!/^multipart\/form-data\s*;/i.test(ct) || !request.body)
+    throw new BadUserInput('The body must be multipart/form-data with a field named file');
   const limits = await projectLimits(deps.sql, principal.key.projectId, deps.limits);
   const maxBytes = room(limits);
   const declared = Number(request.headers.get('content-length') ?? NaN);
@@ -138,7 +166,13 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
   try {
     // defParamCharset: multipart parameters (the file name) are UTF-8 (RFC 7578 §4.2; busboy
     // reads them as Latin-1 unless told); `filename*` carries its own charset (RFC 8187).
-    bb = busboy({ headers: { 'content-type': ct }, defParamCharset: 'utf8', highWaterMark: 256 * 1024, fileHwm: 256 * 1024, limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 } });
+    bb = busboy({
+      headers: { 'content-type': ct },
+      defParamCharset: 'utf8',
+      highWaterMark: 256 * 1024,
+      fileHwm: 256 * 1024,
+      limits: { files: 1, fields: 10, fieldSize: MAX_TEXT, fileSize: maxBytes, parts: 20 },
+    });
   } catch {
     throw new BadUserInput('The body must be multipart/form-data with a boundary');
   }
@@ -200,10 +234,11 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
         const { done, value } = await reader.read();
         if (failure) return;
         if (done) break;
-        if (!bb.write(value)) await new Promise<void>((r) => {
-          drained = r;
-          bb.once('drain', r);
-        });
+        if (!bb.write(value))
+          await new Promise<void>((r) => {
+            drained = r;
+            bb.once('drain', r);
+          });
         drained = null;
         if (failure) return;
       }
@@ -211,7 +246,13 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
     } catch (e) {
       // The body-limit stream (src/http/body.ts) fails the read with PayloadTooLarge.
       const cause = (e as { cause?: unknown }).cause;
-      fail(e instanceof PayloadTooLarge ? e : cause instanceof PayloadTooLarge ? cause : new BadUserInput('The request body could not be read'));
+      fail(
+        e instanceof PayloadTooLarge
+          ? e
+          : cause instanceof PayloadTooLarge
+            ? cause
+            : new BadUserInput('The request body could not be read'),
+      );
     }
   })();
   try {
@@ -224,8 +265,14 @@ export async function handleUpload(deps: UploadDeps, principal: RequestPrincipal
     const sha256 = hash.digest('hex');
     const t = temp as TempBlob;
     return await finishUpload(deps, principal.key, {
-      head: Buffer.concat(head), sha256, size, filename, alt: textField(fields.alt), folder: folderOf(fields.folder),
-      customerId: principal.customer?.customerId ?? null, commit: () => t.commit(sha256),
+      head: Buffer.concat(head),
+      sha256,
+      size,
+      filename,
+      alt: textField(fields.alt),
+      folder: folderOf(fields.folder),
+      customerId: principal.customer?.customerId ?? null,
+      commit: () => t.commit(sha256),
     });
   } finally {
     if (temp) await (temp as TempBlob).discard();

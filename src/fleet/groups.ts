@@ -37,7 +37,8 @@ const MAX_ERRORS_SHOWN = 5;
 
 export function checkGroupKey(value: unknown): string {
   if (typeof value !== 'string' || value === '') throw new BadUserInput('group is required');
-  if (!GROUP_KEY_RE.test(value)) throw new BadUserInput('group must be 1–63 letters, digits, "_" or "-", starting with a letter or digit');
+  if (!GROUP_KEY_RE.test(value))
+    throw new BadUserInput('group must be 1–63 letters, digits, "_" or "-", starting with a letter or digit');
   return value;
 }
 
@@ -52,14 +53,21 @@ function requireFleetManager(caller: ControlCaller): Extract<ControlCaller, { ki
 
 /** The models of a publish body: `config` is a config folder's content (only `models` is used). */
 export function groupModels(config: unknown): ModelDef[] {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new BadUserInput('config must be an object holding models');
+  if (typeof config !== 'object' || config === null || Array.isArray(config))
+    throw new BadUserInput('config must be an object holding models');
   const models = (config as { models?: unknown }).models;
   if (!Array.isArray(models)) throw new BadUserInput('the config has no models: a fleet group schema is its models');
   // The same rules as `svc push` (lookups, select targets, references between models).
   const { errors } = validateConfig({ key: 'fleet-group', name: 'fleet group', models });
   if (errors.length > 0) {
-    const shown = errors.slice(0, MAX_ERRORS_SHOWN).map((e) => `${e.path}: ${e.message}`).join('; ');
-    throw new BadUserInput(`the models are not valid: ${shown}${errors.length > MAX_ERRORS_SHOWN ? ` (and ${errors.length - MAX_ERRORS_SHOWN} more)` : ''}`, { errors });
+    const shown = errors
+      .slice(0, MAX_ERRORS_SHOWN)
+      .map((e) => `${e.path}: ${e.message}`)
+      .join('; ');
+    throw new BadUserInput(
+      `the models are not valid: ${shown}${errors.length > MAX_ERRORS_SHOWN ? ` (and ${errors.length - MAX_ERRORS_SHOWN} more)` : ''}`,
+      { errors },
+    );
   }
   return models as ModelDef[];
 }
@@ -68,7 +76,12 @@ export function groupModels(config: unknown): ModelDef[] {
  * Publishes `config.models` as group `key`'s schema (creating the group on first publish). An
  * unchanged model set publishes nothing and answers the current version. Members move with it.
  */
-export async function publishGroup(deps: FleetDeps, caller: ControlCaller, key: unknown, input: { name?: unknown; config?: unknown }): Promise<PublishResult> {
+export async function publishGroup(
+  deps: FleetDeps,
+  caller: ControlCaller,
+  key: unknown,
+  input: { name?: unknown; config?: unknown },
+): Promise<PublishResult> {
   const member = requireFleetManager(caller);
   const groupKey = checkGroupKey(key);
   const name = input.name === undefined || input.name === null || input.name === '' ? null : checkName(input.name);
@@ -113,11 +126,22 @@ export async function listGroups(sql: Sql, caller: ControlCaller): Promise<{ gro
   const rows = await sql<{ key: string; name: string; schema_version: number; projects: number }[]>`
     select g.key, g.name, g.schema_version, (select count(*)::int from projects p where p.fleet_group_id = g.id) as projects
     from fleet_groups g where g.tenant_id = ${member.tenantId} order by g.key`;
-  return { groups: rows.map((r) => ({ groupId: r.key, name: r.name, schemaVersion: String(r.schema_version), projects: r.projects })) };
+  return {
+    groups: rows.map((r) => ({
+      groupId: r.key,
+      name: r.name,
+      schemaVersion: String(r.schema_version),
+      projects: r.projects,
+    })),
+  };
 }
 
 /** A group of `tenantId` by key, or null: another tenant's group is indistinguishable from none. */
-export async function groupOfTenant(sql: Sql, tenantId: string, key: string): Promise<{ id: string; key: string; schemaVersion: number } | null> {
+export async function groupOfTenant(
+  sql: Sql,
+  tenantId: string,
+  key: string,
+): Promise<{ id: string; key: string; schemaVersion: number } | null> {
   const [row] = await sql<{ id: string; key: string; schema_version: number }[]>`
     select id, key, schema_version from fleet_groups where tenant_id = ${tenantId} and key = ${key}`;
   return row && row.schema_version > 0 ? { id: row.id, key: row.key, schemaVersion: row.schema_version } : null;

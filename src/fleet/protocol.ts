@@ -34,7 +34,8 @@ export interface ProvisionView {
 export const BRANDING_FIELDS: Record<string, (v: string) => string | null> = {
   displayName: (v) => (v.length <= 200 ? null : 'must be at most 200 characters'),
   logoUrl: (v) => (isHttpUrl(v) ? null : 'must be an absolute http(s) URL'),
-  primaryColor: (v) => (/^#(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})$/i.test(v) ? null : 'must be a hex colour like #0055ff'),
+  primaryColor: (v) =>
+    /^#(?:[0-9a-f]{3}|[0-9a-f]{6}|[0-9a-f]{8})$/i.test(v) ? null : 'must be a hex colour like #0055ff',
   fromName: (v) => (v.length <= 200 ? null : 'must be at most 200 characters'),
   supportEmail: (v) => (EMAIL_RE.test(v) && v.length <= 320 ? null : 'must be an email address'),
   replyTo: (v) => (EMAIL_RE.test(v) && v.length <= 320 ? null : 'must be an email address'),
@@ -66,18 +67,21 @@ function requiredString(body: Record<string, unknown>, field: string, max: numbe
 }
 
 export function parseProvisionRequest(body: unknown): ProvisionRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadUserInput('The request body must be a JSON object');
   const b = body as Record<string, unknown>;
   const provisionId = requiredString(b, 'provision_id', MAX_ID);
   const groupKey = requiredString(b, 'group_id', MAX_ID);
   const name = requiredString(b, 'name', 200).trim();
   let branding: Record<string, string> | null = null;
   if (b.branding !== undefined && b.branding !== null) {
-    if (typeof b.branding !== 'object' || Array.isArray(b.branding)) throw new BadUserInput('branding must be an object');
+    if (typeof b.branding !== 'object' || Array.isArray(b.branding))
+      throw new BadUserInput('branding must be an object');
     branding = {};
     for (const [k, v] of Object.entries(b.branding as Record<string, unknown>)) {
       const check = BRANDING_FIELDS[k];
-      if (!check) throw new BadUserInput(`branding.${k} is not a branding field; use ${Object.keys(BRANDING_FIELDS).join(', ')}`);
+      if (!check)
+        throw new BadUserInput(`branding.${k} is not a branding field; use ${Object.keys(BRANDING_FIELDS).join(', ')}`);
       if (v === null || v === undefined) continue;
       if (typeof v !== 'string') throw new BadUserInput(`branding.${k} must be a string`);
       if (!PRINTABLE.test(v)) throw new BadUserInput(`branding.${k} must not contain control characters`);
@@ -100,8 +104,12 @@ export function parseProvisionRequest(body: unknown): ProvisionRequest {
 
 /** The digest that tells a re-send (same body) from a different request under the same id. */
 export function requestDigest(r: ProvisionRequest): string {
-  const branding = r.branding ? Object.fromEntries(Object.entries(r.branding).sort(([a], [b]) => (a < b ? -1 : 1))) : null;
-  return createHash('sha256').update(JSON.stringify([r.provisionId, r.groupKey, r.name, branding, r.allowListKeyIds])).digest('hex');
+  const branding = r.branding
+    ? Object.fromEntries(Object.entries(r.branding).sort(([a], [b]) => (a < b ? -1 : 1)))
+    : null;
+  return createHash('sha256')
+    .update(JSON.stringify([r.provisionId, r.groupKey, r.name, branding, r.allowListKeyIds]))
+    .digest('hex');
 }
 
 export interface ProvisionRow {

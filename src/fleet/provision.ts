@@ -5,7 +5,16 @@ import { requireScope } from '../auth/scopes.ts';
 import { newId } from '../ids.ts';
 import { BadUserInput, Conflict, NotFound, PermissionDenied } from '../errors.ts';
 import { groupOfTenant } from './groups.ts';
-import { parseProvisionRequest, provisionView, requestDigest, PROVISION_STEPS, type ProvisionRequest, type ProvisionRow, type ProvisionStep, type ProvisionView } from './protocol.ts';
+import {
+  parseProvisionRequest,
+  provisionView,
+  requestDigest,
+  PROVISION_STEPS,
+  type ProvisionRequest,
+  type ProvisionRow,
+  type ProvisionStep,
+  type ProvisionView,
+} from './protocol.ts';
 
 /**
  * `POST /v1/provision` (spec "POST /v1/provision", "Provisioning" states): a new project in the
@@ -19,7 +28,8 @@ import { parseProvisionRequest, provisionView, requestDigest, PROVISION_STEPS, t
  * run is in flight wait for that run instead of starting their own.
  */
 export const NEEDS_SK_T = 'Provisioning needs a secret tenant key (sk_t_) holding the provision scope';
-export const NO_CONTROL_KEYS = 'Provisioning takes a secret tenant API key (sk_t_) in x-api-key; control keys and the root token cannot provision';
+export const NO_CONTROL_KEYS =
+  'Provisioning takes a secret tenant API key (sk_t_) in x-api-key; control keys and the root token cannot provision';
 export const NO_BROWSERS = 'Provisioning is server-side only: requests from a browser are refused';
 
 export interface ProvisionDeps {
@@ -33,7 +43,14 @@ export interface ProvisionOutcome {
   view: ProvisionView;
 }
 
-type FullRow = ProvisionRow & { tenant_id: string; request_hash: string; group_id: string; name: string; branding: Record<string, string> | null; allow_list_key_ids: string[] };
+type FullRow = ProvisionRow & {
+  tenant_id: string;
+  request_hash: string;
+  group_id: string;
+  name: string;
+  branding: Record<string, string> | null;
+  allow_list_key_ids: string[];
+};
 
 /** Only `sk_t_` keys holding `provision` may provision (spec "Errors": every other credential is refused). */
 export function requireProvisioner(principal: KeyPrincipal): void {
@@ -91,7 +108,11 @@ export class Provisioner {
   }
 
   /** The existing row for this id (same body), or a new one after checking the group and keys. */
-  async #claim(principal: KeyPrincipal, req: ProvisionRequest, digest: string): Promise<{ row: FullRow; created: boolean }> {
+  async #claim(
+    principal: KeyPrincipal,
+    req: ProvisionRequest,
+    digest: string,
+  ): Promise<{ row: FullRow; created: boolean }> {
     const { sql } = this.#deps;
     const existing = await this.#row(sql, principal.tenantId, req.provisionId);
     if (existing) {
@@ -116,7 +137,9 @@ export class Provisioner {
   }
 
   async #row(sql: Sql, tenantId: string, provisionId: string): Promise<FullRow | undefined> {
-    const [row] = await sql<FullRow[]>`select * from provisions where tenant_id = ${tenantId} and provision_id = ${provisionId}`;
+    const [row] = await sql<
+      FullRow[]
+    >`select * from provisions where tenant_id = ${tenantId} and provision_id = ${provisionId}`;
     return row;
   }
 
@@ -137,7 +160,9 @@ export class Provisioner {
       // Recorded for GET; the steps that committed stay done, and a re-send resumes after them.
       const message = err instanceof Error ? err.message.slice(0, 500) : 'failed';
       await this.#deps.sql`update provisions set status = 'failed', last_error = ${message}, updated_at = now()
-                           where tenant_id = ${row.tenant_id} and provision_id = ${row.provision_id} and status <> 'completed'`.catch(() => {});
+                           where tenant_id = ${row.tenant_id} and provision_id = ${row.provision_id} and status <> 'completed'`.catch(
+        () => {},
+      );
       throw err;
     }
   }
@@ -217,8 +242,10 @@ export class Provisioner {
       throw new Error(`provision step ${step} did not apply`);
     }
     const events: BusEvent[] = [];
-    if (step === 'group_joined' || (step === 'branding_set' && row.branding && Object.keys(row.branding).length > 0)) events.push({ type: 'project.changed', projectId: done.project_id });
-    for (const [i, keyId] of (done.key_ids ?? []).entries()) events.push({ type: 'key.changed', keyId, keyHash: done.key_hashes?.[i] ?? null });
+    if (step === 'group_joined' || (step === 'branding_set' && row.branding && Object.keys(row.branding).length > 0))
+      events.push({ type: 'project.changed', projectId: done.project_id });
+    for (const [i, keyId] of (done.key_ids ?? []).entries())
+      events.push({ type: 'key.changed', keyId, keyHash: done.key_hashes?.[i] ?? null });
     for (const e of events) await bus.publish(e);
     delete done.key_ids;
     delete done.key_hashes;
@@ -239,6 +266,9 @@ async function checkAllowListKeys(sql: Sql, tenantId: string, ids: string[]): Pr
   for (const id of ids) {
     const kind = found.get(id);
     if (!kind) throw new NotFound(`API key not found: ${id}`);
-    if (kind !== 'pk_t' && kind !== 'sk_t') throw new BadUserInput(`API key ${id} is project-bound: only tenant keys (pk_t_, sk_t_) have a project allow-list`);
+    if (kind !== 'pk_t' && kind !== 'sk_t')
+      throw new BadUserInput(
+        `API key ${id} is project-bound: only tenant keys (pk_t_, sk_t_) have a project allow-list`,
+      );
   }
 }

@@ -24,7 +24,11 @@ function argValue(v: ValueNode, vars: Record<string, unknown>): string | null {
   return null;
 }
 
-export async function auditMutation(ctx: GqlContext, op: OperationDefinitionNode, vars: Record<string, unknown>): Promise<void> {
+export async function auditMutation(
+  ctx: GqlContext,
+  op: OperationDefinitionNode,
+  vars: Record<string, unknown>,
+): Promise<void> {
   if (ctx.audited || !auditOn() || isPublicKey(ctx.principal.kind)) return;
   const targets: AuditTarget[] = [];
   for (const sel of op.selectionSet.selections) {
@@ -33,5 +37,11 @@ export async function auditMutation(ctx: GqlContext, op: OperationDefinitionNode
     targets.push({ action: `graphql.${sel.name.value}`, kind: 'mutation', id: arg ? argValue(arg.value, vars) : null });
   }
   if (targets.length === 0) return;
-  await recordAudit(ctx.svc.sql, { projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId }, auditWho(ctx), ctx.auditFrom?.() ?? NO_ORIGIN, targets.slice(0, 50));
+  await recordAudit(
+    ctx.svc.sql,
+    { projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId },
+    auditWho(ctx),
+    ctx.auditFrom?.() ?? NO_ORIGIN,
+    targets.slice(0, 50),
+  );
 }

@@ -20,7 +20,11 @@ export function projectSurrogateKey(projectId: string): string {
   return `svc-p-${projectId}`;
 }
 
-export function installCdnPurge(bus: EventBus, projects: ActorRegistry<ProjectActor>, policy: EgressPolicy): () => void {
+export function installCdnPurge(
+  bus: EventBus,
+  projects: ActorRegistry<ProjectActor>,
+  policy: EgressPolicy,
+): () => void {
   const timers = new Map<string, ReturnType<typeof setTimeout>>();
   const purge = async (projectId: string) => {
     timers.delete(projectId);
@@ -37,17 +41,22 @@ export function installCdnPurge(bus: EventBus, projects: ActorRegistry<ProjectAc
         policy,
         maxBytes: 4_096,
       });
-      if (res.status < 200 || res.status >= 300) console.error(`cdn purge for ${projectId}: the purge URL answered ${res.status}`);
+      if (res.status < 200 || res.status >= 300)
+        console.error(`cdn purge for ${projectId}: the purge URL answered ${res.status}`);
     } catch (err) {
       console.error(`cdn purge for ${projectId} failed: ${err instanceof Error ? err.message : String(err)}`);
     }
   };
   const schedule = (projectId: string) => {
     if (timers.has(projectId) || !projects.peek(projectId)) return;
-    timers.set(projectId, setTimeout(() => void purge(projectId), DEBOUNCE_MS));
+    timers.set(
+      projectId,
+      setTimeout(() => void purge(projectId), DEBOUNCE_MS),
+    );
   };
   const off = bus.subscribe((e) => {
-    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed') schedule(e.projectId);
+    if (e.type === 'record.changed' || e.type === 'schema.changed' || e.type === 'project.changed')
+      schedule(e.projectId);
   });
   return () => {
     off();

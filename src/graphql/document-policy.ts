@@ -38,18 +38,25 @@ export interface Resolved {
   trusted: string | null;
 }
 
-const NOT_TRUSTED = 'This key runs trusted documents only: send "documentId": "sha256:<hash>" of a pushed document instead of its text';
+const NOT_TRUSTED =
+  'This key runs trusted documents only: send "documentId": "sha256:<hash>" of a pushed document instead of its text';
 
 /**
  * The document a request runs under its key's policy. Sync for text and trusted documents (the
  * hot path: one Map lookup); a promise only when the APQ store must be asked.
  */
-export function resolveDocument(deps: { sql: Sql }, target: DocumentTarget, principal: KeyPrincipal, req: NamedRequest): Resolved | Promise<Resolved> {
+export function resolveDocument(
+  deps: { sql: Sql },
+  target: DocumentTarget,
+  principal: KeyPrincipal,
+  req: NamedRequest,
+): Resolved | Promise<Resolved> {
   const policy = documentPolicyOf(principal, target.snapshot);
   const hash = req.documentId;
   if (hash === undefined || hash === null) {
     if (policy === 'trusted-only') throw new DocumentNotTrusted(NOT_TRUSTED);
-    if (typeof req.query !== 'string' || req.query.length === 0) throw new BadUserInput('The request needs a "query" string or a "documentId"');
+    if (typeof req.query !== 'string' || req.query.length === 0)
+      throw new BadUserInput('The request needs a "query" string or a "documentId"');
     return { query: req.query, trusted: null };
   }
   const text = typeof req.query === 'string' && req.query.length > 0 ? req.query : null;
@@ -76,7 +83,13 @@ export function resolveDocument(deps: { sql: Sql }, target: DocumentTarget, prin
 function apqCache(actor: ProjectActor): Lru<string, string> {
   let c = actor.derived.get('gql:apq') as Lru<string, string> | undefined;
   if (!c) {
-    c = new Lru({ kind: 'apq', maxEntries: 1_000, maxBytes: 2 * 1024 * 1024, sizeOf: (text, hash) => 2 * text.length + 2 * hash.length + 64, budget: processCacheBudget });
+    c = new Lru({
+      kind: 'apq',
+      maxEntries: 1_000,
+      maxBytes: 2 * 1024 * 1024,
+      sizeOf: (text, hash) => 2 * text.length + 2 * hash.length + 64,
+      budget: processCacheBudget,
+    });
     actor.derived.set('gql:apq', c);
   }
   return c;
@@ -84,7 +97,9 @@ function apqCache(actor: ProjectActor): Lru<string, string> {
 
 export function apqMaxBytes(snapshot: ProjectSnapshot): number {
   const v = snapshot.settings.apqMaxBytes;
-  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? Math.min(v, DOCUMENT_LIMITS.apqMaxBytes) : DOCUMENT_LIMITS.apqDefaultBytes;
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+    ? Math.min(v, DOCUMENT_LIMITS.apqMaxBytes)
+    : DOCUMENT_LIMITS.apqDefaultBytes;
 }
 
 async function registerApq(deps: { sql: Sql }, target: DocumentTarget, hash: string, text: string): Promise<Resolved> {
@@ -102,7 +117,8 @@ async function lookupApq(deps: { sql: Sql }, target: DocumentTarget, hash: strin
   if (text === undefined) {
     // Another process may have registered it: the store is shared, this cache is not.
     text = (await apqGet(deps.sql, target.snapshot.id, hash)) ?? undefined;
-    if (text === undefined) throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
+    if (text === undefined)
+      throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
     cache.set(hash, text);
   }
   return { query: text, trusted: null };
@@ -135,7 +151,7 @@ function countHit(projectId: string, hash: string): void {
 /** [[project, document], count] for the `svc_trusted_document_hits_total` series. */
 export function documentHits(): (readonly [readonly [string, string], number])[] {
   const out: (readonly [readonly [string, string], number])[] = [];
-  for (const [project, docs] of hits) for (const [hash, n] of docs) out.push([[project, hash === 'other' ? 'other' : `sha256:${hash}`], n] as const);
+  for (const [project, docs] of hits)
+    for (const [hash, n] of docs) out.push([[project, hash === 'other' ? 'other' : `sha256:${hash}`], n] as const);
   return out;
 }
-

@@ -14,7 +14,6 @@ export interface WireError {
   extensions?: { code: string; [k: string]: unknown };
 }
 
-
 /** Strips "Did you mean …?" hints in production (CONTRACT §2: no field suggestions). */
 function hideSuggestions(message: string, production: boolean): string {
   return production ? message.replace(/ Did you mean .+\?$/, '') : message;
@@ -32,7 +31,11 @@ export function maskError(err: GraphQLError | Error, production: boolean): WireE
   }
   if (original instanceof SvcError) {
     const field = original.details?.field;
-    return { message: original.message, ...where, extensions: { code: original.code, ...(typeof field === 'string' ? { field } : {}) } };
+    return {
+      message: original.message,
+      ...where,
+      extensions: { code: original.code, ...(typeof field === 'string' ? { field } : {}) },
+    };
   }
   if (original && !(original instanceof GraphQLError)) {
     // Value coercion inside scalars (for example a bad DateTime) is the client's input.
@@ -56,9 +59,14 @@ export function maskErrors(errors: readonly GraphQLError[], production: boolean)
 
 /** Codes for errors graphql-js/graphql-jit raise without one. */
 function classify(message: string): SvcErrorCode {
-  if (/^Variable "\$[^"]+" (got invalid value|of required type|of non-null type)/.test(message)) return 'BAD_USER_INPUT';
-  if (/^(Expected value of type|Enum "[^"]+" cannot represent|Int cannot|Float cannot|String cannot|Boolean cannot|ID cannot|Field "[^"]+" of required type)/.test(message)) return 'BAD_USER_INPUT';
+  if (/^Variable "\$[^"]+" (got invalid value|of required type|of non-null type)/.test(message))
+    return 'BAD_USER_INPUT';
+  if (
+    /^(Expected value of type|Enum "[^"]+" cannot represent|Int cannot|Float cannot|String cannot|Boolean cannot|ID cannot|Field "[^"]+" of required type)/.test(
+      message,
+    )
+  )
+    return 'BAD_USER_INPUT';
   if (/^Syntax Error/.test(message)) return 'GRAPHQL_PARSE_FAILED';
   return 'GRAPHQL_VALIDATION_FAILED';
 }
-

@@ -1,6 +1,17 @@
 import type { AuditFrom } from '../editorial/audit.ts';
 import { auditMutation } from './audit.ts';
-import { getOperationAST, GraphQLError, Kind, parse, printSchema, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import {
+  getOperationAST,
+  GraphQLError,
+  Kind,
+  parse,
+  printSchema,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { jitDocument } from './variables.ts';
 import { getVariableValues } from 'graphql/execution/values.js';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
@@ -15,7 +26,15 @@ import { checkDocumentInputs, checkLimits, checkVariables, LIMITS, namingArgumen
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from '../content/field-access.ts';
-import { CACHE_MAX_AGE, digest, documentKey, MAX_CACHED_BODY, responseCache, stored, type Executed } from './response-cache.ts';
+import {
+  CACHE_MAX_AGE,
+  digest,
+  documentKey,
+  MAX_CACHED_BODY,
+  responseCache,
+  stored,
+  type Executed,
+} from './response-cache.ts';
 
 /**
  * The GraphQL core, shared by every transport (HTTP, graphql-ws). Per project (in
@@ -85,11 +104,23 @@ function preparedBytes(p: Prepared): number {
 }
 
 const docCache = (): Lru<string, Prepared> =>
-  new Lru({ kind: 'documents', maxEntries: DOCS_PER_SCHEMA, maxBytes: DOC_CACHE_BYTES, sizeOf: preparedBytes, budget: processCacheBudget });
+  new Lru({
+    kind: 'documents',
+    maxEntries: DOCS_PER_SCHEMA,
+    maxBytes: DOC_CACHE_BYTES,
+    sizeOf: preparedBytes,
+    budget: processCacheBudget,
+  });
 
 /** As many entries as a project may hold trusted documents (src/documents/store.ts), one name each. */
 const trustedCache = (): Lru<string, Prepared> =>
-  new Lru({ kind: 'trusted-documents', maxEntries: 2_000, maxBytes: 64 * 1024 * 1024, sizeOf: preparedBytes, budget: processCacheBudget });
+  new Lru({
+    kind: 'trusted-documents',
+    maxEntries: 2_000,
+    maxBytes: 64 * 1024 * 1024,
+    sizeOf: preparedBytes,
+    budget: processCacheBudget,
+  });
 
 /**
  * Schemas of key plus customer grants, per project: one per distinct grant set, so bounded here
@@ -100,7 +131,13 @@ const CUSTOMER_SCHEMA_BYTES = 32 * 1024 * 1024;
 const customerSchemas = (actor: ProjectActor): Lru<string, SchemaEntry> => {
   let lru = actor.derived.get('gql:customer-schemas') as Lru<string, SchemaEntry> | undefined;
   if (!lru) {
-    lru = new Lru({ kind: 'customer-schemas', maxEntries: CUSTOMER_SCHEMAS, maxBytes: CUSTOMER_SCHEMA_BYTES, sizeOf: (e) => schemaBytes(e.view), budget: processCacheBudget });
+    lru = new Lru({
+      kind: 'customer-schemas',
+      maxEntries: CUSTOMER_SCHEMAS,
+      maxBytes: CUSTOMER_SCHEMA_BYTES,
+      sizeOf: (e) => schemaBytes(e.view),
+      budget: processCacheBudget,
+    });
     actor.derived.set('gql:customer-schemas', lru);
   }
   return lru;
@@ -127,7 +164,12 @@ function schemaBytes(view: SchemaView): number {
   return 61_440 + 12_288 * view.models.size;
 }
 
-function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: KeyPrincipal, customer?: CustomerPrincipal | null): SchemaEntry {
+function schemaEntry(
+  actor: ProjectActor,
+  snapshot: ProjectSnapshot,
+  principal: KeyPrincipal,
+  customer?: CustomerPrincipal | null,
+): SchemaEntry {
   const grants = customerGrants(snapshot, principal, customer);
   // The view is that of the key's scopes plus the token's stamped grants: its cache key names both.
   const key = grants ? `gql:schema:${principal.fingerprint}:${grants.key}` : `gql:schema:${principal.fingerprint}`;
@@ -135,7 +177,12 @@ function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: 
     const shared = `${snapshot.shapeKey}:${key}`;
     let entry = sharedSchemas.get(shared);
     if (!entry) {
-      entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache(), trusted: trustedCache() };
+      entry = {
+        version: snapshot.schemaVersion,
+        view: buildSchema(snapshot, principal, grants),
+        docs: docCache(),
+        trusted: trustedCache(),
+      };
       sharedSchemas.set(shared, entry);
     }
     return entry;
@@ -143,7 +190,12 @@ function schemaEntry(actor: ProjectActor, snapshot: ProjectSnapshot, principal: 
   const cache = grants ? customerSchemas(actor) : null;
   let entry = (cache ? cache.get(key) : actor.derived.get(key)) as SchemaEntry | undefined;
   if (!entry || entry.version !== snapshot.schemaVersion) {
-    entry = { version: snapshot.schemaVersion, view: buildSchema(snapshot, principal, grants), docs: docCache(), trusted: trustedCache() };
+    entry = {
+      version: snapshot.schemaVersion,
+      view: buildSchema(snapshot, principal, grants),
+      docs: docCache(),
+      trusted: trustedCache(),
+    };
     if (cache) cache.set(key, entry);
     else actor.derived.set(key, entry);
   }
@@ -161,7 +213,11 @@ export function sharedSchemaCount(): number {
 }
 
 /** The project actor and schema view an operation of this principal runs against. */
-export async function targetOf(deps: Pick<GraphqlDeps, 'projects'>, principal: KeyPrincipal, customer?: CustomerPrincipal | null): Promise<Target> {
+export async function targetOf(
+  deps: Pick<GraphqlDeps, 'projects'>,
+  principal: KeyPrincipal,
+  customer?: CustomerPrincipal | null,
+): Promise<Target> {
   const actor = await deps.projects.get(principal.projectId);
   const snapshot = actor.snapshot;
   return { actor, snapshot, entry: schemaEntry(actor, snapshot, principal, customer) };
@@ -222,21 +278,43 @@ export function checkDocument(view: SchemaView, text: string): readonly GraphQLE
 }
 
 /** The resolver context of one request (a fresh loader: batching is per request). */
-export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: Target, customer: CustomerPrincipal | null = null, lsn = 0, live = false): GqlContext {
+export function contextFor(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  target: Target,
+  customer: CustomerPrincipal | null = null,
+  lsn = 0,
+  live = false,
+): GqlContext {
   const { snapshot, entry } = target;
   // A request reads from one replica chosen now; a subscription's context (live) is routed per
   // statement, as it outlives the changes whose events it resolves (store/replicas.ts).
-  const published = !deps.replicas ? deps.readSql : live ? deps.replicas.live(snapshot.id) : deps.replicas.route(snapshot.id, lsn);
+  const published = !deps.replicas
+    ? deps.readSql
+    : live
+      ? deps.replicas.live(snapshot.id)
+      : deps.replicas.route(snapshot.id, lsn);
   // Model `access.read`: owner-only and closed models of this reader (usually none).
   const access = modelRowAccess(snapshot.models, requestReaders({ principal, customer }));
-  const rows = access.owned.length || access.closed.length ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null } : undefined;
+  const rows =
+    access.owned.length || access.closed.length
+      ? { owned: access.owned, closed: access.closed, viewer: customer?.customerId ?? null }
+      : undefined;
   return {
     svc: deps,
     principal,
     snapshot,
     models: entry.view.models,
     published,
-    loader: new RecordLoader(deps.readSql, published, snapshot.id, snapshot.defaultLocale, entry.view.models, principal.allowedModels ? [...entry.view.models.keys()] : null, rows),
+    loader: new RecordLoader(
+      deps.readSql,
+      published,
+      snapshot.id,
+      snapshot.defaultLocale,
+      entry.view.models,
+      principal.allowedModels ? [...entry.view.models.keys()] : null,
+      rows,
+    ),
     noStore: false,
     customer,
     rows,
@@ -247,13 +325,20 @@ export function contextFor(deps: GraphqlDeps, principal: KeyPrincipal, target: T
  * Variables for the compiled document: coerced here by graphql-js when the document needs it
  * (variables.ts), else passed as given (graphql-jit coerces them itself).
  */
-export function variablesFor(target: Target, ready: Ready, raw: Record<string, unknown> | null | undefined, checked = false): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
+export function variablesFor(
+  target: Target,
+  ready: Ready,
+  raw: Record<string, unknown> | null | undefined,
+  checked = false,
+): { errors: readonly GraphQLError[] } | { values: Record<string, unknown> } {
   // Checked before any coercion (which recurses, and would hand PostgreSQL what it cannot store).
   const bad = checked ? null : checkVariables(raw, ready.argumentOf);
   if (bad) return { errors: [bad] };
   const values = raw ?? {};
   if (!ready.coerceWithGraphqlJs) return { values };
-  const coerced = getVariableValues(target.entry.view.schema, ready.op.variableDefinitions ?? [], values, { maxErrors: 20 });
+  const coerced = getVariableValues(target.entry.view.schema, ready.op.variableDefinitions ?? [], values, {
+    maxErrors: 20,
+  });
   return coerced.errors ? { errors: namingArguments(coerced.errors, ready.argumentOf) } : { values: coerced.coerced };
 }
 
@@ -261,7 +346,12 @@ function prepare(view: SchemaView, req: GraphqlRequest): Prepared {
   const stats = { fields: 0 };
   const p = prepareDocument(view, req, stats);
   const source = 2 * req.query.length + 2 * (req.operationName?.length ?? 0);
-  weights.set(p, p.ok ? 20_480 + source + 2_560 * stats.fields : 1_024 + source + p.errors.reduce((n, e) => n + 512 + 2 * e.message.length, 0));
+  weights.set(
+    p,
+    p.ok
+      ? 20_480 + source + 2_560 * stats.fields
+      : 1_024 + source + p.errors.reduce((n, e) => n + 512 + 2 * e.message.length, 0),
+  );
   return p;
 }
 
@@ -271,7 +361,10 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
     doc = parse(req.query, { maxTokens: LIMITS.maxTokens });
   } catch (err) {
     // The parser recurses: a document nested past the stack is a syntax error too, not ours.
-    return { ok: false, errors: [err instanceof GraphQLError ? err : new GraphQLError('Syntax Error: the document is nested too deeply')] };
+    return {
+      ok: false,
+      errors: [err instanceof GraphQLError ? err : new GraphQLError('Syntax Error: the document is nested too deeply')],
+    };
   }
   // Limits first: they are linear in the document, validation is not.
   const limit = checkLimits(doc, stats);
@@ -282,10 +375,17 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
   if (errors.length) return { ok: false, errors };
   const op = getOperationAST(doc, req.operationName ?? undefined);
   if (!op) {
-    const message = req.operationName ? `Unknown operation named "${req.operationName}"` : 'Must provide operation name if query contains multiple operations';
+    const message = req.operationName
+      ? `Unknown operation named "${req.operationName}"`
+      : 'Must provide operation name if query contains multiple operations';
     return { ok: false, errors: [new GraphQLError(message, { originalError: new BadUserInput(message) })] };
   }
-  const root = op.operation === 'mutation' ? view.schema.getMutationType() : op.operation === 'subscription' ? view.schema.getSubscriptionType() : view.schema.getQueryType();
+  const root =
+    op.operation === 'mutation'
+      ? view.schema.getMutationType()
+      : op.operation === 'subscription'
+        ? view.schema.getSubscriptionType()
+        : view.schema.getQueryType();
   if (!root) {
     // graphql-js 16 does not reject an operation type the schema lacks (public keys have no
     // Mutation type); answer as for any field absent from the key's schema.
@@ -297,9 +397,19 @@ function prepareDocument(view: SchemaView, req: GraphqlRequest, stats: { fields:
     return { ok: false, errors };
   }
   const forJit = jitDocument(view.schema, doc, op);
-  const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, { customJSONSerializer: false });
+  const compiled = compileQuery(view.schema, forJit.document, req.operationName ?? undefined, {
+    customJSONSerializer: false,
+  });
   if (!isCompiledQuery(compiled)) return { ok: false, errors: compiled.errors ?? [] };
-  return { ok: true, compiled, operation: op.operation, op, document: doc, coerceWithGraphqlJs: forJit.rewritten, argumentOf: inputs.argumentOf };
+  return {
+    ok: true,
+    compiled,
+    operation: op.operation,
+    op,
+    document: doc,
+    coerceWithGraphqlJs: forJit.rewritten,
+    argumentOf: inputs.argumentOf,
+  };
 }
 
 function refused(errors: readonly GraphQLError[]): Executed {
@@ -353,7 +463,12 @@ export interface ExecuteOptions {
 }
 
 /** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
-export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: GraphqlRequest, opts: ExecuteOptions): Promise<Executed> {
+export async function execute(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  req: GraphqlRequest,
+  opts: ExecuteOptions,
+): Promise<Executed> {
   const target = await targetOf(deps, principal, opts.customer);
   // Which document: its text, or a trusted / persisted one named by hash, as the key's policy allows.
   const found = resolveDocument(deps, target, principal, req);
@@ -361,23 +476,39 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   // Prepared (a memo lookup for a known document) before the response key: the variables are
   // bounded (depth, strings) before anything walks them recursively, JSON.stringify included
   // (20,000 nested AND levels overflowed its stack: issue 27 item 13).
-  const prepared = doc.trusted ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null) : prepareFor(target, doc.query === req.query ? req : { ...req, query: doc.query });
+  const prepared = doc.trusted
+    ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null)
+    : prepareFor(target, doc.query === req.query ? req : { ...req, query: doc.query });
   if (!prepared.ok) return refused(prepared.errors);
   const badVariables = checkVariables(req.variables, prepared.argumentOf);
   if (badVariables) return failed({ errors: [badVariables] });
   // Only reads are cached: no response key (a SHA-256 of the document and its variables' JSON) otherwise.
   if (prepared.operation === 'mutation') opts.wrote = true;
-  const rc = opts.customer !== null || !deps.settings.responseCache || opts.lsn || prepared.operation !== 'query' ? undefined : responseCache(target.actor);
+  const rc =
+    opts.customer !== null || !deps.settings.responseCache || opts.lsn || prepared.operation !== 'query'
+      ? undefined
+      : responseCache(target.actor);
   // A trusted document is keyed by its hash: without variables, no SHA-256 at all (the key is
   // fingerprint, hash and operation name: ~120 characters, never the document).
-  const responseKey = !rc ? '' : doc.trusted && !req.variables ? `t\0${principal.fingerprint}\0${doc.trusted}\0${req.operationName ?? ''}` : digest(principal.fingerprint, req.operationName ?? '', doc.trusted ?? doc.query, doc.trusted ? '\u0001' : '', req.variables ? JSON.stringify(req.variables) : '');
+  const responseKey = !rc
+    ? ''
+    : doc.trusted && !req.variables
+      ? `t\0${principal.fingerprint}\0${doc.trusted}\0${req.operationName ?? ''}`
+      : digest(
+          principal.fingerprint,
+          req.operationName ?? '',
+          doc.trusted ?? doc.query,
+          doc.trusted ? '\u0001' : '',
+          req.variables ? JSON.stringify(req.variables) : '',
+        );
   if (rc) {
     const hit = rc.entries.get(responseKey);
     if (deps.cacheStats) deps.cacheStats[hit ? 'hits' : 'misses']++;
     if (hit) return hit;
   }
 
-  if (prepared.operation === 'mutation' && opts.method === 'GET') throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
+  if (prepared.operation === 'mutation' && opts.method === 'GET')
+    throw new MethodNotAllowed('Mutations are not allowed over GET; use POST', undefined, { allow: 'POST' });
   if (prepared.operation === 'subscription') {
     const message = 'Subscriptions are served over WebSocket at /graphql/ws';
     return refused([new GraphQLError(message, { originalError: new BadUserInput(message) })]);
@@ -400,7 +531,12 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
     if (result.data === undefined && result.errors[0]?.message.startsWith('Variable "$')) {
       // graphql-jit names only the innermost input field; graphql-js gives the full path
       // ("at \"d.hero.url\""), so the rare error path re-coerces for a clearer message.
-      const coerced = getVariableValues(target.entry.view.schema, prepared.op.variableDefinitions ?? [], req.variables ?? {}, { maxErrors: 20 });
+      const coerced = getVariableValues(
+        target.entry.view.schema,
+        prepared.op.variableDefinitions ?? [],
+        req.variables ?? {},
+        { maxErrors: 20 },
+      );
       if (coerced.errors?.length) return failed({ errors: namingArguments(coerced.errors, prepared.argumentOf) });
       return failed({ errors: namingArguments(result.errors, prepared.argumentOf) });
     }
@@ -409,8 +545,14 @@ export async function execute(deps: GraphqlDeps, principal: KeyPrincipal, req: G
   if (prepared.operation === 'mutation') await auditMutation(ctx, prepared.op, variables.values);
   const body = prepared.compiled.stringify(result);
   const isRead = prepared.operation === 'query';
-  const cacheControl = !isRead || ctx.noStore ? 'no-store' : opts.customer !== null ? 'private, no-store' : publicCacheControl(target.snapshot);
-  if (rc && isRead && !ctx.noStore && rc.gen === gen && body.length <= MAX_CACHED_BODY) rc.entries.set(responseKey, stored(body, cacheControl));
+  const cacheControl =
+    !isRead || ctx.noStore
+      ? 'no-store'
+      : opts.customer !== null
+        ? 'private, no-store'
+        : publicCacheControl(target.snapshot);
+  if (rc && isRead && !ctx.noStore && rc.gen === gen && body.length <= MAX_CACHED_BODY)
+    rc.entries.set(responseKey, stored(body, cacheControl));
   return { result, rejected: false, cacheControl, body };
 }
 
@@ -434,7 +576,8 @@ export function publicCacheControl(snapshot: ProjectSnapshot): string {
 export async function schemaSdl(deps: Pick<GraphqlDeps, 'projects'>, principal: KeyPrincipal): Promise<string> {
   const target = await targetOf(deps, principal);
   // Introspection is refused to trusted-only keys: the SDL is the same thing in another form.
-  if (documentPolicyOf(principal, target.snapshot) === 'trusted-only') throw new DocumentNotTrusted('This key runs trusted documents only: its schema is not served');
+  if (documentPolicyOf(principal, target.snapshot) === 'trusted-only')
+    throw new DocumentNotTrusted('This key runs trusted documents only: its schema is not served');
   const { entry } = target;
   entry.sdl ??= printSchema(entry.view.schema);
   return entry.sdl;

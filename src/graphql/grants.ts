@@ -20,7 +20,11 @@ export interface CustomerGrants {
 /** Per scope set (one per verified token, see identity/tokens.ts) and snapshot: the answer below. */
 const grantsMemo = new WeakMap<ReadonlySet<string>, { snapshot: ProjectSnapshot; grants: CustomerGrants | null }>();
 
-export function customerGrants(snapshot: ProjectSnapshot, principal: KeyPrincipal, customer: CustomerPrincipal | null | undefined): CustomerGrants | null {
+export function customerGrants(
+  snapshot: ProjectSnapshot,
+  principal: KeyPrincipal,
+  customer: CustomerPrincipal | null | undefined,
+): CustomerGrants | null {
   if (!customer || !isPublicKey(principal.kind)) return null;
   const hit = grantsMemo.get(customer.scopes);
   if (hit && hit.snapshot === snapshot) return hit.grants;
@@ -30,10 +34,19 @@ export function customerGrants(snapshot: ProjectSnapshot, principal: KeyPrincipa
     const executes = new Set<string>();
     for (const m of snapshot.models) if (hasScope(customer.scopes, `records:write:${m.key}`)) writes.add(m.key);
     // `self:*` is expanded at mint time to record scopes only: it never covers operations:execute.
-    for (const op of snapshot.operations) if (hasScope(customer.scopes, `operations:execute:${op.key}`)) executes.add(op.key);
-    const executeSome = executes.size > 0 || hasScope(customer.scopes, 'operations:execute') || [...customer.scopes].some((s) => s.startsWith('operations:execute:'));
+    for (const op of snapshot.operations)
+      if (hasScope(customer.scopes, `operations:execute:${op.key}`)) executes.add(op.key);
+    const executeSome =
+      executes.size > 0 ||
+      hasScope(customer.scopes, 'operations:execute') ||
+      [...customer.scopes].some((s) => s.startsWith('operations:execute:'));
     if (writes.size || executeSome) {
-      grants = { writes, executes, executeSome, key: `w:${[...writes].sort().join(',')}:x:${executeSome ? [...executes].sort().join(',') : '-'}` };
+      grants = {
+        writes,
+        executes,
+        executeSome,
+        key: `w:${[...writes].sort().join(',')}:x:${executeSome ? [...executes].sort().join(',') : '-'}`,
+      };
     }
   }
   grantsMemo.set(customer.scopes, { snapshot, grants });

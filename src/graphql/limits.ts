@@ -1,7 +1,12 @@
 import { BadUserInput, QueryLimitExceeded, SvcError } from '../errors.ts';
 import {
-  GraphQLError, Kind,
-  type DocumentNode, type FieldNode, type FragmentDefinitionNode, type SelectionSetNode, type ValueNode,
+  GraphQLError,
+  Kind,
+  type DocumentNode,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 
 /**
@@ -88,14 +93,18 @@ type Mode = 'data' | 'introspection';
  */
 export function checkLimits(doc: DocumentNode, stats?: { fields: number }): GraphQLError | null {
   const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const d of doc.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION && !fragments.has(d.name.value)) fragments.set(d.name.value, d);
+  for (const d of doc.definitions)
+    if (d.kind === Kind.FRAGMENT_DEFINITION && !fragments.has(d.name.value)) fragments.set(d.name.value, d);
   const memo = new Map<string, Summary>();
   const inProgress = new Set<string>();
 
   const check = (s: Summary, base: number): void => {
-    if (base + s.depth > LIMITS.maxDepth) throw new Exceeded(limitError(`Query depth exceeds the maximum of ${LIMITS.maxDepth}`, 'QUERY_TOO_DEEP'));
-    if (s.aliases > LIMITS.maxAliases) throw new Exceeded(limitError(`Query uses more than ${LIMITS.maxAliases} aliases`, 'TOO_MANY_ALIASES'));
-    if (s.cost > LIMITS.maxCost) throw new Exceeded(limitError(`Query cost exceeds the maximum of ${LIMITS.maxCost}`, 'QUERY_TOO_COMPLEX'));
+    if (base + s.depth > LIMITS.maxDepth)
+      throw new Exceeded(limitError(`Query depth exceeds the maximum of ${LIMITS.maxDepth}`, 'QUERY_TOO_DEEP'));
+    if (s.aliases > LIMITS.maxAliases)
+      throw new Exceeded(limitError(`Query uses more than ${LIMITS.maxAliases} aliases`, 'TOO_MANY_ALIASES'));
+    if (s.cost > LIMITS.maxCost)
+      throw new Exceeded(limitError(`Query cost exceeds the maximum of ${LIMITS.maxCost}`, 'QUERY_TOO_COMPLEX'));
   };
 
   const fragment = (name: string, mode: Mode): Summary => {
@@ -117,13 +126,18 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
     // A connection's `edges` / `nodes` are its page: the connection field already multiplied by it.
     if (!first && (!LIST_FIELDS.test(field.name.value) || PAGE_FIELDS.has(field.name.value))) return 1;
     // A variable may ask for any page size: count the largest.
-    const n = !first ? LIMITS.defaultPageSize : first.value.kind === Kind.INT ? Number(first.value.value) : LIMITS.maxPageSize;
+    const n = !first
+      ? LIMITS.defaultPageSize
+      : first.value.kind === Kind.INT
+        ? Number(first.value.value)
+        : LIMITS.maxPageSize;
     return Math.max(1, Math.min(n, LIMITS.maxPageSize));
   };
 
   let nesting = 0;
   const selectionSet = (set: SelectionSetNode, mode: Mode): Summary => {
-    if (++nesting > MAX_NESTING) throw new Exceeded(limitError(`Query nests selections more than ${MAX_NESTING} levels deep`, 'QUERY_TOO_DEEP'));
+    if (++nesting > MAX_NESTING)
+      throw new Exceeded(limitError(`Query nests selections more than ${MAX_NESTING} levels deep`, 'QUERY_TOO_DEEP'));
     const out: Summary = { depth: 0, aliases: 0, cost: 0, top: 0 };
     const names = new Map<string, number>();
     let pairs = 0;
@@ -138,7 +152,9 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
         direct++;
         if (stats) stats.fields++;
         const intro = mode === 'introspection' || INTROSPECTION_ROOTS.has(sel.name.value);
-        const sub = sel.selectionSet ? selectionSet(sel.selectionSet, intro ? 'introspection' : mode) : { depth: 0, aliases: 0, cost: 0, top: 0 };
+        const sub = sel.selectionSet
+          ? selectionSet(sel.selectionSet, intro ? 'introspection' : mode)
+          : { depth: 0, aliases: 0, cost: 0, top: 0 };
         const m = intro || !sel.selectionSet ? 1 : pageSize(sel);
         s = {
           depth: mode === 'introspection' ? 0 : intro ? 1 : 1 + sub.depth,
@@ -159,7 +175,12 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
       // Fields reached through fragments may all share names: count them as if they did.
       const indirect = out.top - direct;
       if (pairs + indirect * (indirect + direct) > LIMITS.maxFieldPairs) {
-        throw new Exceeded(limitError(`A selection set holds too many fields to compare (at most ${LIMITS.maxFieldPairs} pairs)`, 'QUERY_TOO_COMPLEX'));
+        throw new Exceeded(
+          limitError(
+            `A selection set holds too many fields to compare (at most ${LIMITS.maxFieldPairs} pairs)`,
+            'QUERY_TOO_COMPLEX',
+          ),
+        );
       }
     }
     nesting--;
@@ -167,10 +188,15 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
   };
 
   try {
-    for (const d of doc.definitions) if (d.kind === Kind.OPERATION_DEFINITION) check(selectionSet(d.selectionSet, 'data'), 0);
+    for (const d of doc.definitions)
+      if (d.kind === Kind.OPERATION_DEFINITION) check(selectionSet(d.selectionSet, 'data'), 0);
     // Fragments nobody spreads are still validated: they must fit the limits too.
     for (const d of doc.definitions) {
-      if (d.kind === Kind.FRAGMENT_DEFINITION && !memo.has(`data:${d.name.value}`) && !memo.has(`introspection:${d.name.value}`)) {
+      if (
+        d.kind === Kind.FRAGMENT_DEFINITION &&
+        !memo.has(`data:${d.name.value}`) &&
+        !memo.has(`introspection:${d.name.value}`)
+      ) {
         check(fragment(d.name.value, d.typeCondition.name.value.startsWith('__') ? 'introspection' : 'data'), 0);
       }
     }
@@ -184,7 +210,8 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
 /** Whether a string can be stored: PostgreSQL text and jsonb hold neither NUL nor lone surrogates. */
 export function badString(s: string): string | null {
   if (s.includes('\0')) return 'NUL characters are not allowed';
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed()) return 'unpaired UTF-16 surrogates are not allowed';
+  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
+    return 'unpaired UTF-16 surrogates are not allowed';
   return null;
 }
 
@@ -256,26 +283,39 @@ function checkLiteral(value: ValueNode): InputProblem | null {
       const bad = badString(v.value);
       if (bad) return { path, reason: bad };
     } else if (v.kind === Kind.LIST || v.kind === Kind.OBJECT) {
-      if (depth >= LIMITS.maxInputDepth) return { path, reason: `values may nest at most ${LIMITS.maxInputDepth} levels deep` };
-      if (v.kind === Kind.LIST) for (const [i, x] of v.values.entries()) stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
-      else for (const f of v.fields) stack.push({ v: f.value, path: path ? `${path}.${f.name.value}` : f.name.value, depth: depth + 1 });
+      if (depth >= LIMITS.maxInputDepth)
+        return { path, reason: `values may nest at most ${LIMITS.maxInputDepth} levels deep` };
+      if (v.kind === Kind.LIST)
+        for (const [i, x] of v.values.entries())
+          stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
+      else
+        for (const f of v.fields)
+          stack.push({ v: f.value, path: path ? `${path}.${f.name.value}` : f.name.value, depth: depth + 1 });
     }
   }
   return null;
 }
 
 export function inputError(argument: string, problem: InputProblem, variable?: string): GraphQLError {
-  const where = [variable ? `variable "$${variable}"` : '', problem.path ? `at "${problem.path}"` : ''].filter(Boolean).join(' ');
+  const where = [variable ? `variable "$${variable}"` : '', problem.path ? `at "${problem.path}"` : '']
+    .filter(Boolean)
+    .join(' ');
   const message = `Invalid value for argument "${argument}"${where ? ` (${where})` : ''}: ${problem.reason}`;
   // Carried as an SvcError so the error boundary keeps `extensions.field`.
-  return new GraphQLError(message, { originalError: new BadUserInput(message, { field: argument }), extensions: { code: 'BAD_USER_INPUT', field: argument } });
+  return new GraphQLError(message, {
+    originalError: new BadUserInput(message, { field: argument }),
+    extensions: { code: 'BAD_USER_INPUT', field: argument },
+  });
 }
 
 /**
  * Literal arguments and variable defaults of a document, checked like variables. Also returns,
  * per variable, the first argument it feeds, so a bad variable value names that argument.
  */
-export function checkDocumentInputs(doc: DocumentNode): { error: GraphQLError | null; argumentOf: Map<string, string> } {
+export function checkDocumentInputs(doc: DocumentNode): {
+  error: GraphQLError | null;
+  argumentOf: Map<string, string>;
+} {
   const argumentOf = new Map<string, string>();
   // Iterative over every node that can hold arguments; values are walked by checkLiteral.
   const stack: unknown[] = [...doc.definitions];
@@ -284,7 +324,8 @@ export function checkDocumentInputs(doc: DocumentNode): { error: GraphQLError | 
     if (!node || typeof node !== 'object') continue;
     if (node.kind === Kind.VARIABLE_DEFINITION && node.defaultValue) {
       const problem = checkLiteral(node.defaultValue);
-      if (problem) return { error: inputError(node.variable.name.value, problem, node.variable.name.value), argumentOf };
+      if (problem)
+        return { error: inputError(node.variable.name.value, problem, node.variable.name.value), argumentOf };
       continue;
     }
     if (node.kind === Kind.ARGUMENT) {
@@ -319,17 +360,27 @@ function collectVariables(value: ValueNode, argument: string, out: Map<string, s
  * a wrong type) name the variable; like every other input error they also name the argument
  * it feeds, as `extensions.field` (a missing password is `field: "password"`).
  */
-export function namingArguments(errors: readonly GraphQLError[], argumentOf: ReadonlyMap<string, string>): readonly GraphQLError[] {
+export function namingArguments(
+  errors: readonly GraphQLError[],
+  argumentOf: ReadonlyMap<string, string>,
+): readonly GraphQLError[] {
   return errors.map((e) => {
     const variable = /^Variable "\$([^"]+)"/.exec(e.message)?.[1];
     const argument = variable === undefined ? undefined : argumentOf.get(variable);
     if (argument === undefined || e.originalError instanceof SvcError) return e;
-    return new GraphQLError(e.message, { nodes: e.nodes, originalError: new BadUserInput(e.message, { field: argument }), extensions: { code: 'BAD_USER_INPUT', field: argument } });
+    return new GraphQLError(e.message, {
+      nodes: e.nodes,
+      originalError: new BadUserInput(e.message, { field: argument }),
+      extensions: { code: 'BAD_USER_INPUT', field: argument },
+    });
   });
 }
 
 /** The variables of one request, checked before any coercion (which recurses). */
-export function checkVariables(variables: Record<string, unknown> | null | undefined, argumentOf: ReadonlyMap<string, string>): GraphQLError | null {
+export function checkVariables(
+  variables: Record<string, unknown> | null | undefined,
+  argumentOf: ReadonlyMap<string, string>,
+): GraphQLError | null {
   if (!variables) return null;
   for (const [name, value] of Object.entries(variables)) {
     // Depth + 1: the variable itself is one level of the request's `variables` object.
@@ -351,7 +402,10 @@ export function checkWhere(where: unknown): void {
   while (stack.length) {
     const { w, depth } = stack.pop()!;
     if (typeof w !== 'object' || w === null) continue;
-    if (depth > LIMITS.maxFilterDepth) throw new BadUserInput(`"where" may nest AND/OR/NOT at most ${LIMITS.maxFilterDepth} levels deep`, { field: 'where' });
+    if (depth > LIMITS.maxFilterDepth)
+      throw new BadUserInput(`"where" may nest AND/OR/NOT at most ${LIMITS.maxFilterDepth} levels deep`, {
+        field: 'where',
+      });
     for (const [k, v] of Object.entries(w)) {
       if (v === null || v === undefined) continue;
       if (k === 'AND' || k === 'OR') {
@@ -362,9 +416,13 @@ export function checkWhere(where: unknown): void {
         breadth++;
         stack.push({ w: v, depth: depth + 1 });
       } else {
-        for (const op of Object.values(v as Record<string, unknown>)) breadth += Array.isArray(op) ? Math.max(1, op.length) : 1;
+        for (const op of Object.values(v as Record<string, unknown>))
+          breadth += Array.isArray(op) ? Math.max(1, op.length) : 1;
       }
-      if (breadth > LIMITS.maxFilterBreadth) throw new BadUserInput(`"where" holds more than ${LIMITS.maxFilterBreadth} conditions and values`, { field: 'where' });
+      if (breadth > LIMITS.maxFilterBreadth)
+        throw new BadUserInput(`"where" holds more than ${LIMITS.maxFilterBreadth} conditions and values`, {
+          field: 'where',
+        });
     }
   }
 }

@@ -36,9 +36,18 @@ export class RecordLoader {
   ) {}
 
   /** `targeting`: the context of the record that links (its variant choice carries over). */
-  load(id: string, stage: Stage, locale: string, targeting: Targeting = ANONYMOUS, release?: string): Promise<RecordNode | null> {
+  load(
+    id: string,
+    stage: Stage,
+    locale: string,
+    targeting: Targeting = ANONYMOUS,
+    release?: string,
+  ): Promise<RecordNode | null> {
     // A release preview (`release:`) reads through the release: its own batch and cache entries.
-    const bk = release === undefined ? `${stage}\0${locale}\0${targeting.key}` : `${stage}\0${locale}\0${targeting.key}\0${release}`;
+    const bk =
+      release === undefined
+        ? `${stage}\0${locale}\0${targeting.key}`
+        : `${stage}\0${locale}\0${targeting.key}\0${release}`;
     const ck = `${bk}\0\0${id}`;
     const cached = this.#cache.get(ck);
     if (cached) return cached;
@@ -62,10 +71,22 @@ export class RecordLoader {
   }
 
   async #dispatch(b: Batch): Promise<void> {
-    const scope: ReadScope = { projectId: this.projectId, stage: b.stage, locale: b.locale, defaultLocale: this.defaultLocale, targeting: b.targeting, rows: this.rows };
+    const scope: ReadScope = {
+      projectId: this.projectId,
+      stage: b.stage,
+      locale: b.locale,
+      defaultLocale: this.defaultLocale,
+      targeting: b.targeting,
+      rows: this.rows,
+    };
     if (b.release !== undefined) scope.release = b.release;
     try {
-      const rows = await readByIds(b.stage === 'published' && b.release === undefined ? this.published : this.sql, scope, [...b.ids.keys()], this.restrictTo);
+      const rows = await readByIds(
+        b.stage === 'published' && b.release === undefined ? this.published : this.sql,
+        scope,
+        [...b.ids.keys()],
+        this.restrictTo,
+      );
       for (const [id, waiters] of b.ids) {
         const row = rows.get(id);
         const model = row ? this.models.get(row.model_key) : undefined;

@@ -31,11 +31,13 @@ export class MemoryBudget {
   refused = 0;
   readonly #caches = new Set<WeakRef<Lru<unknown, unknown>>>();
   readonly #meters = new Set<Meter>();
-  readonly #finalizer = new FinalizationRegistry<{ ref: WeakRef<Lru<unknown, unknown>>; meter: Meter }>(({ ref, meter }) => {
-    this.usedBytes -= meter.bytes;
-    this.#caches.delete(ref);
-    this.#meters.delete(meter);
-  });
+  readonly #finalizer = new FinalizationRegistry<{ ref: WeakRef<Lru<unknown, unknown>>; meter: Meter }>(
+    ({ ref, meter }) => {
+      this.usedBytes -= meter.bytes;
+      this.#caches.delete(ref);
+      this.#meters.delete(meter);
+    },
+  );
 
   constructor(public maxBytes: number) {}
 
@@ -71,7 +73,13 @@ export class MemoryBudget {
       k.entries += m.entries;
       k.bytes += m.bytes;
     }
-    return { budgetBytes: this.maxBytes, usedBytes: this.usedBytes, evictions: this.evictions, refused: this.refused, kinds };
+    return {
+      budgetBytes: this.maxBytes,
+      usedBytes: this.usedBytes,
+      evictions: this.evictions,
+      refused: this.refused,
+      kinds,
+    };
   }
 }
 
@@ -127,7 +135,8 @@ export class Lru<K, V> {
         if (opts.budget) opts.budget.refused++;
         return false;
       }
-      while (this.#map.size > 0 && (this.#map.size >= this.max || this.#meter.bytes + bytes > opts.maxBytes)) this.evictOldest();
+      while (this.#map.size > 0 && (this.#map.size >= this.max || this.#meter.bytes + bytes > opts.maxBytes))
+        this.evictOldest();
       if (opts.budget && !opts.budget.makeRoom(bytes)) {
         opts.budget.refused++;
         return false;

@@ -1,13 +1,33 @@
 import {
-  GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLID, GraphQLInputObjectType, GraphQLInt, GraphQLInterfaceType,
-  GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfig, type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap, type GraphQLInputType, type GraphQLOutputType,
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLFloat,
+  GraphQLID,
+  GraphQLInputObjectType,
+  GraphQLInt,
+  GraphQLInterfaceType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfig,
+  type GraphQLFieldConfigMap,
+  type GraphQLInputFieldConfigMap,
+  type GraphQLInputType,
+  type GraphQLOutputType,
 } from 'graphql';
 import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types.ts';
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
 import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
-import { canRead, customerMayRead, customerReadable, hiddenFields, hiddenFor, maskContent } from '../content/field-access.ts';
+import {
+  canRead,
+  customerMayRead,
+  customerReadable,
+  hiddenFields,
+  hiddenFor,
+  maskContent,
+} from '../content/field-access.ts';
 import { ASSETS } from './fields/files-record-fields.ts';
 
 /**
@@ -18,7 +38,10 @@ import { ASSETS } from './fields/files-record-fields.ts';
 const nn = <T extends GraphQLOutputType | GraphQLInputType>(t: T) => new GraphQLNonNull(t);
 const list = <T extends GraphQLOutputType | GraphQLInputType>(t: T) => new GraphQLList(new GraphQLNonNull(t));
 
-export const SortDirection = new GraphQLEnumType({ name: 'SortDirection', values: { ASC: { value: 'ASC' }, DESC: { value: 'DESC' } } });
+export const SortDirection = new GraphQLEnumType({
+  name: 'SortDirection',
+  values: { ASC: { value: 'ASC' }, DESC: { value: 'DESC' } },
+});
 export const PageInfo = new GraphQLObjectType({
   name: 'PageInfo',
   fields: { hasNextPage: { type: nn(GraphQLBoolean) }, endCursor: { type: GraphQLString } },
@@ -29,15 +52,32 @@ const RecordContext = new GraphQLObjectType({
   name: 'RecordContext',
   description: 'The targeting context this record was read with, and the variant it chose.',
   fields: {
-    authStatus: { type: nn(GraphQLString), description: '"" for an anonymous read, "authenticated" with a customer token.' },
+    authStatus: {
+      type: nn(GraphQLString),
+      description: '"" for an anonymous read, "authenticated" with a customer token.',
+    },
     segments: { type: nn(list(GraphQLString)), description: "Keys of the customer's segments." },
-    variantId: { type: nn(GraphQLString), description: 'The variant shown: "default" or the id of the first variant whose rules hold.' },
+    variantId: {
+      type: nn(GraphQLString),
+      description: 'The variant shown: "default" or the id of the first variant whose rules hold.',
+    },
   },
 });
-const contextOf = (n: RecordNode) => ({ authStatus: n._targeting.authStatus, segments: n._targeting.segments, variantId: n._variantId });
+const contextOf = (n: RecordNode) => ({
+  authStatus: n._targeting.authStatus,
+  segments: n._targeting.segments,
+  variantId: n._variantId,
+});
 
-const Block = new GraphQLObjectType({ name: 'Block', description: 'One block of a flexible field.', fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } } });
-const BlockInput = new GraphQLInputObjectType({ name: 'BlockInput', fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } } });
+const Block = new GraphQLObjectType({
+  name: 'Block',
+  description: 'One block of a flexible field.',
+  fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } },
+});
+const BlockInput = new GraphQLInputObjectType({
+  name: 'BlockInput',
+  fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } },
+});
 
 function filterType(name: string, t: GraphQLInputType, ops: string[]): GraphQLInputObjectType {
   const fields: GraphQLInputFieldConfigMap = {};
@@ -58,13 +98,24 @@ const FILTERS = {
 /** Scalar-like item types a list or lookup argument can use directly. */
 function scalarFor(t: FieldType): GraphQLInputType & GraphQLOutputType {
   switch (t) {
-    case 'number': return GraphQLFloat;
-    case 'boolean': return GraphQLBoolean;
-    case 'date': return DateTimeScalar;
-    case 'richtext': return RichTextScalar;
-    case 'json': case 'model': case 'flexible': case 'list': return JSONScalar;
-    case 'select': case 'reference': return GraphQLID;
-    default: return GraphQLString;
+    case 'number':
+      return GraphQLFloat;
+    case 'boolean':
+      return GraphQLBoolean;
+    case 'date':
+      return DateTimeScalar;
+    case 'richtext':
+      return RichTextScalar;
+    case 'json':
+    case 'model':
+    case 'flexible':
+    case 'list':
+      return JSONScalar;
+    case 'select':
+    case 'reference':
+      return GraphQLID;
+    default:
+      return GraphQLString;
   }
 }
 
@@ -110,46 +161,62 @@ export class TypeFactory {
       _context: { type: nn(RecordContext), resolve: contextOf },
     };
     // Only keys holding drafts:read see this field at all (spec: Record system fields).
-    if (this.drafts) f._hasDraft = { type: nn(GraphQLBoolean), description: 'Whether the working version has unpublished changes.' };
+    if (this.drafts)
+      f._hasDraft = { type: nn(GraphQLBoolean), description: 'Whether the working version has unpublished changes.' };
     return f;
   }
 
   connection(name: string, node: GraphQLOutputType): GraphQLObjectType {
     return this.#once(`${name}Connection`, () => {
-      const edge = new GraphQLObjectType({ name: `${name}Edge`, fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(node) } } });
+      const edge = new GraphQLObjectType({
+        name: `${name}Edge`,
+        fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(node) } },
+      });
       return new GraphQLObjectType({
         name: `${name}Connection`,
-        fields: { edges: { type: nn(list(edge)) }, pageInfo: { type: nn(PageInfo) }, totalCount: { type: nn(GraphQLInt) } },
+        fields: {
+          edges: { type: nn(list(edge)) },
+          pageInfo: { type: nn(PageInfo) },
+          totalCount: { type: nn(GraphQLInt) },
+        },
       });
     });
   }
 
   recordType(model: ModelDef): GraphQLObjectType {
     const name = typeName(model.key);
-    return this.#once(name, () => new GraphQLObjectType({
+    return this.#once(
       name,
-      description: model.name,
-      interfaces: [this.recordInterface],
-      fields: () => {
-        const fields = this.systemFields();
-        for (const f of model.fields) {
-          if (SYSTEM_FIELDS.has(f.key) || !GRAPHQL_NAME.test(f.key)) continue;
-          const cfg = this.outField(name, f);
-          if (cfg) fields[f.key] = cfg;
-        }
-        // `content` carries the stored values too: unreadable ones are left out of it.
-        const readers = this.readers;
-        const hidden = readers ? hiddenFields(model, readers) : [];
-        if (readers && hidden.length) {
-          // Fields a customer may read on their own records (`self`) or with a token (`scoped`) are decided per record.
-          const perRecord = model.fields.some((f) => customerReadable(f, readers));
-          fields.content = perRecord
-            ? { ...fields.content!, resolve: (n: RecordNode, _a, ctx: GqlContext) => maskContent(n.content, ctx.customer ? hiddenFor(model, readers, ctx, n._owner) : hidden) }
-            : { ...fields.content!, resolve: (n: RecordNode) => maskContent(n.content, hidden) };
-        }
-        return fields;
-      },
-    }));
+      () =>
+        new GraphQLObjectType({
+          name,
+          description: model.name,
+          interfaces: [this.recordInterface],
+          fields: () => {
+            const fields = this.systemFields();
+            for (const f of model.fields) {
+              if (SYSTEM_FIELDS.has(f.key) || !GRAPHQL_NAME.test(f.key)) continue;
+              const cfg = this.outField(name, f);
+              if (cfg) fields[f.key] = cfg;
+            }
+            // `content` carries the stored values too: unreadable ones are left out of it.
+            const readers = this.readers;
+            const hidden = readers ? hiddenFields(model, readers) : [];
+            if (readers && hidden.length) {
+              // Fields a customer may read on their own records (`self`) or with a token (`scoped`) are decided per record.
+              const perRecord = model.fields.some((f) => customerReadable(f, readers));
+              fields.content = perRecord
+                ? {
+                    ...fields.content!,
+                    resolve: (n: RecordNode, _a, ctx: GqlContext) =>
+                      maskContent(n.content, ctx.customer ? hiddenFor(model, readers, ctx, n._owner) : hidden),
+                  }
+                : { ...fields.content!, resolve: (n: RecordNode) => maskContent(n.content, hidden) };
+            }
+            return fields;
+          },
+        }),
+    );
   }
 
   enumType(owner: string, f: FieldDef): GraphQLEnumType {
@@ -157,7 +224,13 @@ export class TypeFactory {
     return this.#once(name, () => {
       const values: Record<string, { value: string; description?: string }> = {};
       for (const o of f.config?.options ?? []) {
-        let n = GRAPHQL_NAME.test(o.value) && !['true', 'false', 'null'].includes(o.value) ? o.value : o.value.toUpperCase().replace(/[^A-Z0-9_]/g, '_').replace(/^(?=\d)/, '_');
+        let n =
+          GRAPHQL_NAME.test(o.value) && !['true', 'false', 'null'].includes(o.value)
+            ? o.value
+            : o.value
+                .toUpperCase()
+                .replace(/[^A-Z0-9_]/g, '_')
+                .replace(/^(?=\d)/, '_');
         while (values[n]) n += '_';
         values[n] = { value: o.value, description: o.label };
       }
@@ -179,19 +252,23 @@ export class TypeFactory {
 
   inlineType(model: ModelDef): GraphQLObjectType {
     const name = `${typeName(model.key)}Inline`;
-    return this.#once(name, () => new GraphQLObjectType({
+    return this.#once(
       name,
-      fields: () => {
-        const fields: GraphQLFieldConfigMap<unknown, GqlContext> = {};
-        for (const f of model.fields) {
-          if (!GRAPHQL_NAME.test(f.key)) continue;
-          const cfg = this.outField(name, f);
-          if (cfg) fields[f.key] = cfg;
-        }
-        if (Object.keys(fields).length === 0) fields._empty = { type: GraphQLBoolean };
-        return fields;
-      },
-    }));
+      () =>
+        new GraphQLObjectType({
+          name,
+          fields: () => {
+            const fields: GraphQLFieldConfigMap<unknown, GqlContext> = {};
+            for (const f of model.fields) {
+              if (!GRAPHQL_NAME.test(f.key)) continue;
+              const cfg = this.outField(name, f);
+              if (cfg) fields[f.key] = cfg;
+            }
+            if (Object.keys(fields).length === 0) fields._empty = { type: GraphQLBoolean };
+            return fields;
+          },
+        }),
+    );
   }
 
   /** True when this schema's readers may read the field (`access.read`). */
@@ -207,8 +284,13 @@ export class TypeFactory {
       const inner = cfg.resolve;
       return {
         type: cfg.type,
-        description: 'Readable with a customer token (field access rules: self = the record\'s owner).',
-        resolve: (n, a, ctx, info) => (customerMayRead(f, ctx, (n as RecordNode)._owner) ? (inner ? inner(n, a, ctx, info) : (n as RecordNode)[f.key]) : null),
+        description: "Readable with a customer token (field access rules: self = the record's owner).",
+        resolve: (n, a, ctx, info) =>
+          customerMayRead(f, ctx, (n as RecordNode)._owner)
+            ? inner
+              ? inner(n, a, ctx, info)
+              : (n as RecordNode)[f.key]
+            : null,
       };
     }
     return { type: cfg.type, description: 'Not readable with this key (field access rules).', resolve: () => null };
@@ -236,21 +318,28 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              const nodes = await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)));
+              const nodes = await Promise.all(
+                ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)),
+              );
               return nodes.filter((x) => x !== null);
             },
           };
         }
         return {
           type,
-          resolve: (n: RecordNode, _a, ctx) => (typeof n[key] === 'string' ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting, n._release) : null),
+          resolve: (n: RecordNode, _a, ctx) =>
+            typeof n[key] === 'string'
+              ? ctx.loader.load(n[key] as string, n._stage, n._locale, n._targeting, n._release)
+              : null,
         };
       }
       case 'model': {
         const inline = this.#inline(f);
         return { type: inline ? this.inlineType(inline) : JSONScalar };
       }
-      case 'image': case 'video': case 'file':
+      case 'image':
+      case 'video':
+      case 'file':
         return { type: ASSETS[f.type].out };
       case 'flexible':
         return { type: list(Block) };
@@ -264,7 +353,11 @@ export class TypeFactory {
             resolve: async (n: RecordNode, _a, ctx) => {
               const ids = n[key];
               if (!Array.isArray(ids)) return [];
-              return (await Promise.all(ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)))).filter((x) => x !== null);
+              return (
+                await Promise.all(
+                  ids.map((id) => ctx.loader.load(String(id), n._stage, n._locale, n._targeting, n._release)),
+                )
+              ).filter((x) => x !== null);
             },
           };
         }
@@ -278,44 +371,61 @@ export class TypeFactory {
 
   inputType(model: ModelDef, suffix = 'Input'): GraphQLInputObjectType {
     const name = `${typeName(model.key)}${suffix}`;
-    return this.#once(name, () => new GraphQLInputObjectType({
+    return this.#once(
       name,
-      fields: () => {
-        const fields: GraphQLInputFieldConfigMap = {};
-        for (const f of model.fields) {
-          if (SYSTEM_FIELDS.has(f.key) || !GRAPHQL_NAME.test(f.key)) continue;
-          fields[f.key] = { type: this.inField(typeName(model.key), f), description: f.required ? 'Required.' : undefined };
-        }
-        if (Object.keys(fields).length === 0) fields._empty = { type: GraphQLBoolean };
-        return fields;
-      },
-    }));
+      () =>
+        new GraphQLInputObjectType({
+          name,
+          fields: () => {
+            const fields: GraphQLInputFieldConfigMap = {};
+            for (const f of model.fields) {
+              if (SYSTEM_FIELDS.has(f.key) || !GRAPHQL_NAME.test(f.key)) continue;
+              fields[f.key] = {
+                type: this.inField(typeName(model.key), f),
+                description: f.required ? 'Required.' : undefined,
+              };
+            }
+            if (Object.keys(fields).length === 0) fields._empty = { type: GraphQLBoolean };
+            return fields;
+          },
+        }),
+    );
   }
 
   inField(owner: string, f: FieldDef): GraphQLInputType {
     const multiple = f.config?.multiple === true;
     switch (f.type) {
-      case 'enum': return multiple ? list(this.enumType(owner, f)) : this.enumType(owner, f);
-      case 'select': case 'reference': return multiple ? list(GraphQLID) : GraphQLID;
+      case 'enum':
+        return multiple ? list(this.enumType(owner, f)) : this.enumType(owner, f);
+      case 'select':
+      case 'reference':
+        return multiple ? list(GraphQLID) : GraphQLID;
       case 'model': {
         const inline = this.#inline(f);
         return inline ? this.inputType(inline, 'InlineInput') : JSONScalar;
       }
-      case 'image': case 'video': case 'file': return ASSETS[f.type].inp;
-      case 'flexible': return list(BlockInput);
+      case 'image':
+      case 'video':
+      case 'file':
+        return ASSETS[f.type].inp;
+      case 'flexible':
+        return list(BlockInput);
       case 'list': {
         const item = f.itemType ?? (f.config?.itemType as FieldType | undefined) ?? 'json';
         if (item === 'image' || item === 'video' || item === 'file') return list(ASSETS[item].inp);
         return list(scalarFor(item));
       }
-      default: return scalarFor(f.type);
+      default:
+        return scalarFor(f.type);
     }
   }
 
   /** `<Type>Where`, or undefined when the model has no queryable field. */
   whereType(model: ModelDef): GraphQLInputObjectType | undefined {
     // Filtering on a field the reader cannot read would reveal its values: not offered.
-    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && this.readable(f));
+    const q = model.fields.filter(
+      (f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && this.readable(f),
+    );
     if (q.length === 0) return undefined;
     const owner = typeName(model.key);
     const name = `${owner}Where`;
@@ -323,7 +433,11 @@ export class TypeFactory {
       const self: GraphQLInputObjectType = new GraphQLInputObjectType({
         name,
         fields: () => {
-          const fields: GraphQLInputFieldConfigMap = { AND: { type: list(self) }, OR: { type: list(self) }, NOT: { type: self } };
+          const fields: GraphQLInputFieldConfigMap = {
+            AND: { type: list(self) },
+            OR: { type: list(self) },
+            NOT: { type: self },
+          };
           for (const f of q) fields[f.key] = { type: this.#filterFor(owner, f) };
           return fields;
         },
@@ -335,29 +449,51 @@ export class TypeFactory {
   #filterFor(owner: string, f: FieldDef): GraphQLInputObjectType {
     const multiple = f.config?.multiple === true;
     switch (f.type) {
-      case 'number': return FILTERS.Float;
-      case 'boolean': return FILTERS.Boolean;
-      case 'date': return FILTERS.DateTime;
-      case 'select': case 'reference': return multiple ? FILTERS.StringList : FILTERS.ID;
+      case 'number':
+        return FILTERS.Float;
+      case 'boolean':
+        return FILTERS.Boolean;
+      case 'date':
+        return FILTERS.DateTime;
+      case 'select':
+      case 'reference':
+        return multiple ? FILTERS.StringList : FILTERS.ID;
       case 'enum': {
         const e = this.enumType(owner, f);
         return this.#once(`${e.name}${multiple ? 'List' : ''}Filter`, () =>
-          filterType(`${e.name}${multiple ? 'List' : ''}Filter`, e, multiple ? ['contains'] : ['eq', 'ne', 'in', 'notIn']));
+          filterType(
+            `${e.name}${multiple ? 'List' : ''}Filter`,
+            e,
+            multiple ? ['contains'] : ['eq', 'ne', 'in', 'notIn'],
+          ),
+        );
       }
       case 'list': {
         const item = f.itemType ?? 'json';
         return item === 'number' ? FILTERS.FloatList : FILTERS.StringList;
       }
-      default: return FILTERS.String;
+      default:
+        return FILTERS.String;
     }
   }
 
   orderByType(model: ModelDef): GraphQLInputObjectType | undefined {
-    const q = model.fields.filter((f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && f.type !== 'list' && !f.config?.multiple && this.readable(f));
+    const q = model.fields.filter(
+      (f) =>
+        f.queryable &&
+        GRAPHQL_NAME.test(f.key) &&
+        !SYSTEM_FIELDS.has(f.key) &&
+        f.type !== 'list' &&
+        !f.config?.multiple &&
+        this.readable(f),
+    );
     if (q.length === 0) return undefined;
     const owner = typeName(model.key);
     return this.#once(`${owner}OrderBy`, () => {
-      const sortField = new GraphQLEnumType({ name: `${owner}SortField`, values: Object.fromEntries(q.map((f) => [f.key, { value: f.key }])) });
+      const sortField = new GraphQLEnumType({
+        name: `${owner}SortField`,
+        values: Object.fromEntries(q.map((f) => [f.key, { value: f.key }])),
+      });
       return new GraphQLInputObjectType({
         name: `${owner}OrderBy`,
         fields: { field: { type: nn(sortField) }, direction: { type: SortDirection, defaultValue: 'ASC' } },
@@ -371,7 +507,14 @@ export class TypeFactory {
     for (const l of model.lookups ?? []) {
       for (const k of l.keyBy) {
         const f = model.fields.find((x) => x.key === k);
-        if (!f || SYSTEM_FIELDS.has(k) || ['locale', 'preview'].includes(k) || !GRAPHQL_NAME.test(k) || !this.readable(f)) continue;
+        if (
+          !f ||
+          SYSTEM_FIELDS.has(k) ||
+          ['locale', 'preview'].includes(k) ||
+          !GRAPHQL_NAME.test(k) ||
+          !this.readable(f)
+        )
+          continue;
         args.set(k, f.type === 'enum' ? this.enumType(typeName(model.key), f) : scalarFor(f.type));
       }
     }

@@ -1,10 +1,29 @@
 import {
-  GraphQLBoolean, GraphQLEnumType, GraphQLID, GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLID,
+  GraphQLInputObjectType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigArgumentMap,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
-import { createRecord, deleteRecord, deleteVariant, modelKeysOf, publishRecord, unpublishRecord, updateRecord, updateVariant, type WriteStep } from '../content/write.ts';
+import {
+  createRecord,
+  deleteRecord,
+  deleteVariant,
+  modelKeysOf,
+  publishRecord,
+  unpublishRecord,
+  updateRecord,
+  updateVariant,
+  type WriteStep,
+} from '../content/write.ts';
 import { DEFAULT_VARIANT, ruleErrors, VARIANT_ID_RE } from '../content/targeting.ts';
 import type { ContentRow } from '../content/types.ts';
 import type { Handle } from '../content/tx.ts';
@@ -41,14 +60,29 @@ async function callerOwns(ctx: GqlContext, id: string): Promise<boolean> {
  * The variant a write addresses: null for the default content. Rules are a list of rule nodes
  * (content/targeting.ts); a single node is taken as a list of one.
  */
-function variantOf(args: { variantId?: string | null; variantRules?: unknown }): { variantId: string; rules: unknown[] | null } | null {
+function variantOf(args: {
+  variantId?: string | null;
+  variantRules?: unknown;
+}): { variantId: string; rules: unknown[] | null } | null {
   const id = args.variantId ?? null;
-  const rules = args.variantRules === undefined || args.variantRules === null ? null : Array.isArray(args.variantRules) ? args.variantRules : [args.variantRules];
+  const rules =
+    args.variantRules === undefined || args.variantRules === null
+      ? null
+      : Array.isArray(args.variantRules)
+        ? args.variantRules
+        : [args.variantRules];
   if (id === null || id === DEFAULT_VARIANT) {
-    if (rules) throw new BadUserInput('variantRules need a variantId: the default content has no rules', { field: 'variantRules' });
+    if (rules)
+      throw new BadUserInput('variantRules need a variantId: the default content has no rules', {
+        field: 'variantRules',
+      });
     return null;
   }
-  if (typeof id !== 'string' || !VARIANT_ID_RE.test(id)) throw new BadUserInput('variantId must start with a letter or digit and hold only letters, digits, _ and - (at most 64)', { field: 'variantId' });
+  if (typeof id !== 'string' || !VARIANT_ID_RE.test(id))
+    throw new BadUserInput(
+      'variantId must start with a letter or digit and hold only letters, digits, _ and - (at most 64)',
+      { field: 'variantId' },
+    );
   if (rules) {
     const errors = ruleErrors(rules, 'variantRules', true);
     if (errors.length) throw new BadUserInput(`${errors[0]!.path}: ${errors[0]!.message}`, { field: 'variantRules' });
@@ -57,26 +91,44 @@ function variantOf(args: { variantId?: string | null; variantRules?: unknown }):
 }
 
 /** The writes a customer may make through a public key: create and update of their own records (no variants). */
-export function customerModelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function customerModelMutations(
+  types: TypeFactory,
+  model: ModelDef,
+): GraphQLFieldConfigMap<unknown, GqlContext> {
   const all = modelMutations(types, model, false);
   const name = typeName(model.key);
   return { [`create${name}`]: all[`create${name}`]!, [`update${name}`]: all[`update${name}`]! };
 }
 
-export function modelMutations(types: TypeFactory, model: ModelDef, variants = true): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function modelMutations(
+  types: TypeFactory,
+  model: ModelDef,
+  variants = true,
+): GraphQLFieldConfigMap<unknown, GqlContext> {
   const T = nn(types.recordType(model));
   const input = nn(types.inputType(model));
   const name = typeName(model.key);
   const variantArgs: GraphQLFieldConfigArgumentMap = variants
     ? {
-      variantId: { type: GraphQLString, description: 'Write this variant instead of the default content (docs/graphql.md, Variants).' },
-      variantRules: { type: JSONScalar, description: "The variant's targeting rules (a list of rule nodes); kept when omitted." },
-    }
+        variantId: {
+          type: GraphQLString,
+          description: 'Write this variant instead of the default content (docs/graphql.md, Variants).',
+        },
+        variantRules: {
+          type: JSONScalar,
+          description: "The variant's targeting rules (a list of rule nodes); kept when omitted.",
+        },
+      }
     : {};
   const fields: GraphQLFieldConfigMap<unknown, GqlContext> = {
     [`create${name}`]: {
       type: T,
-      args: { naturalKey: { type: GraphQLString }, locale: { type: GraphQLString }, data: { type: input }, ...variantArgs },
+      args: {
+        naturalKey: { type: GraphQLString },
+        locale: { type: GraphQLString },
+        data: { type: input },
+        ...variantArgs,
+      },
       resolve: async (_r, args, ctx) => {
         requireModelScope(ctx, 'records:write', model);
         checkFieldWrites(ctx, model, args.data, { recordId: null });
@@ -151,10 +203,22 @@ export function modelMutations(types: TypeFactory, model: ModelDef, variants = t
 
 const BatchAction = new GraphQLEnumType({
   name: 'BatchRecordAction',
-  values: { CREATE: { value: 'create' }, UPDATE: { value: 'update' }, PUBLISH: { value: 'publish' }, UNPUBLISH: { value: 'unpublish' }, DELETE: { value: 'delete' } },
+  values: {
+    CREATE: { value: 'create' },
+    UPDATE: { value: 'update' },
+    PUBLISH: { value: 'publish' },
+    UNPUBLISH: { value: 'unpublish' },
+    DELETE: { value: 'delete' },
+  },
 });
 
-const SCOPE_OF: Record<string, string> = { create: 'records:write', update: 'records:write', publish: 'records:publish', unpublish: 'records:publish', delete: 'records:delete' };
+const SCOPE_OF: Record<string, string> = {
+  create: 'records:write',
+  update: 'records:write',
+  publish: 'records:publish',
+  unpublish: 'records:publish',
+  delete: 'records:delete',
+};
 
 interface BatchOp {
   action: string;
@@ -185,7 +249,11 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
   });
   const result = new GraphQLObjectType({
     name: 'BatchRecordOperationResult',
-    fields: { action: { type: nn(BatchAction) }, _id: { type: nn(GraphQLID) }, record: { type: types.recordInterface } },
+    fields: {
+      action: { type: nn(BatchAction) },
+      _id: { type: nn(GraphQLID) },
+      record: { type: types.recordInterface },
+    },
   });
   return {
     batchRecordOperations: {
@@ -193,9 +261,13 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
       args: { operations: { type: nn(new GraphQLList(nn(input))) } },
       resolve: async (_r, args: { operations: BatchOp[] }, ctx) => {
         const ops = args.operations;
-        if (ops.length > LIMITS.maxBatchOperations) throw new BadUserInput(`At most ${LIMITS.maxBatchOperations} operations per batch`, { field: 'operations' });
+        if (ops.length > LIMITS.maxBatchOperations)
+          throw new BadUserInput(`At most ${LIMITS.maxBatchOperations} operations per batch`, { field: 'operations' });
         for (const [i, op] of ops.entries()) {
-          if (op.action !== 'create' && !op._id) throw new BadUserInput(`operations.${i}._id is required for ${op.action.toUpperCase()}`, { field: `operations.${i}._id` });
+          if (op.action !== 'create' && !op._id)
+            throw new BadUserInput(`operations.${i}._id is required for ${op.action.toUpperCase()}`, {
+              field: `operations.${i}._id`,
+            });
           if (op.locale !== undefined && op.locale !== null) checkLocale(ctx, op.locale, `operations.${i}.locale`);
         }
         const w = writeContext(ctx);
@@ -214,12 +286,15 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
               if (!modelKey || !ctx.models.has(modelKey)) throw missing();
             }
             const model = modelKey ? ctx.models.get(modelKey) : undefined;
-            if (!model) throw new BadUserInput(`operations.${i}.modelKey names no model`, { field: `operations.${i}.modelKey` });
+            if (!model)
+              throw new BadUserInput(`operations.${i}.modelKey names no model`, { field: `operations.${i}.modelKey` });
             requireModelScope(ctx, SCOPE_OF[op.action]!, model);
-            if (op.action === 'create' || op.action === 'update') checkFieldWrites(ctx, model, op.data, { recordId: op._id ?? null });
+            if (op.action === 'create' || op.action === 'update')
+              checkFieldWrites(ctx, model, op.data, { recordId: op._id ?? null });
             const message = `operations.${i}: no record with _id "${op._id}"`;
             let step: WriteStep;
-            if (op.action === 'create') step = createRecord(w, model, { naturalKey: op.naturalKey, locale: op.locale, data: op.data ?? {} });
+            if (op.action === 'create')
+              step = createRecord(w, model, { naturalKey: op.naturalKey, locale: op.locale, data: op.data ?? {} });
             else if (op.action === 'update') step = updateRecord(w, model, op._id!, op.locale, op.data ?? {}, message);
             else if (op.action === 'publish') step = publishRecord(w, model, op._id!, message);
             else if (op.action === 'unpublish') step = unpublishRecord(w, model, op._id!, message);
@@ -229,7 +304,11 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
           }
           // A batch of creates only: one statement that answers with the records, nothing read back.
           if (steps.length > 1 && steps.every((s) => s.created)) {
-            const { statement, steps: many } = createMany(w, steps.map((s) => s.created!), { returning: true });
+            const { statement, steps: many } = createMany(
+              w,
+              steps.map((s) => s.created!),
+              { returning: true },
+            );
             for (const s of many) tx.write(s);
             created = tx.read<ContentRow>(statement);
             return;
@@ -241,7 +320,10 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
             if (j - i > 1) {
               const run = steps.slice(i, j);
               // createMany's steps carry the same ids and each create's file checks.
-              const { statement, steps: many } = createMany(w, run.map((s) => s.created!));
+              const { statement, steps: many } = createMany(
+                w,
+                run.map((s) => s.created!),
+              );
               for (const s of many) tx.write(s);
               tx.follow(statement);
               i = j;
@@ -250,24 +332,35 @@ export function batchMutation(types: TypeFactory): GraphQLFieldConfigMap<unknown
           // The records as they stand after every operation, read inside the transaction: one
           // statement per locale asked for.
           const byLocale = new Map<string, string[]>();
-          for (const d of out) if (d.action !== 'delete') byLocale.set(d.locale, [...(byLocale.get(d.locale) ?? []), d._id]);
-          for (const [locale, ids] of byLocale) reads.push({ locale, handle: readBack(tx, draftScope(ctx, locale), [...new Set(ids)], restrictTo) });
+          for (const d of out)
+            if (d.action !== 'delete') byLocale.set(d.locale, [...(byLocale.get(d.locale) ?? []), d._id]);
+          for (const [locale, ids] of byLocale)
+            reads.push({ locale, handle: readBack(tx, draftScope(ctx, locale), [...new Set(ids)], restrictTo) });
         };
         const unknown = ops.filter((op) => op.action !== 'create' && !op.modelKey).map((op) => op._id!);
         if (unknown.length === 0) build(new Map());
-        // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
-        else tx.prelude = { statement: modelKeysOf(ctx.snapshot.id, unknown), then: (rows) => build(new Map(rows.map((r) => [String(r.id), String(r.model_key)]))) };
+        else
+          tx.prelude = {
+            statement: modelKeysOf(ctx.snapshot.id, unknown),
+            // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
+            then: (rows) => build(new Map(rows.map((r) => [String(r.id), String(r.model_key)]))),
+          };
         const done = await commit(ctx, tx);
         const nodes = new Map<string, ReturnType<typeof node>>();
         if (created) {
           const rows = done.rows(created);
-          for (const [i, d] of out.entries()) nodes.set(`${d.locale}\0${d._id}`, rows[i] ? node(ctx, rows[i]!, draftScope(ctx, d.locale)) : null);
+          for (const [i, d] of out.entries())
+            nodes.set(`${d.locale}\0${d._id}`, rows[i] ? node(ctx, rows[i]!, draftScope(ctx, d.locale)) : null);
         }
         for (const r of reads) {
           const scope = draftScope(ctx, r.locale);
           for (const row of done.rows(r.handle)) nodes.set(`${r.locale}\0${row.id}`, node(ctx, row, scope));
         }
-        return out.map((d) => ({ action: d.action, _id: d._id, record: d.action === 'delete' ? null : (nodes.get(`${d.locale}\0${d._id}`) ?? null) }));
+        return out.map((d) => ({
+          action: d.action,
+          _id: d._id,
+          record: d.action === 'delete' ? null : (nodes.get(`${d.locale}\0${d._id}`) ?? null),
+        }));
       },
     },
   };

@@ -65,7 +65,10 @@ export async function targetedScope(ctx: GqlContext, args: Record<string, any>):
  */
 async function releaseOf(ctx: GqlContext, args: Record<string, any>): Promise<string> {
   if (!hasScope(ctx.principal, 'drafts:read')) throw missingScope('drafts:read');
-  if (args.preview === true) throw new BadUserInput('release and preview cannot be combined: a release read previews the release', { field: 'release' });
+  if (args.preview === true)
+    throw new BadUserInput('release and preview cannot be combined: a release read previews the release', {
+      field: 'release',
+    });
   ctx.noStore = true;
   const id = String(args.release);
   const known = (ctx.releases ??= new Map());
@@ -75,7 +78,8 @@ async function releaseOf(ctx: GqlContext, args: Record<string, any>): Promise<st
 }
 
 /** A customer reading a model with `self`-readable fields needs each record's owner (the records join). */
-const ownerMatters = (ctx: GqlContext, model: ModelDef): boolean => ctx.customer !== null && model.fields.some((f) => f.access?.read?.includes('self') === true);
+const ownerMatters = (ctx: GqlContext, model: ModelDef): boolean =>
+  ctx.customer !== null && model.fields.some((f) => f.access?.read?.includes('self') === true);
 
 /**
  * The locale of a read or a write: well-formed, and one of the project's configured locales
@@ -84,10 +88,19 @@ const ownerMatters = (ctx: GqlContext, model: ModelDef): boolean => ctx.customer
  */
 export function checkLocale(ctx: GqlContext, locale: string | null | undefined, field = 'locale'): string {
   if (locale === null || locale === undefined || locale === '') return ctx.snapshot.defaultLocale;
-  if (locale.length > 35 || !LOCALE_RE.test(locale)) throw new BadUserInput(`Invalid locale "${locale.slice(0, 40)}"`, { field });
+  if (locale.length > 35 || !LOCALE_RE.test(locale))
+    throw new BadUserInput(`Invalid locale "${locale.slice(0, 40)}"`, { field });
   const configured = ctx.snapshot.settings?.locales;
-  if (Array.isArray(configured) && configured.length && locale !== ctx.snapshot.defaultLocale && !configured.includes(locale)) {
-    throw new BadUserInput(`Locale "${locale}" is not one of the project's locales (${[ctx.snapshot.defaultLocale, ...configured.filter((l) => l !== ctx.snapshot.defaultLocale)].join(', ')})`, { field });
+  if (
+    Array.isArray(configured) &&
+    configured.length &&
+    locale !== ctx.snapshot.defaultLocale &&
+    !configured.includes(locale)
+  ) {
+    throw new BadUserInput(
+      `Locale "${locale}" is not one of the project's locales (${[ctx.snapshot.defaultLocale, ...configured.filter((l) => l !== ctx.snapshot.defaultLocale)].join(', ')})`,
+      { field },
+    );
   }
   return locale;
 }
@@ -122,7 +135,8 @@ export function needsRecordColumns(info: GraphQLResolveInfo): boolean {
       for (const e of s.selectionSet?.selections ?? []) {
         if (e.kind !== Kind.FIELD) return true;
         if (e.name.value !== 'node') continue;
-        for (const n of e.selectionSet?.selections ?? []) if (n.kind !== Kind.FIELD || RECORD_COLUMNS.has(n.name.value)) return true;
+        for (const n of e.selectionSet?.selections ?? [])
+          if (n.kind !== Kind.FIELD || RECORD_COLUMNS.has(n.name.value)) return true;
       }
     }
   }
@@ -156,14 +170,26 @@ class Edge {
   }
 }
 
-export async function listConnection(ctx: GqlContext, model: ModelDef, args: Record<string, any>, info: GraphQLResolveInfo): Promise<Connection> {
+export async function listConnection(
+  ctx: GqlContext,
+  model: ModelDef,
+  args: Record<string, any>,
+  info: GraphQLResolveInfo,
+): Promise<Connection> {
   requireModelScope(ctx, 'records:read', model);
   const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
   checkWhere(args.where);
   checkOrderBy(args.orderBy);
   const withRecord = needsRecordColumns(info) || ownerMatters(ctx, model);
-  const r = await listRecords(readerFor(ctx, scope), scope, model, { first, after: args.after ? checkCursor(args.after) : args.after, where: args.where, orderBy: args.orderBy, withTotal: wantsTotal(info), withRecord });
+  const r = await listRecords(readerFor(ctx, scope), scope, model, {
+    first,
+    after: args.after ? checkCursor(args.after) : args.after,
+    where: args.where,
+    orderBy: args.orderBy,
+    withTotal: wantsTotal(info),
+    withRecord,
+  });
   const edges = r.rows.map((row: ListRow) => new Edge(row, r.sortKeyCount, toNode(row, model, scope)));
   const pageInfo = {
     hasNextPage: r.hasNextPage,
@@ -174,29 +200,56 @@ export async function listConnection(ctx: GqlContext, model: ModelDef, args: Rec
   return { edges, pageInfo, totalCount: r.totalCount ?? edges.length };
 }
 
-export async function searchConnection(ctx: GqlContext, models: readonly ModelDef[], args: Record<string, any>): Promise<Connection> {
+export async function searchConnection(
+  ctx: GqlContext,
+  models: readonly ModelDef[],
+  args: Record<string, any>,
+): Promise<Connection> {
   requireScope(ctx, 'search:read');
   const query = String(args.query ?? '').trim();
-  if (query.length === 0 || query.length > 500) throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
+  if (query.length === 0 || query.length > 500)
+    throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
   const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
   let offset = 0;
   if (args.after) {
     const c = decodeCursor(checkCursor(args.after));
-    if (c.length !== 2 || c[0] !== 's' || !Number.isSafeInteger(c[1]) || (c[1] as number) < 0 || (c[1] as number) > LIMITS.maxSearchOffset) {
+    if (
+      c.length !== 2 ||
+      c[0] !== 's' ||
+      !Number.isSafeInteger(c[1]) ||
+      (c[1] as number) < 0 ||
+      (c[1] as number) > LIMITS.maxSearchOffset
+    ) {
       throw new BadUserInput('Invalid cursor', { field: 'after' });
     }
     offset = c[1] as number;
   }
-  const r = await searchContent(readerFor(ctx, scope), scope, models.map((m) => m.key), query, first, offset);
+  const r = await searchContent(
+    readerFor(ctx, scope),
+    scope,
+    models.map((m) => m.key),
+    query,
+    first,
+    offset,
+  );
   const edges = r.rows.flatMap((row, i) => {
     const n = node(ctx, row, scope);
     return n ? [{ cursor: encodeCursor(['s', offset + i + 1]), node: n }] : [];
   });
-  return { edges, pageInfo: { hasNextPage: r.hasNextPage, endCursor: edges.at(-1)?.cursor ?? null }, totalCount: r.totalCount };
+  return {
+    edges,
+    pageInfo: { hasNextPage: r.hasNextPage, endCursor: edges.at(-1)?.cursor ?? null },
+    totalCount: r.totalCount,
+  };
 }
 
-export async function singleRead(ctx: GqlContext, model: ModelDef, args: Record<string, any>, lookupKeys: readonly string[]): Promise<RecordNode | null> {
+export async function singleRead(
+  ctx: GqlContext,
+  model: ModelDef,
+  args: Record<string, any>,
+  lookupKeys: readonly string[],
+): Promise<RecordNode | null> {
   requireModelScope(ctx, 'records:read', model);
   const scope = await targetedScope(ctx, args);
   const lookup: Record<string, unknown> = {};
@@ -223,12 +276,31 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   const history = await listVersions(ctx.svc.readSql, ctx.snapshot.id, String(args._id), [...ctx.models.keys()]);
   if (!history) return null;
   // A model whose records this reader may not read (model access.read) has no history for them either.
-  if (ctx.rows && (ctx.rows.closed.includes(history.modelKey) || ctx.rows.owned.includes(history.modelKey))) return null;
+  if (ctx.rows && (ctx.rows.closed.includes(history.modelKey) || ctx.rows.owned.includes(history.modelKey)))
+    return null;
   // Fields the reader may not read (`access.read`) are left out of the history too.
   const model = ctx.models.get(history.modelKey);
   const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
-  const emails = await memberEmails(ctx, history.versions.map((v) => v.user_id));
-  return history.versions.map((v, i) => ({ version: i + 1, action: v.action, locale: v.locale, variantId: v.variant_id ?? 'default', content: v.action === 'restored' && v.data ? Object.fromEntries(Object.entries(v.data).map(([l, d]) => [l, maskContent(d as Record<string, unknown>, hidden)])) : maskContent(v.data, hidden), userId: v.user_id, userEmail: (v.user_id && emails.get(v.user_id)) ?? null, createdAt: v.created_at, restoredFrom: v.restored_from ?? null }));
+  const emails = await memberEmails(
+    ctx,
+    history.versions.map((v) => v.user_id),
+  );
+  return history.versions.map((v, i) => ({
+    version: i + 1,
+    action: v.action,
+    locale: v.locale,
+    variantId: v.variant_id ?? 'default',
+    content:
+      v.action === 'restored' && v.data
+        ? Object.fromEntries(
+            Object.entries(v.data).map(([l, d]) => [l, maskContent(d as Record<string, unknown>, hidden)]),
+          )
+        : maskContent(v.data, hidden),
+    userId: v.user_id,
+    userEmail: (v.user_id && emails.get(v.user_id)) ?? null,
+    createdAt: v.created_at,
+    restoredFrom: v.restored_from ?? null,
+  }));
 }
 
 /**
@@ -238,13 +310,24 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
 async function memberEmails(ctx: GqlContext, userIds: (string | null)[]): Promise<Map<string, string>> {
   const ids = [...new Set(userIds.filter((u): u is string => typeof u === 'string' && u.startsWith('mem_')))];
   if (!ctx.principal.member || ids.length === 0) return new Map();
-  const rows = await ctx.svc.readSql<{ id: string; email: string }[]>`select id, email from members where tenant_id = ${ctx.principal.tenantId} and id = any(${ids})`;
+  const rows = await ctx.svc.readSql<
+    { id: string; email: string }[]
+  >`select id, email from members where tenant_id = ${ctx.principal.tenantId} and id = any(${ids})`;
   return new Map(rows.map((r) => [r.id, r.email]));
 }
 
 /** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */
-export async function draftNode(ctx: GqlContext, id: string, locale: string | null | undefined): Promise<RecordNode | null> {
-  const scope: ReadScope = { projectId: ctx.snapshot.id, stage: 'draft', locale: locale ?? ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale };
+export async function draftNode(
+  ctx: GqlContext,
+  id: string,
+  locale: string | null | undefined,
+): Promise<RecordNode | null> {
+  const scope: ReadScope = {
+    projectId: ctx.snapshot.id,
+    stage: 'draft',
+    locale: locale ?? ctx.snapshot.defaultLocale,
+    defaultLocale: ctx.snapshot.defaultLocale,
+  };
   const rows = await readByIds(ctx.svc.readSql, scope, [id], null);
   const row = rows.get(id);
   return row ? node(ctx, row, scope) : null;

@@ -49,7 +49,8 @@ function toIso(v: unknown): string {
 
 export const DateTimeScalar = new GraphQLScalarType({
   name: 'DateTime',
-  description: 'An ISO-8601 date-time in UTC, for example 2024-05-01T10:00:00.000Z. Dates without a time mean midnight UTC.',
+  description:
+    'An ISO-8601 date-time in UTC, for example 2024-05-01T10:00:00.000Z. Dates without a time mean midnight UTC.',
   serialize: (v) => (v instanceof Date ? v.toISOString() : v),
   parseValue: toIso,
   parseLiteral: (ast) => {

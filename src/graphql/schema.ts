@@ -1,6 +1,15 @@
 import {
-  GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType,
-  GraphQLSchema, GraphQLString, type GraphQLFieldConfigArgumentMap, type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  type GraphQLFieldConfigArgumentMap,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../auth/principal.ts';
 import type { CustomerGrants } from './grants.ts';
@@ -25,7 +34,13 @@ import { fileMutations, fileQueries } from './fields/files.ts';
 import { ReadContextInput } from './targeting.ts';
 import { fileUploadMutations } from './fields/files-uploads.ts';
 import { secretMutations, secretQueries } from './fields/secrets.ts';
-import { semanticMutations, semanticQueries, semanticSearchArgs, semanticSearchConnection, wantsSemantic } from './fields/semantic-search.ts';
+import {
+  semanticMutations,
+  semanticQueries,
+  semanticSearchArgs,
+  semanticSearchConnection,
+  wantsSemantic,
+} from './fields/semantic-search.ts';
 import { projectUiQueries } from './fields/project-ui.ts';
 import { releaseMutations, releaseQueries } from './fields/releases.ts';
 import { editorialGenericFields, editorialModelMutations } from './fields/editorial.ts';
@@ -45,7 +60,9 @@ const nn = <T extends GraphQLNullableType>(t: T) => new GraphQLNonNull(t);
 
 export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal): Map<string, ModelDef> {
   const allow = principal.allowedModels ? new Set(principal.allowedModels) : null;
-  return new Map(snapshot.models.filter((m) => GRAPHQL_NAME.test(m.key) && (!allow || allow.has(m.key))).map((m) => [m.key, m]));
+  return new Map(
+    snapshot.models.filter((m) => GRAPHQL_NAME.test(m.key) && (!allow || allow.has(m.key))).map((m) => [m.key, m]),
+  );
 }
 
 /**
@@ -53,16 +70,29 @@ export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal
  * `customerGrants`): the models they may write (create and update of their own records, the
  * only record mutations through a public key) and the operations they may execute.
  */
-export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: CustomerGrants | null = null): SchemaView {
+export function buildSchema(
+  snapshot: ProjectSnapshot,
+  principal: KeyPrincipal,
+  grants: CustomerGrants | null = null,
+): SchemaView {
   const customerWrites = grants?.writes ?? null;
   const models = visibleModels(snapshot, principal);
   const all = new Map(snapshot.models.map((m) => [m.key, m]));
   const canWrite = !isPublicKey(principal.kind);
-  const types = new TypeFactory(models, all, !isPublicKey(principal.kind) && hasScope(principal, 'drafts:read'), readerPrincipals(principal));
+  const types = new TypeFactory(
+    models,
+    all,
+    !isPublicKey(principal.kind) && hasScope(principal, 'drafts:read'),
+    readerPrincipals(principal),
+  );
   const generic = principal.allowedModels === null;
 
   const query: GraphQLFieldConfigMap<unknown, GqlContext> = {
-    _schemaVersion: { type: nn(GraphQLInt), description: "The project's schema version.", resolve: (_r, _a, ctx) => ctx.snapshot.schemaVersion },
+    _schemaVersion: {
+      type: nn(GraphQLInt),
+      description: "The project's schema version.",
+      resolve: (_r, _a, ctx) => ctx.snapshot.schemaVersion,
+    },
   };
   const mutation: GraphQLFieldConfigMap<unknown, GqlContext> = {};
   // Customer auth (CONTRACT §8) is in every key's schema, public keys included.
@@ -73,8 +103,15 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   // Secret keys may read as a given targeting context (graphql/targeting.ts); public keys read as themselves.
   const readArgs: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind)
     ? { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean } }
-    : { locale: { type: GraphQLString }, preview: { type: GraphQLBoolean }, release: { type: GraphQLID }, context: { type: ReadContextInput } };
-  const contextArg: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind) ? {} : { context: { type: ReadContextInput } };
+    : {
+        locale: { type: GraphQLString },
+        preview: { type: GraphQLBoolean },
+        release: { type: GraphQLID },
+        context: { type: ReadContextInput },
+      };
+  const contextArg: GraphQLFieldConfigArgumentMap = isPublicKey(principal.kind)
+    ? {}
+    : { context: { type: ReadContextInput } };
 
   for (const model of models.values()) {
     const T = types.recordType(model);
@@ -92,11 +129,23 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
     const orderBy = types.orderByType(model);
     if (orderBy) listArgs.orderBy = { type: new GraphQLList(nn(orderBy)) };
     Object.assign(listArgs, readArgs);
-    query[pluralField(model.key)] = { type: nn(conn), args: listArgs, resolve: (_r, args, ctx, info) => listConnection(ctx, model, args, info) };
+    query[pluralField(model.key)] = {
+      type: nn(conn),
+      args: listArgs,
+      resolve: (_r, args, ctx, info) => listConnection(ctx, model, args, info),
+    };
     query[`search${typeName(model.key)}s`] = {
       type: nn(conn),
-      args: { query: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
-      resolve: (_r, args, ctx) => (wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args)),
+      args: {
+        query: { type: nn(GraphQLString) },
+        first: { type: GraphQLInt },
+        after: { type: GraphQLString },
+        locale: { type: GraphQLString },
+        ...contextArg,
+        ...semanticSearchArgs,
+      },
+      resolve: (_r, args, ctx) =>
+        wantsSemantic(args) ? semanticSearchConnection(ctx, [model], args) : searchConnection(ctx, [model], args),
     };
     if (canWrite) Object.assign(mutation, modelMutations(types, model), editorialModelMutations(types, model));
     else if (customerWrites?.has(model.key)) Object.assign(mutation, customerModelMutations(types, model));
@@ -113,28 +162,58 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
         variantId: { type: nn(GraphQLString), description: 'The variant written ("default": the default content).' },
         content: { type: JSONScalar },
         userId: { type: GraphQLString },
-        userEmail: { type: GraphQLString, description: 'The writing member\'s email: for signed-in members (the Studio) only; null for keys and for API-key writes.' },
+        userEmail: {
+          type: GraphQLString,
+          description:
+            "The writing member's email: for signed-in members (the Studio) only; null for keys and for API-key writes.",
+        },
         createdAt: { type: nn(DateTimeScalar) },
-        restoredFrom: { type: GraphQLInt, description: 'For a "restored" entry: the version whose content it restored.' },
+        restoredFrom: {
+          type: GraphQLInt,
+          description: 'For a "restored" entry: the version whose content it restored.',
+        },
       },
     });
-    query.record = { type: types.recordInterface, args: { _id: { type: nn(GraphQLID) }, ...readArgs }, resolve: (_r, args, ctx) => genericRecord(ctx, args) };
+    query.record = {
+      type: types.recordInterface,
+      args: { _id: { type: nn(GraphQLID) }, ...readArgs },
+      resolve: (_r, args, ctx) => genericRecord(ctx, args),
+    };
     query.records = {
       type: nn(types.recordConnection),
-      args: { modelKey: { type: nn(GraphQLString) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, ...readArgs },
+      args: {
+        modelKey: { type: nn(GraphQLString) },
+        first: { type: GraphQLInt },
+        after: { type: GraphQLString },
+        ...readArgs,
+      },
       resolve: (_r, args, ctx, info) => {
         const model = ctx.models.get(args.modelKey);
         if (!model) return { edges: [], pageInfo: { hasNextPage: false, endCursor: null }, totalCount: 0 };
         return listConnection(ctx, model, args, info);
       },
     };
-    query.recordVersions = { type: new GraphQLList(nn(recordVersion)), args: { _id: { type: nn(GraphQLID) } }, resolve: (_r, args, ctx) => versions(ctx, args) };
+    query.recordVersions = {
+      type: new GraphQLList(nn(recordVersion)),
+      args: { _id: { type: nn(GraphQLID) } },
+      resolve: (_r, args, ctx) => versions(ctx, args),
+    };
     query.searchRecords = {
       type: nn(types.recordConnection),
-      args: { query: { type: nn(GraphQLString) }, modelKeys: { type: new GraphQLList(nn(GraphQLString)) }, first: { type: GraphQLInt }, after: { type: GraphQLString }, locale: { type: GraphQLString }, ...contextArg, ...semanticSearchArgs },
+      args: {
+        query: { type: nn(GraphQLString) },
+        modelKeys: { type: new GraphQLList(nn(GraphQLString)) },
+        first: { type: GraphQLInt },
+        after: { type: GraphQLString },
+        locale: { type: GraphQLString },
+        ...contextArg,
+        ...semanticSearchArgs,
+      },
       resolve: (_r, args, ctx) => {
         const keys: string[] | null = args.modelKeys ?? null;
-        const ms = keys ? keys.flatMap((k) => (ctx.models.has(k) ? [ctx.models.get(k)!] : [])) : [...ctx.models.values()];
+        const ms = keys
+          ? keys.flatMap((k) => (ctx.models.has(k) ? [ctx.models.get(k)!] : []))
+          : [...ctx.models.values()];
         return wantsSemantic(args) ? semanticSearchConnection(ctx, ms, args) : searchConnection(ctx, ms, args);
       },
     };
@@ -170,4 +249,3 @@ export function buildSchema(snapshot: ProjectSnapshot, principal: KeyPrincipal, 
   });
   return { schema, models };
 }
-

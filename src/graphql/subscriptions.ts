@@ -1,4 +1,11 @@
-import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
+import {
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+} from 'graphql';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput, NotFound, PermissionDenied } from '../errors.ts';
 import { executionCreator } from '../operations/store.ts';
@@ -26,7 +33,12 @@ export function installSubscriptionSource(deps: GraphqlDeps, source: Subscriptio
 const MAX_QUEUED = 1000;
 
 /** Push (channel actor) to pull (graphql-js async iterator), bounded. */
-function iterate(source: SubscriptionSource, projectId: string, channel: string, map: (d: Record<string, unknown>) => unknown): AsyncIterableIterator<unknown> {
+function iterate(
+  source: SubscriptionSource,
+  projectId: string,
+  channel: string,
+  map: (d: Record<string, unknown>) => unknown,
+): AsyncIterableIterator<unknown> {
   const queue: unknown[] = [];
   let waiting: ((r: IteratorResult<unknown>) => void) | undefined;
   let failed: Error | undefined;
@@ -92,7 +104,10 @@ const ExecutionEvent = new GraphQLObjectType({
   name: 'OperationExecutionEvent',
   fields: {
     id: { type: new nn(GraphQLString) },
-    status: { type: new nn(GraphQLString), description: 'pending, dispatched, running, completed, failed, cancelled or timed_out.' },
+    status: {
+      type: new nn(GraphQLString),
+      description: 'pending, dispatched, running, completed, failed, cancelled or timed_out.',
+    },
     progressPct: { type: GraphQLInt },
     progressMessage: { type: GraphQLString },
     resultJson: { type: JSONScalar },
@@ -114,12 +129,17 @@ export function subscriptionFields(): GraphQLFieldConfigMap<unknown, GqlContext>
       subscribe: (_r, args: { modelKey: string }, ctx) => {
         // A model-restricted key sees only its models: any other is as good as absent.
         if (!ctx.models.has(args.modelKey)) {
-          if (ctx.snapshot.models.some((m) => m.key === args.modelKey)) throw missingScope(`records:read:${args.modelKey}`);
+          if (ctx.snapshot.models.some((m) => m.key === args.modelKey))
+            throw missingScope(`records:read:${args.modelKey}`);
           throw new BadUserInput(`No model "${args.modelKey}"`);
         }
-        if (!hasScope(ctx.principal, `records:read:${args.modelKey}`)) throw missingScope(hasScope(ctx.principal, 'records:read') ? `records:read:${args.modelKey}` : 'records:read');
+        if (!hasScope(ctx.principal, `records:read:${args.modelKey}`))
+          throw missingScope(
+            hasScope(ctx.principal, 'records:read') ? `records:read:${args.modelKey}` : 'records:read',
+          );
         // Owner-only and closed models (model access.read): events would name other customers' records.
-        if (ctx.rows && (ctx.rows.owned.includes(args.modelKey) || ctx.rows.closed.includes(args.modelKey))) throw new PermissionDenied('Insufficient permissions');
+        if (ctx.rows && (ctx.rows.owned.includes(args.modelKey) || ctx.rows.closed.includes(args.modelKey)))
+          throw new PermissionDenied('Insufficient permissions');
         return iterate(sourceOf(ctx), ctx.snapshot.id, `changes:${args.modelKey}`, (d) => d);
       },
       resolve: (payload) => payload,

@@ -1,6 +1,13 @@
 import { GraphQLInputObjectType, GraphQLList, GraphQLNonNull, GraphQLString } from 'graphql';
 import { BadUserInput } from '../errors.ts';
-import { ANONYMOUS, segmentsOf, targeting, VARIANT_ID_RE, DEFAULT_VARIANT, type Targeting } from '../content/targeting.ts';
+import {
+  ANONYMOUS,
+  segmentsOf,
+  targeting,
+  VARIANT_ID_RE,
+  DEFAULT_VARIANT,
+  type Targeting,
+} from '../content/targeting.ts';
 import { identityOf, type Identity } from '../identity/identity.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 import { segmentSubject, type Profile } from '../identity/profiles.ts';
@@ -18,10 +25,13 @@ import type { GqlContext } from './context.ts';
  */
 export const ReadContextInput = new GraphQLInputObjectType({
   name: 'ReadContextInput',
-  description: 'Secret keys only: read as this targeting context instead of the request\'s own.',
+  description: "Secret keys only: read as this targeting context instead of the request's own.",
   fields: {
     authStatus: { type: GraphQLString, description: '"" (anonymous, the default) or "authenticated".' },
-    segments: { type: new GraphQLList(new GraphQLNonNull(GraphQLString)), description: 'Segment keys the reader is in.' },
+    segments: {
+      type: new GraphQLList(new GraphQLNonNull(GraphQLString)),
+      description: 'Segment keys the reader is in.',
+    },
     variantId: { type: GraphQLString, description: 'Show this variant (or "default") whatever the rules say.' },
   },
 });
@@ -66,17 +76,21 @@ async function customerTargeting(ctx: GqlContext, identity: Identity): Promise<T
   const segments = ctx.snapshot.segments;
   const profile = await identity.profiles.get(ctx.snapshot.id, c.customerId);
   const t = targeting('authenticated', profile ? segmentKeysOf(ctx, profile) : []);
-  if (t.key.length <= MAX_MEMO_KEY) identity.tokens.setMemo(c, { targeting: t, segments, generation } satisfies TokenTargeting, 256 + 2 * t.key.length);
+  if (t.key.length <= MAX_MEMO_KEY)
+    identity.tokens.setMemo(c, { targeting: t, segments, generation } satisfies TokenTargeting, 256 + 2 * t.key.length);
   return t;
 }
 
 function fromArgument(arg: ReadContextArg): Targeting {
   const status = arg.authStatus ?? '';
-  if (status !== '' && status !== 'authenticated') throw new BadUserInput('context.authStatus must be "" or "authenticated"', { field: 'context.authStatus' });
+  if (status !== '' && status !== 'authenticated')
+    throw new BadUserInput('context.authStatus must be "" or "authenticated"', { field: 'context.authStatus' });
   const segments = arg.segments ?? [];
-  if (segments.length > 100 || segments.some((s) => s.length === 0 || s.length > 100)) throw new BadUserInput('context.segments must hold at most 100 segment keys', { field: 'context.segments' });
+  if (segments.length > 100 || segments.some((s) => s.length === 0 || s.length > 100))
+    throw new BadUserInput('context.segments must hold at most 100 segment keys', { field: 'context.segments' });
   const v = arg.variantId ?? null;
-  if (v !== null && v !== DEFAULT_VARIANT && !VARIANT_ID_RE.test(v)) throw new BadUserInput('context.variantId is not a variant id', { field: 'context.variantId' });
+  if (v !== null && v !== DEFAULT_VARIANT && !VARIANT_ID_RE.test(v))
+    throw new BadUserInput('context.variantId is not a variant id', { field: 'context.variantId' });
   return targeting(status, segments, v);
 }
 
@@ -88,6 +102,7 @@ export function targetingFor(ctx: GqlContext, arg: ReadContextArg | null | undef
   if (ctx.targeting) return ctx.targeting;
   const identity = identityOf(ctx.svc.bus);
   const memo = identity.tokens.memo<TokenTargeting>(c);
-  if (memo && memo.segments === ctx.snapshot.segments && memo.generation === identity.profiles.generation) return (ctx.targeting = memo.targeting);
+  if (memo && memo.segments === ctx.snapshot.segments && memo.generation === identity.profiles.generation)
+    return (ctx.targeting = memo.targeting);
   return (ctx.targeting = customerTargeting(ctx, identity));
 }

@@ -4,7 +4,16 @@ import { BASE_SCOPES } from '../auth/scopes.ts';
 import { NotFound } from '../errors.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
 import {
-  checkManifest, entryPath, HASH_RE, listTrusted, removeTrusted, saveTrusted, setValidity, type DocumentProblem, type ListedDocument, type TrustedDocument,
+  checkManifest,
+  entryPath,
+  HASH_RE,
+  listTrusted,
+  removeTrusted,
+  saveTrusted,
+  setValidity,
+  type DocumentProblem,
+  type ListedDocument,
+  type TrustedDocument,
 } from '../documents/store.ts';
 import type { GraphqlDeps } from './context.ts';
 import { checkDocument, prepareTrusted, schemaEntryFor, type Target } from './execute.ts';
@@ -27,8 +36,19 @@ const widest = new WeakMap<ProjectSnapshot, ReturnType<typeof buildSchema>>();
 function widestView(snapshot: ProjectSnapshot) {
   let view = widest.get(snapshot);
   if (!view) {
-    const base = { kind: 'sk' as const, scopes: new Set<string>(BASE_SCOPES) as ReadonlySet<string>, allowedModels: null };
-    view = buildSchema(snapshot, { keyId: 'trusted-documents', tenantId: snapshot.tenantId, projectId: snapshot.id, allowedFileTypes: null, ...base, fingerprint: fingerprintOf(base) });
+    const base = {
+      kind: 'sk' as const,
+      scopes: new Set<string>(BASE_SCOPES) as ReadonlySet<string>,
+      allowedModels: null,
+    };
+    view = buildSchema(snapshot, {
+      keyId: 'trusted-documents',
+      tenantId: snapshot.tenantId,
+      projectId: snapshot.id,
+      allowedFileTypes: null,
+      ...base,
+      fingerprint: fingerprintOf(base),
+    });
     widest.set(snapshot, view);
   }
   return view;
@@ -37,7 +57,12 @@ function widestView(snapshot: ProjectSnapshot) {
 /** null when the document validates against the project's schema, else the first problem. */
 export function validateAgainst(snapshot: ProjectSnapshot, text: string): string | null {
   const errors = checkDocument(widestView(snapshot), text);
-  return errors.length ? errors.map((e) => e.message).slice(0, 3).join('; ') : null;
+  return errors.length
+    ? errors
+        .map((e) => e.message)
+        .slice(0, 3)
+        .join('; ')
+    : null;
 }
 
 /** What `svc documents push` (and a config's `documents`) report. */
@@ -51,14 +76,20 @@ export interface DocumentsPushed {
  * Checks, validates and stores a manifest's documents; invalid ones are listed and not stored.
  * Every process hears `project.changed`, reloads the project's trusted set and compiles it.
  */
-export async function pushDocuments(deps: GraphqlDeps, projectId: string, manifest: unknown, replace = false): Promise<DocumentsPushed> {
+export async function pushDocuments(
+  deps: GraphqlDeps,
+  projectId: string,
+  manifest: unknown,
+  replace = false,
+): Promise<DocumentsPushed> {
   const actor = await deps.projects.get(projectId);
   const snapshot = actor.snapshot;
   const { entries, problems } = checkManifest(manifest);
   const good: TrustedDocument[] = [];
   for (const e of entries) {
     const problem = validateAgainst(snapshot, e.body);
-    if (problem) problems.push({ path: entryPath(e.hash), message: `does not validate against the project's schema: ${problem}` });
+    if (problem)
+      problems.push({ path: entryPath(e.hash), message: `does not validate against the project's schema: ${problem}` });
     else good.push({ hash: e.hash, body: e.body, valid: true, problem: null });
     await yieldTurn();
   }
@@ -83,8 +114,10 @@ export async function revalidateDocuments(deps: GraphqlDeps, projectId: string):
   const errors: DocumentProblem[] = [];
   for (const d of snapshot.documents.values()) {
     const problem = validateAgainst(snapshot, d.body);
-    if (problem) errors.push({ path: entryPath(d.hash), message: `no longer validates against the project's schema: ${problem}` });
-    if ((problem === null) !== d.valid || problem !== d.problem) results.push({ hash: d.hash, valid: problem === null, problem });
+    if (problem)
+      errors.push({ path: entryPath(d.hash), message: `no longer validates against the project's schema: ${problem}` });
+    if ((problem === null) !== d.valid || problem !== d.problem)
+      results.push({ hash: d.hash, valid: problem === null, problem });
     await yieldTurn();
   }
   if (results.length) {
@@ -95,13 +128,21 @@ export async function revalidateDocuments(deps: GraphqlDeps, projectId: string):
   return errors;
 }
 
-export async function listDocuments(deps: Pick<GraphqlDeps, 'sql'>, projectId: string): Promise<{ documents: ListedDocument[] }> {
+export async function listDocuments(
+  deps: Pick<GraphqlDeps, 'sql'>,
+  projectId: string,
+): Promise<{ documents: ListedDocument[] }> {
   return { documents: await listTrusted(deps.sql, projectId) };
 }
 
-export async function removeDocument(deps: GraphqlDeps, projectId: string, id: string): Promise<{ hash: string; removed: true }> {
+export async function removeDocument(
+  deps: GraphqlDeps,
+  projectId: string,
+  id: string,
+): Promise<{ hash: string; removed: true }> {
   const hash = id.startsWith('sha256:') ? id.slice(7) : id;
-  if (!HASH_RE.test(hash) || !(await removeTrusted(deps.sql, projectId, hash))) throw new NotFound('No such trusted document');
+  if (!HASH_RE.test(hash) || !(await removeTrusted(deps.sql, projectId, hash)))
+    throw new NotFound('No such trusted document');
   await deps.bus.publish({ type: 'project.changed', projectId });
   return { hash, removed: true };
 }
@@ -120,7 +161,9 @@ function yieldTurn(): Promise<void> {
 }
 
 async function keyViews(deps: Pick<GraphqlDeps, 'sql'>, snapshot: ProjectSnapshot): Promise<KeyPrincipal[]> {
-  const rows = await deps.sql<{ id: string; kind: KeyPrincipal['kind']; scopes: string[]; allowed_models: string[] | null }[]>`
+  const rows = await deps.sql<
+    { id: string; kind: KeyPrincipal['kind']; scopes: string[]; allowed_models: string[] | null }[]
+  >`
     select id, kind, scopes, allowed_models from api_keys
     where deleted_at is null and disabled_at is null and (expires_at is null or expires_at > now())
       and (project_id = ${snapshot.id} or ${snapshot.id} = any(project_ids))
@@ -130,7 +173,14 @@ async function keyViews(deps: Pick<GraphqlDeps, 'sql'>, snapshot: ProjectSnapsho
     const base = { kind: r.kind, scopes: new Set(r.scopes) as ReadonlySet<string>, allowedModels: r.allowed_models };
     const fingerprint = fingerprintOf(base);
     if (!views.has(fingerprint) && views.size < MAX_VIEWS) {
-      views.set(fingerprint, { keyId: r.id, tenantId: snapshot.tenantId, projectId: snapshot.id, allowedFileTypes: null, ...base, fingerprint });
+      views.set(fingerprint, {
+        keyId: r.id,
+        tenantId: snapshot.tenantId,
+        projectId: snapshot.id,
+        allowedFileTypes: null,
+        ...base,
+        fingerprint,
+      });
     }
   }
   return [...views.values()];
@@ -163,7 +213,9 @@ export async function warmProject(deps: GraphqlDeps, projectId: string): Promise
  * compile at first use, nothing more.
  */
 function operationNames(text: string): (string | null)[] {
-  const names = [...text.matchAll(/(?:^|[\s},])(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/g)].map((m) => m[1]!);
+  const names = [...text.matchAll(/(?:^|[\s},])(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/g)].map(
+    (m) => m[1]!,
+  );
   return names.length > 1 ? [null, ...names.slice(0, 20)] : [null];
 }
 
@@ -171,7 +223,10 @@ function operationNames(text: string): (string | null)[] {
  * At start-up: compiles the trusted documents of projects that have some (at most `maxProjects`,
  * most recently pushed first) within `budgetMs`; what is left compiles in the background.
  */
-export async function warmAll(deps: GraphqlDeps, opts: { maxProjects?: number; budgetMs?: number } = {}): Promise<void> {
+export async function warmAll(
+  deps: GraphqlDeps,
+  opts: { maxProjects?: number; budgetMs?: number } = {},
+): Promise<void> {
   const rows = await deps.sql<{ project_id: string }[]>`
     select project_id from documents where kind = 'trusted' group by project_id order by max(created_at) desc limit ${opts.maxProjects ?? 1_000}`;
   const work = (async () => {

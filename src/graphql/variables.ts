@@ -1,6 +1,13 @@
 import {
-  Kind, getNamedType, isInputObjectType, typeFromAST, visit,
-  type DocumentNode, type GraphQLInputObjectType, type GraphQLSchema, type OperationDefinitionNode,
+  Kind,
+  getNamedType,
+  isInputObjectType,
+  typeFromAST,
+  visit,
+  type DocumentNode,
+  type GraphQLInputObjectType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
 } from 'graphql';
 
 /**
@@ -28,7 +35,11 @@ function recursive(t: GraphQLInputObjectType, path: Set<string>, memo: Map<strin
   return found;
 }
 
-export function jitDocument(schema: GraphQLSchema, doc: DocumentNode, op: OperationDefinitionNode): { document: DocumentNode; rewritten: boolean } {
+export function jitDocument(
+  schema: GraphQLSchema,
+  doc: DocumentNode,
+  op: OperationDefinitionNode,
+): { document: DocumentNode; rewritten: boolean } {
   const memo = new Map<string, boolean>();
   const needs = (op.variableDefinitions ?? []).some((v) => {
     const t = typeFromAST(schema, v.type as never);
@@ -38,7 +49,11 @@ export function jitDocument(schema: GraphQLSchema, doc: DocumentNode, op: Operat
   if (!needs) return { document: doc, rewritten: false };
   const document = visit(doc, {
     VariableDefinition(node) {
-      return { ...node, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: 'JSON' } }, defaultValue: undefined };
+      return {
+        ...node,
+        type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: 'JSON' } },
+        defaultValue: undefined,
+      };
     },
   });
   return { document, rewritten: true };

@@ -18,7 +18,12 @@ import { auditOn, auditStatement, NO_ORIGIN, type AuditTarget, type AuditWho } f
  */
 export function writeContext(ctx: GqlContext): WriteContext {
   // Customer writes are attributed to the customer, everything else to the key.
-  return { projectId: ctx.snapshot.id, defaultLocale: ctx.snapshot.defaultLocale, userId: writerId(ctx), models: modelLookup(ctx.snapshot.models) };
+  return {
+    projectId: ctx.snapshot.id,
+    defaultLocale: ctx.snapshot.defaultLocale,
+    userId: writerId(ctx),
+    models: modelLookup(ctx.snapshot.models),
+  };
 }
 
 /**
@@ -43,8 +48,18 @@ const writerId = (ctx: GqlContext): string | null => ctx.customer?.customerId ??
 const DEFAULT_CONTENT = Object.freeze(targeting('', [], DEFAULT_VARIANT));
 
 /** A write answers with what it wrote: the working version of that locale and variant (default: the default content). */
-export function draftScope(ctx: GqlContext, locale: string | null | undefined, variantId: string = DEFAULT_VARIANT): ReadScope {
-  return { projectId: ctx.snapshot.id, stage: 'draft', locale: locale || ctx.snapshot.defaultLocale, defaultLocale: ctx.snapshot.defaultLocale, targeting: variantId === DEFAULT_VARIANT ? DEFAULT_CONTENT : targeting('', [], variantId) };
+export function draftScope(
+  ctx: GqlContext,
+  locale: string | null | undefined,
+  variantId: string = DEFAULT_VARIANT,
+): ReadScope {
+  return {
+    projectId: ctx.snapshot.id,
+    stage: 'draft',
+    locale: locale || ctx.snapshot.defaultLocale,
+    defaultLocale: ctx.snapshot.defaultLocale,
+    targeting: variantId === DEFAULT_VARIANT ? DEFAULT_CONTENT : targeting('', [], variantId),
+  };
 }
 
 export function newTx(ctx: GqlContext): WriteTx {
@@ -54,7 +69,9 @@ export function newTx(ctx: GqlContext): WriteTx {
   const hooks = ctx.snapshot.hooks;
   if (hooks.length) {
     tx.finish((events) => {
-      const changes = events.flatMap((e) => (e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : []));
+      const changes = events.flatMap((e) =>
+        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
+      );
       const q = hookStatement(ctx.snapshot.id, hooks, changes, writerId(ctx));
       return q && { statements: [q.statement], events: q.events };
     });
@@ -66,7 +83,8 @@ export function newTx(ctx: GqlContext): WriteTx {
 
 function auditTargets(events: readonly BusEvent[]): AuditTarget[] {
   const targets: AuditTarget[] = [];
-  for (const e of events) if (e.type === 'record.changed') targets.push({ action: `record.${e.action}`, kind: 'record', id: e.recordId });
+  for (const e of events)
+    if (e.type === 'record.changed') targets.push({ action: `record.${e.action}`, kind: 'record', id: e.recordId });
   return targets;
 }
 
@@ -79,7 +97,12 @@ export function auditWho(ctx: GqlContext): AuditWho {
 
 /** An audit INSERT for changes this request made (to join the change's transaction). */
 export function auditOf(ctx: GqlContext, targets: readonly AuditTarget[]) {
-  return auditStatement({ projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId }, auditWho(ctx), ctx.auditFrom?.() ?? NO_ORIGIN, targets);
+  return auditStatement(
+    { projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId },
+    auditWho(ctx),
+    ctx.auditFrom?.() ?? NO_ORIGIN,
+    targets,
+  );
 }
 
 /**
@@ -103,17 +126,29 @@ export function commit(ctx: GqlContext, tx: WriteTx): Promise<Committed> {
 }
 
 /** Reads back, inside the transaction, the working version of records it wrote. */
-export function readBack(tx: WriteTx, scope: ReadScope, ids: readonly string[], restrictTo: readonly string[] | null): Handle<ContentRow> {
+export function readBack(
+  tx: WriteTx,
+  scope: ReadScope,
+  ids: readonly string[],
+  restrictTo: readonly string[] | null,
+): Handle<ContentRow> {
   return tx.read<ContentRow>(writtenStatement(scope, ids, restrictTo));
 }
 
 /** One write and the record as it stands after it (the per-model mutations). */
-export async function writeOne(ctx: GqlContext, step: WriteStep, locale: string | null | undefined, follow: Statement[] = [], variantId?: string): Promise<RecordNode> {
+export async function writeOne(
+  ctx: GqlContext,
+  step: WriteStep,
+  locale: string | null | undefined,
+  follow: Statement[] = [],
+  variantId?: string,
+): Promise<RecordNode> {
   const tx = newTx(ctx);
   const scope = draftScope(ctx, locale, variantId);
   // The write's own statement answers with the record when nothing follows it that could change
   // the row (an owner, a variant): one statement less per mutation (sql/027_write_rows.sql).
-  const own = step.row !== undefined && follow.length === 0 ? tx.written<ContentRow>({ ...step, row: step.row }) : undefined;
+  const own =
+    step.row !== undefined && follow.length === 0 ? tx.written<ContentRow>({ ...step, row: step.row }) : undefined;
   if (!own) tx.write(step);
   for (const st of follow) tx.follow(st);
   const h = own ?? readBack(tx, scope, [step.recordId], null);

@@ -35,9 +35,17 @@ export function keyRoutes(svc: Service) {
           return out;
         })
         .get('/', async ({ headers, query }) => controlListKeys(svc.sql, await caller(headers), query.project))
-        .patch('/:id', async ({ headers, params, body: b }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, body(b)))
-        .post('/:id/disable', async ({ headers, params }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: true }))
-        .post('/:id/enable', async ({ headers, params }) => controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: false }))
-        .delete('/:id', async ({ headers, params }) => controlDeleteKey(svc.sql, svc.bus, await caller(headers), params.id)),
+        .patch('/:id', async ({ headers, params, body: b }) =>
+          controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, body(b)),
+        )
+        .post('/:id/disable', async ({ headers, params }) =>
+          controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: true }),
+        )
+        .post('/:id/enable', async ({ headers, params }) =>
+          controlUpdateKey(svc.sql, svc.bus, await caller(headers), params.id, { disabled: false }),
+        )
+        .delete('/:id', async ({ headers, params }) =>
+          controlDeleteKey(svc.sql, svc.bus, await caller(headers), params.id),
+        ),
     );
 }

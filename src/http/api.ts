@@ -36,23 +36,39 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
     .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue, headers, params, server }) => {
       // Named one by one: a hook that takes the whole context makes Elysia parse every body.
       auditAfterResponse(svc, { request, route, set, responseValue, headers, params, server } as never);
-      const status = responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
+      const status =
+        responseValue instanceof Response ? responseValue.status : typeof set.status === 'number' ? set.status : 200;
       const pattern = route || 'unmatched';
       const path = request.url.slice(request.url.indexOf('/', 8)).split('?', 1)[0]!;
-      requests.done(request, { method: request.method, surface: surfaceOf(pattern), route: pattern, path, status, ms: requests.elapsed(request) });
+      requests.done(request, {
+        method: request.method,
+        surface: surfaceOf(pattern),
+        route: pattern,
+        path,
+        status,
+        ms: requests.elapsed(request),
+      });
     })
     .use(errorBoundary)
     // Uploads get the file limit (plus multipart framing); the upload itself counts the file.
-    .use(bodyLimits({
-      limitFor: (path) => (path === UPLOAD_PATH || path.startsWith(UPLOADS_PATH) ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD : bodyLimitFor(path)),
-      replaced: (from, to) => requests.carry(from, to),
-    }))
+    .use(
+      bodyLimits({
+        limitFor: (path) =>
+          path === UPLOAD_PATH || path.startsWith(UPLOADS_PATH)
+            ? svc.settings.filesMaxBytes + UPLOAD_OVERHEAD
+            : bodyLimitFor(path),
+        replaced: (from, to) => requests.carry(from, to),
+      }),
+    )
     .get('/health', async () => ({
       status: 'ok',
       bus: await svc.bus.health(),
       // Read replicas (DATABASE_READ_URL): each one's state and lag; all down, reads use the primary.
       ...(svc.replicas ? { replicas: svc.replicas.status() } : {}),
-      details: { vectorSearch: svc.vectorStore === 'pgvector' ? 'pgvector (HNSW, cosine)' : 'real[] (exact cosine in SQL)', vectorSearchReason: svc.vectorStoreReason },
+      details: {
+        vectorSearch: svc.vectorStore === 'pgvector' ? 'pgvector (HNSW, cosine)' : 'real[] (exact cosine in SQL)',
+        vectorSearchReason: svc.vectorStoreReason,
+      },
     }))
     .use(metricsRoutes(svc))
     .use(controlRoutes(svc))

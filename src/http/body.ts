@@ -74,7 +74,9 @@ export function pathOf(url: string): string {
  * Puts every request of the app behind its route's body limit (see above). The limited request
  * is a new object: `replaced` lets per-request bookkeeping keyed by the original follow it.
  */
-export function bodyLimits(opts: { limitFor?: (path: string) => number; replaced?: (from: Request, to: Request) => void } = {}) {
+export function bodyLimits(
+  opts: { limitFor?: (path: string) => number; replaced?: (from: Request, to: Request) => void } = {},
+) {
   const limitFor = opts.limitFor ?? bodyLimitFor;
   return new Elysia({ name: 'svc.body' }).onRequest((ctx) => {
     const { request } = ctx;

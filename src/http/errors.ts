@@ -20,8 +20,13 @@ export const errorBoundary = new Elysia({ name: 'svc.errors' }).onError({ as: 'g
   if (error instanceof SvcError) return restError(error);
   // A body over its limit fails while Elysia reads it (src/http/body.ts): the cause says so.
   const cause = (error as { cause?: unknown } | undefined)?.cause;
-  if (code === 'PARSE') return restError(cause instanceof SvcError ? cause : new BadUserInput('The request body is not valid JSON'));
-  if (code === 'NOT_FOUND') return new Response(JSON.stringify({ error: 'NOT_FOUND', message: 'No such endpoint' }), { status: 404, headers: { 'content-type': 'application/json' } });
+  if (code === 'PARSE')
+    return restError(cause instanceof SvcError ? cause : new BadUserInput('The request body is not valid JSON'));
+  if (code === 'NOT_FOUND')
+    return new Response(JSON.stringify({ error: 'NOT_FOUND', message: 'No such endpoint' }), {
+      status: 404,
+      headers: { 'content-type': 'application/json' },
+    });
   if (code === 'VALIDATION') return restError(new BadUserInput('The request is not valid'));
   return restError(error);
 });

@@ -63,7 +63,11 @@ function parseAccept(accept: string): Media {
   return js >= 0 ? 'json' : 'legacy';
 }
 
-const CONTENT_TYPE = { 'graphql-response': `${GRAPHQL_RESPONSE}; charset=utf-8`, json: 'application/json; charset=utf-8', legacy: 'application/json; charset=utf-8' } as const;
+const CONTENT_TYPE = {
+  'graphql-response': `${GRAPHQL_RESPONSE}; charset=utf-8`,
+  json: 'application/json; charset=utf-8',
+  legacy: 'application/json; charset=utf-8',
+} as const;
 
 /**
  * An answer: its content type, `headers`, then (for executed operations) `cache-control` and, for
@@ -71,7 +75,13 @@ const CONTENT_TYPE = { 'graphql-response': `${GRAPHQL_RESPONSE}; charset=utf-8`,
  * built for the constructor cost ~0.3 µs a request more (0.89 against 0.57 µs, Bun 1.4, this box;
  * docs/decisions.md, "Writes, session 5: service CPU per mutation").
  */
-function json(status: number, body: string, headers: Record<string, string>, media: Media = 'legacy', cacheControl?: string): Response {
+function json(
+  status: number,
+  body: string,
+  headers: Record<string, string>,
+  media: Media = 'legacy',
+  cacheControl?: string,
+): Response {
   const res = new Response(body, { status });
   const h = res.headers;
   h.set('content-type', CONTENT_TYPE[media]);
@@ -86,12 +96,18 @@ function json(status: number, body: string, headers: Record<string, string>, med
 /** The status of one executed (or refused) operation under the negotiated media type. */
 function statusOf(r: Executed, media: Media): number {
   if (media === 'json') return 200;
-  if (media === 'graphql-response') return r.rejected || (r.body === undefined && r.result.data === undefined) ? 400 : 200;
+  if (media === 'graphql-response')
+    return r.rejected || (r.body === undefined && r.result.data === undefined) ? 400 : 200;
   return r.rejected ? 400 : 200;
 }
 
 /** Failures before execution still answer in GraphQL's shape, with the error's HTTP status. */
-function failure(err: unknown, production: boolean, extra: Record<string, string> = {}, media: Media = 'legacy'): Response {
+function failure(
+  err: unknown,
+  production: boolean,
+  extra: Record<string, string> = {},
+  media: Media = 'legacy',
+): Response {
   const e = toSvcError(err);
   const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra, ...e.headers };
   // maskError logs and masks anything that is not an SvcError.
@@ -117,7 +133,8 @@ function parseVariables(raw: unknown): Record<string, unknown> | null {
       throw new BadUserInput('"variables" must be a JSON object');
     }
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new BadUserInput('"variables" must be a JSON object');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new BadUserInput('"variables" must be a JSON object');
   return v as Record<string, unknown>;
 }
 
@@ -132,30 +149,46 @@ function namedDocument(documentId: unknown, extensions: unknown): { documentId: 
   let id: string | null = null;
   if (documentId !== undefined && documentId !== null) {
     const m = typeof documentId === 'string' ? DOCUMENT_ID.exec(documentId) : null;
-    if (!m) throw new BadUserInput('"documentId" must be "sha256:" followed by the document\'s SHA-256 in hex (64 characters)');
+    if (!m)
+      throw new BadUserInput(
+        '"documentId" must be "sha256:" followed by the document\'s SHA-256 in hex (64 characters)',
+      );
     id = m[1]!.toLowerCase();
   }
   if (extensions === undefined || extensions === null) return { documentId: id, persisted: false };
-  if (typeof extensions !== 'object' || Array.isArray(extensions)) throw new BadUserInput('"extensions" must be a JSON object');
+  if (typeof extensions !== 'object' || Array.isArray(extensions))
+    throw new BadUserInput('"extensions" must be a JSON object');
   const pq = (extensions as Record<string, unknown>).persistedQuery;
   if (pq === undefined || pq === null) return { documentId: id, persisted: false };
-  if (typeof pq !== 'object' || Array.isArray(pq)) throw new BadUserInput('"extensions.persistedQuery" must be an object { version: 1, sha256Hash }');
+  if (typeof pq !== 'object' || Array.isArray(pq))
+    throw new BadUserInput('"extensions.persistedQuery" must be an object { version: 1, sha256Hash }');
   const { version, sha256Hash } = pq as Record<string, unknown>;
   if (version !== 1) throw new BadUserInput('Unsupported persisted query version: only version 1 is served');
-  if (typeof sha256Hash !== 'string' || !SHA256_HEX.test(sha256Hash)) throw new BadUserInput('"extensions.persistedQuery.sha256Hash" must be a SHA-256 in hex (64 characters)');
+  if (typeof sha256Hash !== 'string' || !SHA256_HEX.test(sha256Hash))
+    throw new BadUserInput('"extensions.persistedQuery.sha256Hash" must be a SHA-256 in hex (64 characters)');
   const hash = sha256Hash.toLowerCase();
-  if (id !== null && id !== hash) throw new BadUserInput('"documentId" and "extensions.persistedQuery.sha256Hash" name different documents');
+  if (id !== null && id !== hash)
+    throw new BadUserInput('"documentId" and "extensions.persistedQuery.sha256Hash" name different documents');
   return { documentId: hash, persisted: true };
 }
 
 function toRequest(body: unknown): GraphqlRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The request body must be a JSON object with "query"');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadUserInput('The request body must be a JSON object with "query"');
   const b = body as Record<string, unknown>;
   const named = namedDocument(b.documentId, b.extensions);
-  if (b.query !== undefined && b.query !== null && typeof b.query !== 'string') throw new BadUserInput('"query" must be a string');
-  if (typeof b.query !== 'string' && named.documentId === null) throw new BadUserInput('The request body needs a "query" string or a "documentId"');
-  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string') throw new BadUserInput('"operationName" must be a string');
-  return { query: (b.query as string | undefined) ?? '', variables: parseVariables(b.variables), operationName: (b.operationName as string | undefined) ?? null, ...named };
+  if (b.query !== undefined && b.query !== null && typeof b.query !== 'string')
+    throw new BadUserInput('"query" must be a string');
+  if (typeof b.query !== 'string' && named.documentId === null)
+    throw new BadUserInput('The request body needs a "query" string or a "documentId"');
+  if (b.operationName !== undefined && b.operationName !== null && typeof b.operationName !== 'string')
+    throw new BadUserInput('"operationName" must be a string');
+  return {
+    query: (b.query as string | undefined) ?? '',
+    variables: parseVariables(b.variables),
+    operationName: (b.operationName as string | undefined) ?? null,
+    ...named,
+  };
 }
 
 /** One operation, or a batch: a JSON array of operations answered by an array of results. */
@@ -164,11 +197,13 @@ async function readPost(request: Request): Promise<GraphqlRequest | GraphqlReque
   // post, which a browser sends cross-site without asking, is refused unread).
   const type = request.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
   if (!type) throw new BadUserInput('POST /graphql needs a Content-Type: application/json header');
-  if (type !== 'application/json') throw new BadUserInput(`POST /graphql takes application/json, not ${type.slice(0, 100)}`);
+  if (type !== 'application/json')
+    throw new BadUserInput(`POST /graphql takes application/json, not ${type.slice(0, 100)}`);
   const length = Number(request.headers.get('content-length') ?? 0);
   if (length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
   const text = await request.text();
-  if (text.length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
+  if (text.length > LIMITS.maxBodyBytes)
+    throw new PayloadTooLarge(`The request body exceeds ${LIMITS.maxBodyBytes} bytes`);
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -176,13 +211,15 @@ async function readPost(request: Request): Promise<GraphqlRequest | GraphqlReque
     throw new BadUserInput('The request body is not valid JSON');
   }
   if (!Array.isArray(body)) return toRequest(body);
-  if (body.length === 0 || body.length > LIMITS.maxHttpBatch) throw new BadUserInput(`A batch holds 1 to ${LIMITS.maxHttpBatch} operations`);
+  if (body.length === 0 || body.length > LIMITS.maxHttpBatch)
+    throw new BadUserInput(`A batch holds 1 to ${LIMITS.maxHttpBatch} operations`);
   return body.map(toRequest);
 }
 
 function readGet(request: Request): GraphqlRequest {
   const url = new URL(request.url);
-  if (url.search.length > LIMITS.maxBodyBytes) throw new PayloadTooLarge(`The query string exceeds ${LIMITS.maxBodyBytes} characters`);
+  if (url.search.length > LIMITS.maxBodyBytes)
+    throw new PayloadTooLarge(`The query string exceeds ${LIMITS.maxBodyBytes} characters`);
   const p = url.searchParams;
   let extensions: unknown = null;
   const ext = p.get('extensions');
@@ -195,7 +232,8 @@ function readGet(request: Request): GraphqlRequest {
   }
   const named = namedDocument(p.get('documentId'), extensions);
   const query = p.get('query') ?? '';
-  if (!query && named.documentId === null) throw new BadUserInput('GET /graphql needs a "query" or "documentId" URL parameter');
+  if (!query && named.documentId === null)
+    throw new BadUserInput('GET /graphql needs a "query" or "documentId" URL parameter');
   return { query, variables: parseVariables(p.get('variables')), operationName: p.get('operationName'), ...named };
 }
 
@@ -231,11 +269,20 @@ export function surrogateKeys(projectId: string, documentId: string | null | und
   return documentId ? [projectSurrogateKey(projectId), `svc-d-${documentId}`] : [projectSurrogateKey(projectId)];
 }
 
-function cachedGet(request: Request, r: Executed, body: string, rate: Record<string, string>, media: Media, projectId: string, documentId: string | null | undefined): Response {
+function cachedGet(
+  request: Request,
+  r: Executed,
+  body: string,
+  rate: Record<string, string>,
+  media: Media,
+  projectId: string,
+  documentId: string | null | undefined,
+): Response {
   const tag = etagOf(r, body);
   const keys = surrogateKeys(projectId, documentId);
   const inm = request.headers.get('if-none-match');
-  const res = inm !== null && matches(inm, tag) ? new Response(null, { status: 304 }) : new Response(body, { status: 200 });
+  const res =
+    inm !== null && matches(inm, tag) ? new Response(null, { status: 304 }) : new Response(body, { status: 200 });
   const h = res.headers;
   if (res.status === 200) h.set('content-type', CONTENT_TYPE[media]);
   for (const name in rate) h.set(name, rate[name]!);
@@ -252,7 +299,11 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
   const { gate } = deps;
   const production = deps.settings.production;
 
-  const handle = async (request: Request, method: 'GET' | 'POST', clientIp: (() => string | null) | null = null): Promise<Response> => {
+  const handle = async (
+    request: Request,
+    method: 'GET' | 'POST',
+    clientIp: (() => string | null) | null = null,
+  ): Promise<Response> => {
     let rate: Record<string, string> = {};
     const media = negotiate(request.headers.get('accept'));
     try {
@@ -265,13 +316,20 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
       // The audit log's view of the request, made once, only if the request writes.
       let from: AuditFrom | undefined;
       // A write's response names its commit's position (`opts.wrote`, read replicas: http/replica-lsn.ts).
-      const opts: ExecuteOptions = { method, customer: caller.customer, clientIp, auditFrom: () => (from ??= auditFrom(request.headers, clientIp?.() ?? null)), lsn: presentedLsn(request.headers, deps.replicas) };
+      const opts: ExecuteOptions = {
+        method,
+        customer: caller.customer,
+        clientIp,
+        auditFrom: () => (from ??= auditFrom(request.headers, clientIp?.() ?? null)),
+        lsn: presentedLsn(request.headers, deps.replicas),
+      };
       if (!batch) {
         const one = req as GraphqlRequest;
         const r = await execute(deps, caller.key, one, opts);
         const body = bodyOf(r, production);
         const status = statusOf(r, media);
-        if (method === 'GET' && status === 200 && r.cacheControl.startsWith('public')) return cachedGet(request, r, body, rate, media, caller.key.projectId, one.documentId);
+        if (method === 'GET' && status === 200 && r.cacheControl.startsWith('public'))
+          return cachedGet(request, r, body, rate, media, caller.key.projectId, one.documentId);
         return json(status, body, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl);
       }
       const results: { body: string; cacheControl: string }[] = [];
@@ -279,32 +337,55 @@ export function graphqlRoutes(deps: GraphqlDeps & { gate: Gate }, opts: { graphi
         results.push(
           await execute(deps, caller.key, one, opts).then(
             (r) => ({ body: bodyOf(r, production), cacheControl: r.cacheControl }),
-            (err) => ({ body: JSON.stringify({ errors: [maskError(toSvcError(err), production)] }), cacheControl: 'no-store' }),
+            (err) => ({
+              body: JSON.stringify({ errors: [maskError(toSvcError(err), production)] }),
+              cacheControl: 'no-store',
+            }),
           ),
         );
       }
       // The batch is only as cacheable as its least cacheable answer.
-      const cacheControl = results.every((r) => r.cacheControl.startsWith('public')) ? results[0]!.cacheControl : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
-      return json(200, `[${results.map((r) => r.body).join(',')}]`, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, cacheControl);
+      const cacheControl = results.every((r) => r.cacheControl.startsWith('public'))
+        ? results[0]!.cacheControl
+        : results.find((r) => !r.cacheControl.startsWith('public'))!.cacheControl;
+      return json(
+        200,
+        `[${results.map((r) => r.body).join(',')}]`,
+        opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate,
+        media,
+        cacheControl,
+      );
     } catch (err) {
       return failure(err, production, rate, media);
     }
   };
 
   const app = new Elysia({ name: 'svc.graphql' })
-    .post('/graphql', ({ request, server }) => handle(request, 'POST', () => server?.requestIP(request)?.address ?? null), { parse: 'none' })
+    .post(
+      '/graphql',
+      ({ request, server }) => handle(request, 'POST', () => server?.requestIP(request)?.address ?? null),
+      { parse: 'none' },
+    )
     .get('/graphql', ({ request }) => handle(request, 'GET'))
     .get('/schema', async ({ request }) => {
       try {
         const caller = await gate.authenticate({ headers: request.headers, request });
         const sdl = await schemaSdl(deps, caller.key);
-        return new Response(sdl, { headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'private, no-cache', vary: VARY } });
+        return new Response(sdl, {
+          headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'private, no-cache', vary: VARY },
+        });
       } catch (err) {
         return failure(err, production);
       }
     });
   if (!production && opts.graphiql) {
-    app.get('/graphiql', () => new Response(GRAPHIQL_HTML, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } }));
+    app.get(
+      '/graphiql',
+      () =>
+        new Response(GRAPHIQL_HTML, {
+          headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
+        }),
+    );
   }
   return app;
 }

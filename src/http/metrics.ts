@@ -8,7 +8,10 @@ import type { GatewayModule } from './gateway.ts';
  * GET /metrics in Prometheus text format, on the API listener and on the gateway (a
  * gateway-only process is scraped too). The gate decides who may read it (SVC_METRICS_TOKEN).
  */
-export async function metricsResponse(parts: { gate: Gate; metrics: MetricsRegistry }, request: Request): Promise<Response> {
+export async function metricsResponse(
+  parts: { gate: Gate; metrics: MetricsRegistry },
+  request: Request,
+): Promise<Response> {
   try {
     parts.gate.checkMetricsAccess(request.headers);
   } catch (err) {
@@ -26,6 +29,7 @@ export function metricsRoutes(parts: { gate: Gate; metrics: MetricsRegistry }) {
 export function metricsModule(parts: { gate: Gate; metrics: MetricsRegistry }): GatewayModule {
   return {
     name: 'metrics',
-    fetch: (req, url) => (req.method === 'GET' && url.pathname === '/metrics' ? metricsResponse(parts, req) : undefined),
+    fetch: (req, url) =>
+      req.method === 'GET' && url.pathname === '/metrics' ? metricsResponse(parts, req) : undefined,
   };
 }

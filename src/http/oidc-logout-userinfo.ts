@@ -9,7 +9,15 @@ import { endBrowserSession, sessionCookie } from '../identity/oidc/browser.ts';
 import { postLogoutAllowed, readIdTokenHint } from '../identity/oidc/logout.ts';
 import { userinfoOf } from '../identity/oidc/codes.ts';
 import { renderErrorPage, renderInfoPage } from '../identity/oidc/page.ts';
-import { cookieOf, cookiesWithPrefix, html, JSON_HEADERS, redirect, type HostedLogin, type RouteFn } from './oidc-site.ts';
+import {
+  cookieOf,
+  cookiesWithPrefix,
+  html,
+  JSON_HEADERS,
+  redirect,
+  type HostedLogin,
+  type RouteFn,
+} from './oidc-site.ts';
 
 const SESSION_PREFIX = 'svc_session_';
 
@@ -23,35 +31,64 @@ const SESSION_PREFIX = 'svc_session_';
 export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn): void {
   const auth = hl.authPath;
 
-  const endSession = async (site: Site, { request, query, body }: { request: Request; query: Record<string, unknown>; body: unknown }): Promise<Response> => {
+  const endSession = async (
+    site: Site,
+    { request, query, body }: { request: Request; query: Record<string, unknown>; body: unknown },
+  ): Promise<Response> => {
     const post = request.method === 'POST';
     const p = post ? (typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {}) : query;
-    for (const [k, v] of Object.entries(p)) if (Array.isArray(v)) return html(renderErrorPage(`${k} was sent more than once.`), 400);
+    for (const [k, v] of Object.entries(p))
+      if (Array.isArray(v)) return html(renderErrorPage(`${k} was sent more than once.`), 400);
     const id = identityOf(svc.bus);
     const hint = await readIdTokenHint(id.tokens, p.id_token_hint, site.issuer);
-    if (p.id_token_hint !== undefined && !hint) return html(renderErrorPage('The id_token_hint is not a valid ID token of this provider.'), 400);
+    if (p.id_token_hint !== undefined && !hint)
+      return html(renderErrorPage('The id_token_hint is not a valid ID token of this provider.'), 400);
     const named = typeof p.client_id === 'string' ? p.client_id : null;
-    if (hint && named && named !== wireClientId(hint.projectId, hint.clientId)) return html(renderErrorPage('client_id does not match the id_token_hint.'), 400);
-    const wire = named ?? (hint ? wireClientId(hint.projectId, hint.clientId) : site.domain ? wireClientId(site.domain.projectId, site.domain.clientId) : null);
+    if (hint && named && named !== wireClientId(hint.projectId, hint.clientId))
+      return html(renderErrorPage('client_id does not match the id_token_hint.'), 400);
+    const wire =
+      named ??
+      (hint
+        ? wireClientId(hint.projectId, hint.clientId)
+        : site.domain
+          ? wireClientId(site.domain.projectId, site.domain.clientId)
+          : null);
     const party = wire ? await findParty(svc.sql, wire) : null;
-    if (wire && (!party || (site.domain && party.projectId !== site.domain.projectId))) return html(renderErrorPage('This application is not known (unknown client_id).'), 400);
+    if (wire && (!party || (site.domain && party.projectId !== site.domain.projectId)))
+      return html(renderErrorPage('This application is not known (unknown client_id).'), 400);
     const back = p.post_logout_redirect_uri;
     if (back !== undefined && (!party || !postLogoutAllowed(party, back))) {
       return html(renderErrorPage('The post_logout_redirect_uri is not registered for this application.'), 400);
     }
     const state = typeof p.state === 'string' && p.state.length <= 2048 ? p.state : null;
     if (!hint && !(post && hl.csrfValid(request, p.csrf))) {
-      if (post) return html(renderErrorPage('The form expired or was sent from another site. Go back to the application and start again.'), 403);
+      if (post)
+        return html(
+          renderErrorPage(
+            'The form expired or was sent from another site. Go back to the application and start again.',
+          ),
+          403,
+        );
       const csrf = hl.csrfOf(request, site);
       const fields: Record<string, string> = { csrf: csrf.token };
       if (wire) fields.client_id = wire;
       if (typeof back === 'string') fields.post_logout_redirect_uri = back;
       if (state) fields.state = state;
       const action = `${new URL(site.authBase).pathname.replace(/\/$/, '')}/logout`;
-      return html(renderInfoPage('Sign out?', party ? `Sign out of ${party.name} in this browser?` : 'Sign out in this browser?', { action, fields, button: 'Sign out' }), 200, csrf.setCookie ? [csrf.setCookie] : []);
+      return html(
+        renderInfoPage(
+          'Sign out?',
+          party ? `Sign out of ${party.name} in this browser?` : 'Sign out in this browser?',
+          { action, fields, button: 'Sign out' },
+        ),
+        200,
+        csrf.setCookie ? [csrf.setCookie] : [],
+      );
     }
     // The browser sessions to end: the party's project, or every one this browser holds here.
-    const held = party ? [[`${SESSION_PREFIX}${party.projectId}`, cookieOf(request, `${SESSION_PREFIX}${party.projectId}`)] as const] : cookiesWithPrefix(request, SESSION_PREFIX);
+    const held = party
+      ? [[`${SESSION_PREFIX}${party.projectId}`, cookieOf(request, `${SESSION_PREFIX}${party.projectId}`)] as const]
+      : cookiesWithPrefix(request, SESSION_PREFIX);
     const cookies: string[] = [];
     for (const [name, token] of held) {
       const projectId = name.slice(SESSION_PREFIX.length);
@@ -68,7 +105,11 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
   const userinfo = async (site: Site, { request }: { request: Request }): Promise<Response> => {
     const fail = (status: number, error: string | null, description: string) =>
       new Response(error ? JSON.stringify({ error, error_description: description }) : null, {
-        status, headers: { ...JSON_HEADERS, 'www-authenticate': error ? `Bearer error="${error}", error_description="${description}"` : 'Bearer' },
+        status,
+        headers: {
+          ...JSON_HEADERS,
+          'www-authenticate': error ? `Bearer error="${error}", error_description="${description}"` : 'Bearer',
+        },
       });
     const token = bearerToken(request.headers.get('authorization'));
     if (!token) return fail(401, null, '');
@@ -87,11 +128,16 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
       return fail(401, 'invalid_token', 'the access token is invalid or expired');
     }
     const s = await userinfoOf(svc.sql, projectId, who.sessionId);
-    if (!s || !s.oidc_scopes?.includes('openid') || s.oidc_issuer !== site.issuer) return fail(403, 'insufficient_scope', 'the token was not issued with the openid scope by this provider');
-    const claims = { sub: who.customerId, ...scopedClaims(s.oidc_scopes, { email: s.email, name: s.name, emailVerified: s.email_verified_at !== null }) };
+    if (!s || !s.oidc_scopes?.includes('openid') || s.oidc_issuer !== site.issuer)
+      return fail(403, 'insufficient_scope', 'the token was not issued with the openid scope by this provider');
+    const claims = {
+      sub: who.customerId,
+      ...scopedClaims(s.oidc_scopes, { email: s.email, name: s.name, emailVerified: s.email_verified_at !== null }),
+    };
     // A browser app may read it from the origins its party lists.
     const origin = request.headers.get('origin');
-    const cors: Record<string, string> = origin && s.allowed_origins?.includes(origin) ? { 'access-control-allow-origin': origin } : {};
+    const cors: Record<string, string> =
+      origin && s.allowed_origins?.includes(origin) ? { 'access-control-allow-origin': origin } : {};
     return new Response(JSON.stringify(claims), { headers: { ...JSON_HEADERS, vary: 'Origin', ...cors } });
   };
   route('get', ['/customer/oauth/userinfo', '/oauth/userinfo'], userinfo);
@@ -100,7 +146,12 @@ export function oidcSessionRoutes(svc: Service, hl: HostedLogin, route: RouteFn)
     const origin = request.headers.get('origin');
     const headers: Record<string, string> = { vary: 'Origin' };
     if (origin && (await originListed(svc.sql, origin))) {
-      Object.assign(headers, { 'access-control-allow-origin': origin, 'access-control-allow-methods': 'GET, POST', 'access-control-allow-headers': 'authorization', 'access-control-max-age': '600' });
+      Object.assign(headers, {
+        'access-control-allow-origin': origin,
+        'access-control-allow-methods': 'GET, POST',
+        'access-control-allow-headers': 'authorization',
+        'access-control-max-age': '600',
+      });
     }
     return new Response(null, { status: 204, headers });
   });

@@ -10,12 +10,17 @@ import { defaultSite, domainSite, type Site } from '../identity/oidc/protocol.ts
  * verified custom domain by `Host`), cookies, the CSRF token and response helpers.
  */
 export const CSRF_COOKIE = 'svc_auth_csrf';
-const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'";
+const PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; frame-ancestors 'none'";
 export const JSON_HEADERS = { 'content-type': 'application/json', 'cache-control': 'no-store', pragma: 'no-cache' };
 
 export function html(body: string, status: number, cookies: string[] = []): Response {
   const headers = new Headers({
-    'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': PAGE_CSP, 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer',
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-security-policy': PAGE_CSP,
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'no-referrer',
   });
   for (const c of cookies) headers.append('set-cookie', c);
   return new Response(body, { status, headers });
@@ -46,13 +51,21 @@ export function cookiesWithPrefix(request: Request, prefix: string): [string, st
 }
 
 export type Variant = 'default' | 'domain';
-export type Ctx = { request: Request; query: Record<string, unknown>; body: unknown; server: { requestIP(r: Request): { address: string } | null } | null };
+export type Ctx = {
+  request: Request;
+  query: Record<string, unknown>;
+  body: unknown;
+  server: { requestIP(r: Request): { address: string } | null } | null;
+};
 export type Handler = (site: Site, ctx: Ctx) => Promise<Response>;
 /** Registers a handler on the deployment's path and on the custom-domain path. */
 export type RouteFn = (method: 'get' | 'post' | 'options', paths: [string, string], handler: Handler) => void;
 
 export const notFound = async (): Promise<Response> =>
-  new Response(JSON.stringify({ error: 'NOT_FOUND', message: 'Not found' }), { status: 404, headers: { 'content-type': 'application/json' } });
+  new Response(JSON.stringify({ error: 'NOT_FOUND', message: 'Not found' }), {
+    status: 404,
+    headers: { 'content-type': 'application/json' },
+  });
 
 export function hostedLogin(svc: Service) {
   const base = defaultSite(svc.settings.baseUrl, svc.settings.authUrl);
@@ -91,7 +104,9 @@ export function hostedLogin(svc: Service) {
   function csrfValid(request: Request, sent: unknown): boolean {
     const cookie = cookieOf(request, CSRF_COOKIE);
     if (!cookie) return false;
-    return typeof sent === 'string' && verify(secretsKeyring(svc.settings.dataDir), `csrf\0${cookie}`, sent, 'base64url');
+    return (
+      typeof sent === 'string' && verify(secretsKeyring(svc.settings.dataDir), `csrf\0${cookie}`, sent, 'base64url')
+    );
   }
 
   return { base, authPath, siteOf, secure, csrfOf, csrfValid, hmac };

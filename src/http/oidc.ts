@@ -2,15 +2,54 @@ import { Elysia } from 'elysia';
 import type { Service } from '../service.ts';
 import { SvcError } from '../errors.ts';
 import { identityOf } from '../identity/identity.ts';
-import { loginCustomer, loginCustomerWithOtp, loginKnownCustomer, registerCustomer, requestCustomerOtp, type AuthPayload, type ProjectView } from '../identity/accounts.ts';
+import {
+  loginCustomer,
+  loginCustomerWithOtp,
+  loginKnownCustomer,
+  registerCustomer,
+  requestCustomerOtp,
+  type AuthPayload,
+  type ProjectView,
+} from '../identity/accounts.ts';
 import { dropBrowserLoginSession, sessionOfRefreshToken } from '../identity/customer-sessions.ts';
-import { browserSessionAllowed, checkAuthorize, discoveryDocument, parseClientId, redirectWith, tokenError, wireClientId, type AuthorizeRequest, type Party, type Site } from '../identity/oidc/protocol.ts';
+import {
+  browserSessionAllowed,
+  checkAuthorize,
+  discoveryDocument,
+  parseClientId,
+  redirectWith,
+  tokenError,
+  wireClientId,
+  type AuthorizeRequest,
+  type Party,
+  type Site,
+} from '../identity/oidc/protocol.ts';
 import { findParty, originListed } from '../identity/oidc/parties.ts';
 import { exchangeCode, issueCode, refreshGrant } from '../identity/oidc/codes.ts';
 import { cookieName, sessionCookie, startBrowserSession, useBrowserSession } from '../identity/oidc/browser.ts';
 import { renderErrorPage, renderInfoPage, renderLoginPage, type PageModel } from '../identity/oidc/page.ts';
-import { finishUpstream, linkCustomer, listProviders, providerNotReady, startUpstream, takeUpstreamState, UpstreamError, type Provider } from '../identity/oidc/upstream.ts';
-import { cookieOf, CSRF_COOKIE, hostedLogin, html, JSON_HEADERS, notFound, redirect, type Ctx, type Handler, type Variant } from './oidc-site.ts';
+import {
+  finishUpstream,
+  linkCustomer,
+  listProviders,
+  providerNotReady,
+  startUpstream,
+  takeUpstreamState,
+  UpstreamError,
+  type Provider,
+} from '../identity/oidc/upstream.ts';
+import {
+  cookieOf,
+  CSRF_COOKIE,
+  hostedLogin,
+  html,
+  JSON_HEADERS,
+  notFound,
+  redirect,
+  type Ctx,
+  type Handler,
+  type Variant,
+} from './oidc-site.ts';
 import { oidcSessionRoutes } from './oidc-logout-userinfo.ts';
 
 /**
@@ -28,7 +67,10 @@ export function oidcRoutes(svc: Service) {
   /** Registers a handler on the deployment's path and on the custom-domain path. */
   function route(method: 'get' | 'post' | 'options', paths: [string, string], handler: Handler): void {
     const seen = new Set<string>();
-    for (const [path, variant] of [[paths[0], 'default'], [paths[1], 'domain']] as [string, Variant][]) {
+    for (const [path, variant] of [
+      [paths[0], 'default'],
+      [paths[1], 'domain'],
+    ] as [string, Variant][]) {
       if (seen.has(path)) continue;
       seen.add(path);
       (app[method] as (p: string, h: (c: Ctx) => Promise<Response>) => unknown)(path, async (c: Ctx) => {
@@ -72,25 +114,40 @@ export function oidcRoutes(svc: Service) {
   async function flowOf(party: Party, request: AuthorizeRequest | null): Promise<Flow> {
     const project = await projectView(party.projectId);
     // A party can only hide providers the project enables.
-    const providers = (await listProviders(svc.sql, party.projectId)).filter((p) => !party.loginMethods.disabledProviders.includes(p.key));
+    const providers = (await listProviders(svc.sql, party.projectId)).filter(
+      (p) => !party.loginMethods.disabledProviders.includes(p.key),
+    );
     return { party, project, request, providers };
   }
 
   /** Validates an authorization request (or, on a custom domain's bare `/`, takes the domain's party). */
   async function begin(site: Site, params: Record<string, unknown>, bare: boolean): Promise<Begun> {
     if (bare) {
-      const party = site.domain ? await findParty(svc.sql, wireClientId(site.domain.projectId, site.domain.clientId)) : null;
+      const party = site.domain
+        ? await findParty(svc.sql, wireClientId(site.domain.projectId, site.domain.clientId))
+        : null;
       if (!party) return { done: html(renderErrorPage('This sign-in page is not set up.'), 404) };
       return flowOf(party, null);
     }
     const party = await findParty(svc.sql, params.client_id);
     if (party && site.domain && party.projectId !== site.domain.projectId) {
-      return { done: html(renderErrorPage('This application does not sign in on this domain (unknown client_id).'), 400) };
+      return {
+        done: html(renderErrorPage('This application does not sign in on this domain (unknown client_id).'), 400),
+      };
     }
     const check = checkAuthorize(params, party);
     if (check.kind === 'page') return { done: html(renderErrorPage(check.message), 400) };
     if (check.kind === 'redirect') {
-      return { done: redirect(redirectWith(check.redirectUri, { error: check.error, error_description: check.description, state: check.state, iss: site.issuer })) };
+      return {
+        done: redirect(
+          redirectWith(check.redirectUri, {
+            error: check.error,
+            error_description: check.description,
+            state: check.state,
+            iss: site.issuer,
+          }),
+        ),
+      };
     }
     try {
       return await flowOf(party!, check.request);
@@ -100,101 +157,171 @@ export function oidcRoutes(svc: Service) {
   }
 
   /** Where the login lands: the party's redirect (with a code) or, on a bare visit, postLoginUrl. */
-  const landing = (b: { party: Party; request: AuthorizeRequest | null }) => (b.request ? b.request.redirect_uri : b.party.postLoginUrl);
+  const landing = (b: { party: Party; request: AuthorizeRequest | null }) =>
+    b.request ? b.request.redirect_uri : b.party.postLoginUrl;
 
   /** After a login: the code for the party (or the bare landing), plus the browser-session cookie. */
-  async function complete(site: Site, b: Flow, payload: AuthPayload, authTime: Date, cookies: string[]): Promise<Response> {
+  async function complete(
+    site: Site,
+    b: Flow,
+    payload: AuthPayload,
+    authTime: Date,
+    cookies: string[],
+  ): Promise<Response> {
     if (!b.request) {
       // A bare login only needed the browser session; drop the tokens it made.
       const s = await sessionOfRefreshToken(svc.sql, b.party.projectId, payload.refreshToken);
       if (s) await dropBrowserLoginSession(svc.sql, s.sessionId);
       if (b.party.postLoginUrl) return redirect(b.party.postLoginUrl, cookies);
-      return html(renderInfoPage('You are signed in', `Signed in as ${payload.customer.email}. You can close this page.`), 200, cookies);
+      return html(
+        renderInfoPage('You are signed in', `Signed in as ${payload.customer.email}. You can close this page.`),
+        200,
+        cookies,
+      );
     }
     const session = await sessionOfRefreshToken(svc.sql, b.party.projectId, payload.refreshToken);
     const code = await issueCode(svc.sql, {
-      projectId: b.party.projectId, clientId: b.party.clientId, request: b.request, customerId: payload.customer.id,
-      sessionId: session!.sessionId, loginRefreshToken: payload.refreshToken, allowedScopes: b.party.allowedScopes, issuer: site.issuer, authTime,
+      projectId: b.party.projectId,
+      clientId: b.party.clientId,
+      request: b.request,
+      customerId: payload.customer.id,
+      sessionId: session!.sessionId,
+      loginRefreshToken: payload.refreshToken,
+      allowedScopes: b.party.allowedScopes,
+      issuer: site.issuer,
+      authTime,
     });
     return redirect(redirectWith(b.request.redirect_uri, { code, state: b.request.state, iss: site.issuer }), cookies);
   }
 
   /** GET: a browser session answers at once (unless prompt=login or max_age is exceeded); otherwise the page. */
-  const showPage = (bare: boolean, action: string): Handler => async (site, { query, request }) => {
-    const b = await begin(site, query, bare);
-    if ('done' in b) return b.done;
-    const land = landing(b);
-    const cookies: string[] = [];
-    if (b.request?.prompt !== 'login' && land && browserSessionAllowed(b.party, land)) {
-      // biome-ignore lint/correctness/useHookAtTopLevel: not a hook; it uses up (checks and renews) the browser session
-      const bs = await useBrowserSession(svc.sql, cookieOf(request, cookieName(b.party.projectId)), { projectId: b.party.projectId, host: site.host, maxAge: b.request?.max_age ?? null });
-      if (bs) {
-        const payload = await loginKnownCustomer(identityOf(svc.bus), b.project, bs.customerId);
-        if (payload) return complete(site, b, payload, bs.authTime, [sessionCookie(b.party.projectId, bs.token, { path: site.cookiePath, secure: hl.secure(site) })]);
+  const showPage =
+    (bare: boolean, action: string): Handler =>
+    async (site, { query, request }) => {
+      const b = await begin(site, query, bare);
+      if ('done' in b) return b.done;
+      const land = landing(b);
+      const cookies: string[] = [];
+      if (b.request?.prompt !== 'login' && land && browserSessionAllowed(b.party, land)) {
+        // biome-ignore lint/correctness/useHookAtTopLevel: not a hook; it uses up (checks and renews) the browser session
+        const bs = await useBrowserSession(svc.sql, cookieOf(request, cookieName(b.party.projectId)), {
+          projectId: b.party.projectId,
+          host: site.host,
+          maxAge: b.request?.max_age ?? null,
+        });
+        if (bs) {
+          const payload = await loginKnownCustomer(identityOf(svc.bus), b.project, bs.customerId);
+          if (payload)
+            return complete(site, b, payload, bs.authTime, [
+              sessionCookie(b.party.projectId, bs.token, { path: site.cookiePath, secure: hl.secure(site) }),
+            ]);
+        }
       }
-    }
-    if (b.request?.prompt === 'none') {
-      return redirect(redirectWith(b.request.redirect_uri, { error: 'login_required', error_description: 'the customer is not signed in in this browser', state: b.request.state, iss: site.issuer }));
-    }
-    const csrf = hl.csrfOf(request, site);
-    if (csrf.setCookie) cookies.push(csrf.setCookie);
-    return html(renderLoginPage(pageModel(site, action, b, csrf.token)), 200, cookies);
-  };
+      if (b.request?.prompt === 'none') {
+        return redirect(
+          redirectWith(b.request.redirect_uri, {
+            error: 'login_required',
+            error_description: 'the customer is not signed in in this browser',
+            state: b.request.state,
+            iss: site.issuer,
+          }),
+        );
+      }
+      const csrf = hl.csrfOf(request, site);
+      if (csrf.setCookie) cookies.push(csrf.setCookie);
+      return html(renderLoginPage(pageModel(site, action, b, csrf.token)), 200, cookies);
+    };
 
   /** POST: one of the page's forms. */
-  const postForm = (bare: boolean, action: string): Handler => async (site, { body, request, server }) => {
-    const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
-    const b = await begin(site, form, bare);
-    if ('done' in b) return b.done;
-    if (!hl.csrfValid(request, form.csrf)) {
-      return html(renderErrorPage('The form expired or was sent from another site. Go back to the application and start again.'), 403);
-    }
-    const model = pageModel(site, action, b, form.csrf as string);
-    const id = identityOf(svc.bus);
-    const ip = server?.requestIP(request)?.address ?? null;
-    const email = typeof form.email === 'string' ? form.email.slice(0, 254) : undefined;
-    let payload: AuthPayload;
-    try {
-      switch (form.step) {
-        case 'password':
-          if (!model.methods.password) throw new Error('method');
-          payload = await loginCustomer(id, b.project, { email: form.email, password: form.password }, ip);
-          break;
-        case 'signup':
-          if (!model.methods.signup || !model.methods.password) throw new Error('method');
-          payload = await registerCustomer(id, b.project, { email: form.email, password: form.password, name: form.name || undefined });
-          break;
-        case 'otp-request':
-          if (!model.methods.otp) throw new Error('method');
-          await requestCustomerOtp(id, b.project, { email: form.email });
-          return html(renderLoginPage({ ...model, email, otpSent: true, notice: 'If the address can sign in, a code is on its way. It is valid for 10 minutes.' }), 200);
-        case 'otp':
-          if (!model.methods.otp) throw new Error('method');
-          payload = await loginCustomerWithOtp(id, b.project, { email: form.email, code: form.code }, ip);
-          break;
-        case 'upstream': {
-          const provider = b.providers.find((p) => p.key === form.provider);
-          if (!provider) {
-            const name = typeof form.provider === 'string' ? await providerNotReady(svc.sql, b.party.projectId, form.provider) : null;
-            if (name) throw new UpstreamError(`Signing in with ${name} is not set up yet: the provider needs an issuer or its authorize, token and userinfo endpoints.`);
-            throw new Error('method');
-          }
-          return redirect(await startUpstream(svc.sql, svc.settings.dataDir, {
-            projectId: b.party.projectId, provider, clientId: wireClientId(b.party.projectId, b.party.clientId), request: b.request,
-            issuer: site.issuer, callbackUri: `${site.authBase}/callback`, browser: cookieOf(request, CSRF_COOKIE)!,
-          }));
-        }
-        default:
-          throw new Error('method');
+  const postForm =
+    (bare: boolean, action: string): Handler =>
+    async (site, { body, request, server }) => {
+      const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
+      const b = await begin(site, form, bare);
+      if ('done' in b) return b.done;
+      if (!hl.csrfValid(request, form.csrf)) {
+        return html(
+          renderErrorPage(
+            'The form expired or was sent from another site. Go back to the application and start again.',
+          ),
+          403,
+        );
       }
-    } catch (err) {
-      if (!(err instanceof SvcError) && !(err instanceof UpstreamError) && (err as Error).message !== 'method') throw err;
-      const message = err instanceof SvcError || err instanceof UpstreamError ? err.message : 'This way of signing in is not available here.';
-      const status = err instanceof SvcError ? err.status : 400;
-      return html(renderLoginPage({ ...model, email, otpSent: form.step === 'otp', error: message }), status);
-    }
-    return signedIn(site, b, request, payload);
-  };
+      const model = pageModel(site, action, b, form.csrf as string);
+      const id = identityOf(svc.bus);
+      const ip = server?.requestIP(request)?.address ?? null;
+      const email = typeof form.email === 'string' ? form.email.slice(0, 254) : undefined;
+      let payload: AuthPayload;
+      try {
+        switch (form.step) {
+          case 'password':
+            if (!model.methods.password) throw new Error('method');
+            payload = await loginCustomer(id, b.project, { email: form.email, password: form.password }, ip);
+            break;
+          case 'signup':
+            if (!model.methods.signup || !model.methods.password) throw new Error('method');
+            payload = await registerCustomer(id, b.project, {
+              email: form.email,
+              password: form.password,
+              name: form.name || undefined,
+            });
+            break;
+          case 'otp-request':
+            if (!model.methods.otp) throw new Error('method');
+            await requestCustomerOtp(id, b.project, { email: form.email });
+            return html(
+              renderLoginPage({
+                ...model,
+                email,
+                otpSent: true,
+                notice: 'If the address can sign in, a code is on its way. It is valid for 10 minutes.',
+              }),
+              200,
+            );
+          case 'otp':
+            if (!model.methods.otp) throw new Error('method');
+            payload = await loginCustomerWithOtp(id, b.project, { email: form.email, code: form.code }, ip);
+            break;
+          case 'upstream': {
+            const provider = b.providers.find((p) => p.key === form.provider);
+            if (!provider) {
+              const name =
+                typeof form.provider === 'string'
+                  ? await providerNotReady(svc.sql, b.party.projectId, form.provider)
+                  : null;
+              if (name)
+                throw new UpstreamError(
+                  `Signing in with ${name} is not set up yet: the provider needs an issuer or its authorize, token and userinfo endpoints.`,
+                );
+              throw new Error('method');
+            }
+            return redirect(
+              await startUpstream(svc.sql, svc.settings.dataDir, {
+                projectId: b.party.projectId,
+                provider,
+                clientId: wireClientId(b.party.projectId, b.party.clientId),
+                request: b.request,
+                issuer: site.issuer,
+                callbackUri: `${site.authBase}/callback`,
+                browser: cookieOf(request, CSRF_COOKIE)!,
+              }),
+            );
+          }
+          default:
+            throw new Error('method');
+        }
+      } catch (err) {
+        if (!(err instanceof SvcError) && !(err instanceof UpstreamError) && (err as Error).message !== 'method')
+          throw err;
+        const message =
+          err instanceof SvcError || err instanceof UpstreamError
+            ? err.message
+            : 'This way of signing in is not available here.';
+        const status = err instanceof SvcError ? err.status : 400;
+        return html(renderLoginPage({ ...model, email, otpSent: form.step === 'otp', error: message }), status);
+      }
+      return signedIn(site, b, request, payload);
+    };
 
   /** A fresh login: the browser session (when the party allows one), then the code or the bare landing. */
   async function signedIn(site: Site, b: Flow, request: Request, payload: AuthPayload): Promise<Response> {
@@ -203,7 +330,13 @@ export function oidcRoutes(svc: Service) {
     const land = landing(b);
     if (land && browserSessionAllowed(b.party, land)) {
       const name = cookieName(b.party.projectId);
-      const token = await startBrowserSession(svc.sql, { projectId: b.party.projectId, customerId: payload.customer.id, host: site.host, authTime, previous: cookieOf(request, name) });
+      const token = await startBrowserSession(svc.sql, {
+        projectId: b.party.projectId,
+        customerId: payload.customer.id,
+        host: site.host,
+        authTime,
+        previous: cookieOf(request, name),
+      });
       cookies.push(sessionCookie(b.party.projectId, token, { path: site.cookiePath, secure: hl.secure(site) }));
     }
     return complete(site, b, payload, authTime, cookies);
@@ -213,18 +346,32 @@ export function oidcRoutes(svc: Service) {
   route('get', [`${auth}/callback`, '/callback'], async (site, { query, request }) => {
     const flow = await takeUpstreamState(svc.sql, query.state, cookieOf(request, CSRF_COOKIE));
     const party = flow && flow.issuer === site.issuer ? await findParty(svc.sql, flow.clientId) : null;
-    if (!flow || !party) return html(renderErrorPage('This sign-in attempt expired or was started in another browser. Go back to the application and start again.'), 403);
+    if (!flow || !party)
+      return html(
+        renderErrorPage(
+          'This sign-in attempt expired or was started in another browser. Go back to the application and start again.',
+        ),
+        403,
+      );
     const b = await flowOf(party, flow.request);
     const action = b.request ? '/authorize' : '/';
     const csrf = hl.csrfOf(request, site);
-    const again = (message: string) => html(renderLoginPage({ ...pageModel(site, action, b, csrf.token), error: message }), 400);
+    const again = (message: string) =>
+      html(renderLoginPage({ ...pageModel(site, action, b, csrf.token), error: message }), 400);
     const provider = b.providers.find((p) => p.key === flow.providerKey);
     if (!provider) return again('This way of signing in is not available here.');
     if (query.error !== undefined) return again(`Signing in with ${provider.name} was cancelled or refused.`);
     let payload: AuthPayload | null;
     try {
-      const who = await finishUpstream(svc.sql, svc.settings.dataDir, flow, provider, new URL(request.url).searchParams);
-      const signup = typeof b.project.settings.customerSignupEnabled === 'boolean' ? b.project.settings.customerSignupEnabled : true;
+      const who = await finishUpstream(
+        svc.sql,
+        svc.settings.dataDir,
+        flow,
+        provider,
+        new URL(request.url).searchParams,
+      );
+      const signup =
+        typeof b.project.settings.customerSignupEnabled === 'boolean' ? b.project.settings.customerSignupEnabled : true;
       const customerId = await linkCustomer(svc.sql, party.projectId, provider.key, who, signup);
       payload = await loginKnownCustomer(identityOf(svc.bus), b.project, customerId);
     } catch (err) {
@@ -235,10 +382,18 @@ export function oidcRoutes(svc: Service) {
     return signedIn(site, b, request, payload);
   });
 
-  route('get', ['/customer/.well-known/openid-configuration', '/.well-known/openid-configuration'], async (site) =>
-    new Response(JSON.stringify(discoveryDocument(site)), {
-      headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=300', 'access-control-allow-origin': '*' },
-    }));
+  route(
+    'get',
+    ['/customer/.well-known/openid-configuration', '/.well-known/openid-configuration'],
+    async (site) =>
+      new Response(JSON.stringify(discoveryDocument(site)), {
+        headers: {
+          'content-type': 'application/json',
+          'cache-control': 'public, max-age=300',
+          'access-control-allow-origin': '*',
+        },
+      }),
+  );
   route('get', [`${auth}/authorize`, '/authorize'], showPage(false, '/authorize'));
   route('post', [`${auth}/authorize`, '/authorize'], postForm(false, '/authorize'));
   // A bare visit to a custom domain: sign in, then land on the party's postLoginUrl.
@@ -249,7 +404,12 @@ export function oidcRoutes(svc: Service) {
     const origin = request.headers.get('origin');
     const headers: Record<string, string> = { vary: 'Origin' };
     if (origin && (await originListed(svc.sql, origin))) {
-      Object.assign(headers, { 'access-control-allow-origin': origin, 'access-control-allow-methods': 'POST', 'access-control-allow-headers': 'content-type', 'access-control-max-age': '600' });
+      Object.assign(headers, {
+        'access-control-allow-origin': origin,
+        'access-control-allow-methods': 'POST',
+        'access-control-allow-headers': 'content-type',
+        'access-control-max-age': '600',
+      });
     }
     return new Response(null, { status: 204, headers });
   });
@@ -264,26 +424,44 @@ export function oidcRoutes(svc: Service) {
       const e = tokenError(error, description);
       return reply(e.status, e.body);
     };
-    if (!request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded')) return fail('invalid_request', 'the body must be application/x-www-form-urlencoded');
-    for (const [k, v] of Object.entries(form)) if (Array.isArray(v)) return fail('invalid_request', `${k} was sent more than once`);
-    if (!party || !parseClientId(form.client_id) || (site.domain && site.domain.projectId !== party.projectId)) return fail('invalid_client', 'unknown client_id');
-    if (form.client_secret !== undefined || request.headers.get('authorization')) return fail('invalid_client', 'public clients authenticate with client_id only');
+    if (!request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded'))
+      return fail('invalid_request', 'the body must be application/x-www-form-urlencoded');
+    for (const [k, v] of Object.entries(form))
+      if (Array.isArray(v)) return fail('invalid_request', `${k} was sent more than once`);
+    if (!party || !parseClientId(form.client_id) || (site.domain && site.domain.projectId !== party.projectId))
+      return fail('invalid_client', 'unknown client_id');
+    if (form.client_secret !== undefined || request.headers.get('authorization'))
+      return fail('invalid_client', 'public clients authenticate with client_id only');
     let project: ProjectView;
     try {
       project = await projectView(party.projectId);
     } catch {
       return fail('invalid_client', 'unknown client_id');
     }
-    const ttl = typeof project.settings.customerAccessTokenTtlSeconds === 'number' ? project.settings.customerAccessTokenTtlSeconds : undefined;
+    const ttl =
+      typeof project.settings.customerAccessTokenTtlSeconds === 'number'
+        ? project.settings.customerAccessTokenTtlSeconds
+        : undefined;
     const id = identityOf(svc.bus);
     if (form.grant_type === 'authorization_code') {
       const out = await exchangeCode(svc.sql, id.tokens, {
-        projectId: party.projectId, clientId: party.clientId, code: form.code, redirectUri: form.redirect_uri, verifier: form.code_verifier, issuer: site.issuer, ttlSeconds: ttl,
+        projectId: party.projectId,
+        clientId: party.clientId,
+        code: form.code,
+        redirectUri: form.redirect_uri,
+        verifier: form.code_verifier,
+        issuer: site.issuer,
+        ttlSeconds: ttl,
       });
       return out.ok ? reply(200, out.body) : fail(out.error, out.description);
     }
     if (form.grant_type === 'refresh_token') {
-      const out = await refreshGrant(svc.sql, id.tokens, { projectId: party.projectId, clientId: party.clientId, refreshToken: form.refresh_token, ttlSeconds: ttl });
+      const out = await refreshGrant(svc.sql, id.tokens, {
+        projectId: party.projectId,
+        clientId: party.clientId,
+        refreshToken: form.refresh_token,
+        ttlSeconds: ttl,
+      });
       return out.ok ? reply(200, out.body) : fail(out.error, out.description);
     }
     return fail('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');

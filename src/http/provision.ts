@@ -26,12 +26,16 @@ export function provisionRoutes(svc: Service) {
   const admit = async (request: Request) => {
     const h = request.headers;
     const apiKey = h.get('x-api-key');
-    if ((apiKey === null && /^Bearer\s+/i.test(h.get('authorization') ?? '')) || apiKey?.trim().startsWith('ck_')) throw new PermissionDenied(NO_CONTROL_KEYS);
+    if ((apiKey === null && /^Bearer\s+/i.test(h.get('authorization') ?? '')) || apiKey?.trim().startsWith('ck_'))
+      throw new PermissionDenied(NO_CONTROL_KEYS);
     if (h.get('origin') !== null || h.get('sec-fetch-site') !== null) throw new PermissionDenied(NO_BROWSERS);
     return svc.gate.admit({ headers: h, request });
   };
   const json = (body: unknown, status: number, headers: Record<string, string>) =>
-    new Response(JSON.stringify(body), { status, headers: { ...headers, 'content-type': 'application/json', 'cache-control': 'no-store' } });
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { ...headers, 'content-type': 'application/json', 'cache-control': 'no-store' },
+    });
   return new Elysia({ name: 'svc.provision' })
     .post('/v1/provision', async ({ request, body }) => {
       const { key, headers } = await admit(request);

@@ -13,7 +13,13 @@ export function recordRoutes(svc: Service) {
       return out;
     })
     .post('/:recordId/publish', async ({ headers, params, body, set }) => {
-      const out = await publishRecordAsMember(svc, await controlCaller(svc, headers), params.id, params.recordId, objectBody(body));
+      const out = await publishRecordAsMember(
+        svc,
+        await controlCaller(svc, headers),
+        params.id,
+        params.recordId,
+        objectBody(body),
+      );
       Object.assign(set.headers, lsnHeaders(svc.replicas));
       return out;
     });

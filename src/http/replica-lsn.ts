@@ -18,7 +18,8 @@ export function presentedLsn(headers: Headers, replicas: ReadReplicas | undefine
   if (!replicas) return 0;
   const h = headers.get(LSN_HEADER);
   if (h !== null) {
-    if (!LSN.test(h.trim())) throw new BadUserInput(`${LSN_HEADER} must be a PostgreSQL LSN such as 0/16B3748 (from a write's response)`);
+    if (!LSN.test(h.trim()))
+      throw new BadUserInput(`${LSN_HEADER} must be a PostgreSQL LSN such as 0/16B3748 (from a write's response)`);
     return parseLsn(h);
   }
   const cookie = headers.get('cookie');
@@ -31,5 +32,8 @@ export function presentedLsn(headers: Headers, replicas: ReadReplicas | undefine
 export function lsnHeaders(replicas: ReadReplicas | undefined): Record<string, string> {
   if (!replicas || replicas.lastCommitLsn === 0) return {};
   const lsn = formatLsn(replicas.lastCommitLsn);
-  return { [LSN_HEADER]: lsn, 'set-cookie': `${COOKIE}=${lsn.replace('/', '%2F')}; Path=/; Max-Age=${COOKIE_MAX_AGE}; SameSite=Lax; HttpOnly` };
+  return {
+    [LSN_HEADER]: lsn,
+    'set-cookie': `${COOKIE}=${lsn.replace('/', '%2F')}; Path=/; Max-Age=${COOKIE_MAX_AGE}; SameSite=Lax; HttpOnly`,
+  };
 }

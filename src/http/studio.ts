@@ -3,11 +3,27 @@ import type { Service } from '../service.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import { csrfTokenOf, sessionCookie, sessionTokenOf } from '../auth/member-session-cookie.ts';
 import {
-  acceptInvite, createLoginCodes, loginWithCode, loginWithPassword, projectsOfLogin, revokeSession, sessionOf, SESSION_DAYS, type NewSession,
+  acceptInvite,
+  createLoginCodes,
+  loginWithCode,
+  loginWithPassword,
+  projectsOfLogin,
+  revokeSession,
+  sessionOf,
+  SESSION_DAYS,
+  type NewSession,
 } from '../control/member-sessions.ts';
 import { sendMail } from '../identity/mailer.ts';
 import { tenantName } from '../control/tenancy.ts';
-import { ASSET_PREFIX, buildExplorer, buildStudio, graphiqlHtml, Lazy, studioHtml, type StudioAsset } from '../studio/bundle.ts';
+import {
+  ASSET_PREFIX,
+  buildExplorer,
+  buildStudio,
+  graphiqlHtml,
+  Lazy,
+  studioHtml,
+  type StudioAsset,
+} from '../studio/bundle.ts';
 import { objectBody } from './control-request.ts';
 
 /**
@@ -16,7 +32,10 @@ import { objectBody } from './control-request.ts';
  * does goes through the public APIs with the session cookie (the gate, auth/gate.ts).
  */
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 /** Sign-in posts are JSON only: a cross-site form cannot send them without a CORS preflight. */
@@ -52,21 +71,22 @@ export function studioRoutes(svc: Service) {
       'set-cookie': sessionCookie(s.token, { secure, maxAgeSeconds: SESSION_DAYS * 86400 }),
     });
   // Read per page: with REALTIME_PORT=0 the gateway's address is known only once it listens.
-  const csp = () => [
-    "default-src 'self'",
-    `connect-src 'self' ${new URL(settings.realtimeUrl).origin.replace(/^http/, 'ws')} ${settings.realtimeUrl.replace(/\/+$/, '')}`,
-    "img-src 'self' data: blob: https: http:",
-    "media-src 'self' blob: https: http:",
-    "style-src 'self' 'unsafe-inline'",
-    // GraphiQL's stylesheet carries its fonts inline.
-    "font-src 'self' data:",
-    "script-src 'self'",
-    'worker-src blob: \'self\'',
-    'frame-src https: http:',
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-  ].join('; ');
+  const csp = () =>
+    [
+      "default-src 'self'",
+      `connect-src 'self' ${new URL(settings.realtimeUrl).origin.replace(/^http/, 'ws')} ${settings.realtimeUrl.replace(/\/+$/, '')}`,
+      "img-src 'self' data: blob: https: http:",
+      "media-src 'self' blob: https: http:",
+      "style-src 'self' 'unsafe-inline'",
+      // GraphiQL's stylesheet carries its fonts inline.
+      "font-src 'self' data:",
+      "script-src 'self'",
+      "worker-src blob: 'self'",
+      'frame-src https: http:',
+      "frame-ancestors 'none'",
+      "base-uri 'none'",
+      "form-action 'self'",
+    ].join('; ');
 
   const headers = () => ({
     'content-type': 'text/html; charset=utf-8',
@@ -77,35 +97,53 @@ export function studioRoutes(svc: Service) {
   });
   const page = async () => {
     const b = await app.get();
-    return new Response(studioHtml(b, { realtimeUrl: settings.realtimeUrl, production: settings.production }), { headers: headers() });
+    return new Response(studioHtml(b, { realtimeUrl: settings.realtimeUrl, production: settings.production }), {
+      headers: headers(),
+    });
   };
 
   const routes = new Elysia({ name: 'svc.studio' });
   // GraphiQL for API keys, in place of the former textarea page (not in production, like before).
-  if (!settings.production) routes.get('/graphiql', async () => new Response(graphiqlHtml(await explorer.get()), { headers: headers() }));
+  if (!settings.production)
+    routes.get('/graphiql', async () => new Response(graphiqlHtml(await explorer.get()), { headers: headers() }));
   return routes
     .get('/studio', page)
     .get('/studio/', page)
-    .get('/studio/assets/:name', async ({ params, request }) => serveAsset((await app.get()).assets.get(params.name), request))
-    .get('/studio/explorer/manifest.json', async () => json((await explorer.get()).manifest, 200, { 'cache-control': 'no-cache' }))
-    .get('/studio/explorer/:name', async ({ params, request }) => serveAsset((await explorer.get()).assets.get(params.name), request))
-    .post('/studio/api/login', async ({ request, body }) => signedIn(await loginWithPassword(deps, jsonBody(request, body))))
+    .get('/studio/assets/:name', async ({ params, request }) =>
+      serveAsset((await app.get()).assets.get(params.name), request),
+    )
+    .get('/studio/explorer/manifest.json', async () =>
+      json((await explorer.get()).manifest, 200, { 'cache-control': 'no-cache' }),
+    )
+    .get('/studio/explorer/:name', async ({ params, request }) =>
+      serveAsset((await explorer.get()).assets.get(params.name), request),
+    )
+    .post('/studio/api/login', async ({ request, body }) =>
+      signedIn(await loginWithPassword(deps, jsonBody(request, body))),
+    )
     .post('/studio/api/code', async ({ request, body }) => {
       const { email, codes } = await createLoginCodes(deps, jsonBody(request, body));
       for (const c of codes) {
-        await sendMail({ sql: svc.sql, settings }, {
-          projectId: c.tenantId,
-          to: email,
-          list: 'otp',
-          subject: `Your svc Studio sign-in code: ${c.code}`,
-          text: `Your code to sign in to ${c.tenantName} in the svc Studio is ${c.code}. It is valid for 10 minutes and can be used once.`,
-        });
+        await sendMail(
+          { sql: svc.sql, settings },
+          {
+            projectId: c.tenantId,
+            to: email,
+            list: 'otp',
+            subject: `Your svc Studio sign-in code: ${c.code}`,
+            text: `Your code to sign in to ${c.tenantName} in the svc Studio is ${c.code}. It is valid for 10 minutes and can be used once.`,
+          },
+        );
       }
       // The same answer whether or not the address is a member's.
       return json({ sent: true });
     })
-    .post('/studio/api/login-code', async ({ request, body }) => signedIn(await loginWithCode(deps, jsonBody(request, body))))
-    .post('/studio/api/welcome', async ({ request, body }) => signedIn(await acceptInvite(deps, jsonBody(request, body))))
+    .post('/studio/api/login-code', async ({ request, body }) =>
+      signedIn(await loginWithCode(deps, jsonBody(request, body))),
+    )
+    .post('/studio/api/welcome', async ({ request, body }) =>
+      signedIn(await acceptInvite(deps, jsonBody(request, body))),
+    )
     .get('/studio/api/session', async ({ request }) => {
       const token = sessionTokenOf(request.headers.get('cookie'));
       const login = token ? await sessionOf(svc.sql, token) : null;

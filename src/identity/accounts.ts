@@ -7,7 +7,15 @@ import { newId } from '../ids.ts';
 import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
-import { insertSession, issueTokens, refreshSession, revokeSession, sessionOfRefreshToken, type IssuedTokens, type SessionSubject } from './customer-sessions.ts';
+import {
+  insertSession,
+  issueTokens,
+  refreshSession,
+  revokeSession,
+  sessionOfRefreshToken,
+  type IssuedTokens,
+  type SessionSubject,
+} from './customer-sessions.ts';
 import { stampScopes } from './stamping.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 
@@ -45,9 +53,23 @@ const OTP_MINUTES = 10;
 const OTP_TRIES = 5;
 const OTP_REQUESTS_PER_WINDOW = 5;
 const EMAIL_RE = /^[^\s@"<>(),;:\\]+@[^\s@"<>(),;:\\]+\.[^\s@"<>(),;:\\]+$/;
-const COMMON = new Set(['password', 'password1', '12345678', '123456789', '1234567890', 'qwertyuiop', 'qwerty123', 'iloveyou', 'letmein1', 'abc12345', '11111111', '00000000']);
+const COMMON = new Set([
+  'password',
+  'password1',
+  '12345678',
+  '123456789',
+  '1234567890',
+  'qwertyuiop',
+  'qwerty123',
+  'iloveyou',
+  'letmein1',
+  'abc12345',
+  '11111111',
+  '00000000',
+]);
 
-const setting = (p: ProjectView, key: string, fallback: boolean): boolean => (typeof p.settings[key] === 'boolean' ? (p.settings[key] as boolean) : fallback);
+const setting = (p: ProjectView, key: string, fallback: boolean): boolean =>
+  typeof p.settings[key] === 'boolean' ? (p.settings[key] as boolean) : fallback;
 
 function tokenTtl(p: ProjectView): number | undefined {
   const v = p.settings.customerAccessTokenTtlSeconds;
@@ -57,7 +79,8 @@ function tokenTtl(p: ProjectView): number | undefined {
 export function normalizeEmail(v: unknown): string {
   if (typeof v !== 'string' || v.trim() === '') throw new BadUserInput('email is required', { field: 'email' });
   const e = v.trim().toLowerCase();
-  if (e.length > 254 || !EMAIL_RE.test(e)) throw new BadUserInput('email is not a valid email address', { field: 'email' });
+  if (e.length > 254 || !EMAIL_RE.test(e))
+    throw new BadUserInput('email is not a valid email address', { field: 'email' });
   return e;
 }
 
@@ -66,7 +89,8 @@ export function checkPassword(v: unknown, email: string): string {
   if (typeof v !== 'string' || v === '') throw new BadUserInput('password is required', { field: 'password' });
   if (v.length < 8) throw new BadUserInput('password must be at least 8 characters', { field: 'password' });
   if (v.length > 256) throw new BadUserInput('password must be at most 256 characters', { field: 'password' });
-  if (new Set(v).size < 5 || COMMON.has(v.toLowerCase()) || v.toLowerCase() === email) throw new BadUserInput('password is too weak: use a longer, less common one', { field: 'password' });
+  if (new Set(v).size < 5 || COMMON.has(v.toLowerCase()) || v.toLowerCase() === email)
+    throw new BadUserInput('password is too weak: use a longer, less common one', { field: 'password' });
   return v;
 }
 
@@ -89,7 +113,11 @@ function burnVerify(password: string): Promise<boolean> {
  * refused attempt leaves no row, so a flood cannot grow the table. A failed attempt stays as
  * the failure record; a successful one is given back (`attemptSucceeded`).
  */
-async function takeAttempt(sql: Sql, projectId: string, subjects: { subject: string; limit: number }[]): Promise<string[]> {
+async function takeAttempt(
+  sql: Sql,
+  projectId: string,
+  subjects: { subject: string; limit: number }[],
+): Promise<string[]> {
   const taken = await sql<{ ctid: string }[]>`
     insert into customer_login_failures (project_id, subject) select ${projectId}, unnest(${subjects.map((s) => s.subject)}::text[])
     returning ctid::text as ctid`;
@@ -133,16 +161,32 @@ function subjects(email: string, ip: string | null): { subject: string; limit: n
   return out;
 }
 
-async function loadCustomer(sql: Sql, projectId: string, customerId: string): Promise<{ id: string; email: string; name: string | null } | null> {
+async function loadCustomer(
+  sql: Sql,
+  projectId: string,
+  customerId: string,
+): Promise<{ id: string; email: string; name: string | null } | null> {
   const [row] = await sql<{ id: string; email: string; name: string | null }[]>`
     select id, email, name from customers where id = ${customerId} and project_id = ${projectId} and disabled_at is null`;
   return row ?? null;
 }
 
 /** Writes a session for a customer (and, first, the customer when `create` is given) in one transaction. */
-async function login(id: Identity, project: ProjectView, customer: { id: string; email: string; name: string | null }, create?: { passwordHash: string | null; verified: boolean }): Promise<AuthPayload> {
+async function login(
+  id: Identity,
+  project: ProjectView,
+  customer: { id: string; email: string; name: string | null },
+  create?: { passwordHash: string | null; verified: boolean },
+): Promise<AuthPayload> {
   const stamp = await stampScopes(id.sql, project.id, customer.id, project.models);
-  const subject: SessionSubject = { projectId: project.id, customerId: customer.id, email: customer.email, scopes: stamp.scopes, roles: stamp.roles, ttlSeconds: tokenTtl(project) };
+  const subject: SessionSubject = {
+    projectId: project.id,
+    customerId: customer.id,
+    email: customer.email,
+    scopes: stamp.scopes,
+    roles: stamp.roles,
+    ttlSeconds: tokenTtl(project),
+  };
   const row = await id.sql.begin(async (tx) => {
     if (create) {
       const inserted = await tx`
@@ -156,26 +200,42 @@ async function login(id: Identity, project: ProjectView, customer: { id: string;
     return insertSession(tx as unknown as Sql, subject);
   });
   const issued = await issueTokens(id.tokens, subject, row);
-  return { accessToken: issued.accessToken, refreshToken: issued.refreshToken, expiresIn: issued.expiresIn, customer: { ...customer, roles: stamp.roles } };
+  return {
+    accessToken: issued.accessToken,
+    refreshToken: issued.refreshToken,
+    expiresIn: issued.expiresIn,
+    customer: { ...customer, roles: stamp.roles },
+  };
 }
 
 /**
  * A new session for a customer who proved who they are another way: a browser session of the
  * hosted login, or an upstream provider. Null when the customer is gone or disabled.
  */
-export async function loginKnownCustomer(id: Identity, project: ProjectView, customerId: string): Promise<AuthPayload | null> {
+export async function loginKnownCustomer(
+  id: Identity,
+  project: ProjectView,
+  customerId: string,
+): Promise<AuthPayload | null> {
   const c = await loadCustomer(id.sql, project.id, customerId);
   return c ? login(id, project, c) : null;
 }
 
-export async function registerCustomer(id: Identity, project: ProjectView, input: { email: unknown; password: unknown; name?: unknown }): Promise<AuthPayload> {
-  if (!setting(project, 'customerSignupEnabled', true)) throw new PermissionDenied('Customer sign-up is disabled for this project');
-  if (!setting(project, 'customerPasswordEnabled', true)) throw new PermissionDenied('Password login is disabled for this project');
+export async function registerCustomer(
+  id: Identity,
+  project: ProjectView,
+  input: { email: unknown; password: unknown; name?: unknown },
+): Promise<AuthPayload> {
+  if (!setting(project, 'customerSignupEnabled', true))
+    throw new PermissionDenied('Customer sign-up is disabled for this project');
+  if (!setting(project, 'customerPasswordEnabled', true))
+    throw new PermissionDenied('Password login is disabled for this project');
   const email = normalizeEmail(input.email);
   const password = checkPassword(input.password, email);
   let name: string | null = null;
   if (input.name !== undefined && input.name !== null) {
-    if (typeof input.name !== 'string' || input.name.length > 200) throw new BadUserInput('name must be a string of at most 200 characters', { field: 'name' });
+    if (typeof input.name !== 'string' || input.name.length > 200)
+      throw new BadUserInput('name must be a string of at most 200 characters', { field: 'name' });
     name = input.name.trim() || null;
   }
   const [dup] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email}`;
@@ -197,25 +257,43 @@ export async function registerCustomer(id: Identity, project: ProjectView, input
   return payload;
 }
 
-export async function loginCustomer(id: Identity, project: ProjectView, input: { email: unknown; password: unknown }, ip: string | null): Promise<AuthPayload> {
-  if (!setting(project, 'customerPasswordEnabled', true)) throw new PermissionDenied('Password login is disabled for this project');
+export async function loginCustomer(
+  id: Identity,
+  project: ProjectView,
+  input: { email: unknown; password: unknown },
+  ip: string | null,
+): Promise<AuthPayload> {
+  if (!setting(project, 'customerPasswordEnabled', true))
+    throw new PermissionDenied('Password login is disabled for this project');
   const email = normalizeEmail(input.email);
-  if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256) throw new BadUserInput('password is required', { field: 'password' });
+  if (typeof input.password !== 'string' || input.password === '' || input.password.length > 256)
+    throw new BadUserInput('password is required', { field: 'password' });
   const subs = subjects(email, ip);
   const attempt = await takeAttempt(id.sql, project.id, subs);
   let ok = false;
-  let row: { id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null } | undefined;
+  let row:
+    | { id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }
+    | undefined;
   try {
-    [row] = await id.sql<{ id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]>`
+    [row] = await id.sql<
+      { id: string; email: string; name: string | null; password_hash: string | null; disabled_at: Date | null }[]
+    >`
       select id, email, name, password_hash, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
-    ok = row?.password_hash && !row.disabled_at ? await verifyPassword(input.password, row.password_hash) : await burnVerify(input.password).then(() => false);
+    ok =
+      row?.password_hash && !row.disabled_at
+        ? await verifyPassword(input.password, row.password_hash)
+        : await burnVerify(input.password).then(() => false);
   } catch (err) {
     // Not a wrong password (the hasher queue is full, the database went away): not a failure.
     await giveBack(id.sql, attempt).catch(() => {});
     throw err;
   }
   if (!ok || !row) {
-    await attemptFailed(id.sql, project.id, subs.map((s) => s.subject));
+    await attemptFailed(
+      id.sql,
+      project.id,
+      subs.map((s) => s.subject),
+    );
     throw new Unauthenticated(INVALID_LOGIN);
   }
   await attemptSucceeded(id.sql, project.id, email, attempt);
@@ -228,14 +306,20 @@ function codeHash(dataDir: string, projectId: string, email: string, code: strin
 }
 
 /** Always true for a well-formed email (no account enumeration); the code goes by mail. */
-export async function requestCustomerOtp(id: Identity, project: ProjectView, input: { email: unknown }): Promise<boolean> {
-  if (!setting(project, 'customerOtpEnabled', false)) throw new PermissionDenied('One-time codes are disabled for this project');
+export async function requestCustomerOtp(
+  id: Identity,
+  project: ProjectView,
+  input: { email: unknown },
+): Promise<boolean> {
+  if (!setting(project, 'customerOtpEnabled', false))
+    throw new PermissionDenied('One-time codes are disabled for this project');
   const email = normalizeEmail(input.email);
   const [recent] = await id.sql<{ n: number }[]>`
     select count(*)::int as n from customer_otps
     where project_id = ${project.id} and email = ${email} and created_at > now() - make_interval(mins => ${WINDOW_MINUTES})`;
   if (recent!.n >= OTP_REQUESTS_PER_WINDOW) throw new RateLimited('Too many codes requested; try again later');
-  const [known] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email} and disabled_at is null`;
+  const [known] =
+    await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email} and disabled_at is null`;
   // Unknown addresses get a code only when a first login may create the account.
   if (!known && !setting(project, 'customerSignupEnabled', true)) return true;
   const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
@@ -254,10 +338,17 @@ export async function requestCustomerOtp(id: Identity, project: ProjectView, inp
   return true;
 }
 
-export async function loginCustomerWithOtp(id: Identity, project: ProjectView, input: { email: unknown; code: unknown }, ip: string | null): Promise<AuthPayload> {
-  if (!setting(project, 'customerOtpEnabled', false)) throw new PermissionDenied('One-time codes are disabled for this project');
+export async function loginCustomerWithOtp(
+  id: Identity,
+  project: ProjectView,
+  input: { email: unknown; code: unknown },
+  ip: string | null,
+): Promise<AuthPayload> {
+  if (!setting(project, 'customerOtpEnabled', false))
+    throw new PermissionDenied('One-time codes are disabled for this project');
   const email = normalizeEmail(input.email);
-  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim())) throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
+  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim()))
+    throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
   const code = input.code.trim();
   const subs = subjects(email, ip);
   const attempt = await takeAttempt(id.sql, project.id, subs);
@@ -269,7 +360,8 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
       order by created_at desc limit 3 for update`;
     const hit = rows.find((r) => verify(keyring, codeSigned(project.id, email, code), r.code_hash, 'hex'));
     if (!hit) {
-      if (rows.length) await tx`update customer_otps set attempts = attempts + 1 where id in ${tx(rows.map((r) => r.id))}`;
+      if (rows.length)
+        await tx`update customer_otps set attempts = attempts + 1 where id in ${tx(rows.map((r) => r.id))}`;
       return false;
     }
     // Single use: this code and any older one for the address.
@@ -277,7 +369,11 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
     return true;
   });
   if (!matched) {
-    await attemptFailed(id.sql, project.id, subs.map((s) => s.subject));
+    await attemptFailed(
+      id.sql,
+      project.id,
+      subs.map((s) => s.subject),
+    );
     throw new Unauthenticated(INVALID_CODE);
   }
   await attemptSucceeded(id.sql, project.id, email, attempt);
@@ -292,7 +388,11 @@ export async function loginCustomerWithOtp(id: Identity, project: ProjectView, i
   return login(id, project, { id: newId('cus'), email, name: null }, { passwordHash: null, verified: true });
 }
 
-export async function refreshCustomerToken(id: Identity, project: ProjectView, input: { refreshToken: unknown }): Promise<AuthPayload> {
+export async function refreshCustomerToken(
+  id: Identity,
+  project: ProjectView,
+  input: { refreshToken: unknown },
+): Promise<AuthPayload> {
   const out = await refreshSession(id.sql, id.tokens, project.id, input.refreshToken as string, tokenTtl(project));
   const customer = await currentCustomer(id.sql, project, out.customerId);
   if (!customer) throw new Unauthenticated('Invalid or expired token');
@@ -300,7 +400,12 @@ export async function refreshCustomerToken(id: Identity, project: ProjectView, i
 }
 
 /** Revokes the refresh token's session, else the access token's; false when there was nothing live to revoke. */
-export async function logoutCustomer(id: Identity, projectId: string, input: { refreshToken?: unknown }, current: { sessionId: string } | null): Promise<boolean> {
+export async function logoutCustomer(
+  id: Identity,
+  projectId: string,
+  input: { refreshToken?: unknown },
+  current: { sessionId: string } | null,
+): Promise<boolean> {
   if (input.refreshToken !== undefined && input.refreshToken !== null) {
     const s = await sessionOfRefreshToken(id.sql, projectId, input.refreshToken as string);
     return s ? revokeSession(id.sql, id.tokens, projectId, s.sessionId) : false;
@@ -308,7 +413,11 @@ export async function logoutCustomer(id: Identity, projectId: string, input: { r
   return current ? revokeSession(id.sql, id.tokens, projectId, current.sessionId) : false;
 }
 
-export async function currentCustomer(sql: Sql, project: ProjectView, customerId: string): Promise<CustomerView | null> {
+export async function currentCustomer(
+  sql: Sql,
+  project: ProjectView,
+  customerId: string,
+): Promise<CustomerView | null> {
   const c = await loadCustomer(sql, project.id, customerId);
   if (!c) return null;
   const { roles } = await stampScopes(sql, project.id, customerId, project.models);

@@ -83,12 +83,18 @@ async function roleByKey(sql: Sql, projectId: string, key: unknown): Promise<Rol
 }
 
 export async function createRole(sql: Sql, projectId: string, input: Obj): Promise<CustomerRole> {
-  if (typeof input.key !== 'string' || !ROLE_KEY_RE.test(input.key)) throw new BadUserInput('key is required: a letter, then letters, digits, _ or -');
+  if (typeof input.key !== 'string' || !ROLE_KEY_RE.test(input.key))
+    throw new BadUserInput('key is required: a letter, then letters, digits, _ or -');
   if (typeof input.name !== 'string' || input.name.trim() === '') throw new BadUserInput('name is required');
   const permissions = checkPermissions(input.permissions ?? []);
   const [dup] = await sql`select 1 from customer_roles where project_id = ${projectId} and key = ${input.key}`;
   if (dup) throw new Conflict(`customer role ${input.key} already exists`);
-  return upsertRole(sql, projectId, { key: input.key, name: input.name.trim(), permissions, ...(input.isDefault === true ? { isDefault: true } : {}) });
+  return upsertRole(sql, projectId, {
+    key: input.key,
+    name: input.name.trim(),
+    permissions,
+    ...(input.isDefault === true ? { isDefault: true } : {}),
+  });
 }
 
 export async function updateRole(sql: Sql, projectId: string, key: unknown, patch: Obj): Promise<CustomerRole> {
@@ -96,7 +102,8 @@ export async function updateRole(sql: Sql, projectId: string, key: unknown, patc
   const name = patch.name === undefined ? row.name : String(patch.name).trim();
   if (name === '') throw new BadUserInput('name must not be empty');
   const permissions = patch.permissions === undefined ? row.permissions : checkPermissions(patch.permissions);
-  if (patch.isDefault !== undefined && typeof patch.isDefault !== 'boolean') throw new BadUserInput('isDefault must be true or false');
+  if (patch.isDefault !== undefined && typeof patch.isDefault !== 'boolean')
+    throw new BadUserInput('isDefault must be true or false');
   const isDefault = patch.isDefault === undefined ? row.is_default : (patch.isDefault as boolean);
   const definition = { ...row.definition, name, permissions, isDefault };
   const [out] = await sql<RoleRow[]>`
@@ -125,7 +132,8 @@ const CUSTOMER_ID_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
 export async function assignRole(sql: Sql, projectId: string, key: unknown, customerId: unknown): Promise<Assignment> {
   const row = await roleByKey(sql, projectId, key);
   if (row.disabled_at) throw new Conflict(`customer role ${row.key} is disabled`);
-  if (typeof customerId !== 'string' || !CUSTOMER_ID_RE.test(customerId)) throw new BadUserInput('customer is required: a customer id');
+  if (typeof customerId !== 'string' || !CUSTOMER_ID_RE.test(customerId))
+    throw new BadUserInput('customer is required: a customer id');
   const [a] = await sql<{ assigned_at: Date }[]>`
     insert into customer_role_assignments (project_id, customer_id, role_id) values (${projectId}, ${customerId}, ${row.id})
     on conflict (project_id, customer_id, role_id) do update set assigned_at = customer_role_assignments.assigned_at
@@ -133,16 +141,27 @@ export async function assignRole(sql: Sql, projectId: string, key: unknown, cust
   return { customerId, roleKey: row.key, assignedAt: a!.assigned_at.toISOString() };
 }
 
-export async function revokeRole(sql: Sql, projectId: string, key: unknown, customerId: unknown): Promise<{ customerId: string; roleKey: string; revoked: boolean }> {
+export async function revokeRole(
+  sql: Sql,
+  projectId: string,
+  key: unknown,
+  customerId: unknown,
+): Promise<{ customerId: string; roleKey: string; revoked: boolean }> {
   const row = await roleByKey(sql, projectId, key);
-  if (typeof customerId !== 'string' || customerId === '') throw new BadUserInput('customer is required: a customer id');
+  if (typeof customerId !== 'string' || customerId === '')
+    throw new BadUserInput('customer is required: a customer id');
   const gone = await sql`delete from customer_role_assignments
                          where project_id = ${projectId} and customer_id = ${customerId} and role_id = ${row.id} returning 1`;
   return { customerId, roleKey: row.key, revoked: gone.length > 0 };
 }
 
-export async function listAssignments(sql: Sql, projectId: string, filter: { key?: unknown; customerId?: unknown }): Promise<Assignment[]> {
-  const roleId = filter.key === undefined || filter.key === '' ? null : (await roleByKey(sql, projectId, filter.key)).id;
+export async function listAssignments(
+  sql: Sql,
+  projectId: string,
+  filter: { key?: unknown; customerId?: unknown },
+): Promise<Assignment[]> {
+  const roleId =
+    filter.key === undefined || filter.key === '' ? null : (await roleByKey(sql, projectId, filter.key)).id;
   const customer = typeof filter.customerId === 'string' && filter.customerId !== '' ? filter.customerId : null;
   const rows = await sql<{ customer_id: string; key: string; assigned_at: Date }[]>`
     select a.customer_id, r.key, a.assigned_at

@@ -42,9 +42,18 @@ export async function insertSession(tx: Sql, s: SessionSubject): Promise<{ sessi
 }
 
 /** The access token of a session written by insertSession (after commit). */
-export async function issueTokens(tokens: TokenService, s: SessionSubject, row: { sessionId: string; refreshToken: string }): Promise<IssuedTokens> {
+export async function issueTokens(
+  tokens: TokenService,
+  s: SessionSubject,
+  row: { sessionId: string; refreshToken: string },
+): Promise<IssuedTokens> {
   const access = await tokens.mint({ ...s, sessionId: row.sessionId });
-  return { accessToken: access.token, refreshToken: row.refreshToken, expiresIn: access.expiresIn, sessionId: row.sessionId };
+  return {
+    accessToken: access.token,
+    refreshToken: row.refreshToken,
+    expiresIn: access.expiresIn,
+    sessionId: row.sessionId,
+  };
 }
 
 export async function createSession(sql: Sql, tokens: TokenService, s: SessionSubject): Promise<IssuedTokens> {
@@ -64,8 +73,15 @@ interface RefreshRow {
 }
 
 /** Rotates a refresh token; reuse of a rotated one revokes the session. Returns the customer id too. */
-export async function refreshSession(sql: Sql, tokens: TokenService, projectId: string, refreshToken: string, ttlSeconds?: number): Promise<IssuedTokens & { customerId: string }> {
-  if (typeof refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(refreshToken)) throw new Unauthenticated(INVALID_TOKEN);
+export async function refreshSession(
+  sql: Sql,
+  tokens: TokenService,
+  projectId: string,
+  refreshToken: string,
+  ttlSeconds?: number,
+): Promise<IssuedTokens & { customerId: string }> {
+  if (typeof refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(refreshToken))
+    throw new Unauthenticated(INVALID_TOKEN);
   const hash = hashSecret(refreshToken);
   const next = newSecret('rt_');
   const outcome = await sql.begin(async (tx) => {
@@ -76,7 +92,8 @@ export async function refreshSession(sql: Sql, tokens: TokenService, projectId: 
       join customers c on c.id = s.customer_id
       where t.token_hash = ${hash} and s.project_id = ${projectId}
       for update of t, s`;
-    if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now() || row.disabled_at) return { kind: 'invalid' as const };
+    if (!row || row.revoked_at || row.expires_at.getTime() <= Date.now() || row.disabled_at)
+      return { kind: 'invalid' as const };
     if (row.rotated_at) {
       await tx`update customer_sessions set revoked_at = now(), revoked_reason = 'refresh_token_reuse'
                where id = ${row.session_id} and revoked_at is null`;
@@ -92,12 +109,31 @@ export async function refreshSession(sql: Sql, tokens: TokenService, projectId: 
   }
   if (outcome.kind !== 'ok') throw new Unauthenticated(INVALID_TOKEN);
   const { row } = outcome;
-  const access = await tokens.mint({ projectId, customerId: row.customer_id, email: row.email, scopes: row.scopes, sessionId: row.session_id, ttlSeconds });
-  return { accessToken: access.token, refreshToken: next, expiresIn: access.expiresIn, sessionId: row.session_id, customerId: row.customer_id };
+  const access = await tokens.mint({
+    projectId,
+    customerId: row.customer_id,
+    email: row.email,
+    scopes: row.scopes,
+    sessionId: row.session_id,
+    ttlSeconds,
+  });
+  return {
+    accessToken: access.token,
+    refreshToken: next,
+    expiresIn: access.expiresIn,
+    sessionId: row.session_id,
+    customerId: row.customer_id,
+  };
 }
 
 /** Revokes one session (logout); true when it was live. Announces after commit. */
-export async function revokeSession(sql: Sql, tokens: TokenService, projectId: string, sessionId: string, reason = 'logout'): Promise<boolean> {
+export async function revokeSession(
+  sql: Sql,
+  tokens: TokenService,
+  projectId: string,
+  sessionId: string,
+  reason = 'logout',
+): Promise<boolean> {
   const [row] = await sql<{ customer_id: string }[]>`
     update customer_sessions set revoked_at = now(), revoked_reason = ${reason}
     where id = ${sessionId} and project_id = ${projectId} and revoked_at is null returning customer_id`;
@@ -115,7 +151,11 @@ export async function dropBrowserLoginSession(sql: Sql, sessionId: string): Prom
 }
 
 /** The session a refresh token belongs to (rotated or not), within the project; null when unknown. */
-export async function sessionOfRefreshToken(sql: Sql, projectId: string, refreshToken: string): Promise<{ sessionId: string; customerId: string } | null> {
+export async function sessionOfRefreshToken(
+  sql: Sql,
+  projectId: string,
+  refreshToken: string,
+): Promise<{ sessionId: string; customerId: string } | null> {
   if (typeof refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(refreshToken)) return null;
   const [row] = await sql<{ id: string; customer_id: string }[]>`
     select s.id, s.customer_id from customer_refresh_tokens t join customer_sessions s on s.id = t.session_id

@@ -29,7 +29,8 @@ try {
 self.onmessage = (e: MessageEvent<HashJob>) => {
   const j = e.data;
   try {
-    const result = j.op === 'hash' ? Bun.password.hashSync(j.password, j.options) : Bun.password.verifySync(j.password, j.hash!);
+    const result =
+      j.op === 'hash' ? Bun.password.hashSync(j.password, j.options) : Bun.password.verifySync(j.password, j.hash!);
     self.postMessage({ id: j.id, result });
   } catch (err) {
     // A malformed stored hash: the caller treats it as a failed verify.

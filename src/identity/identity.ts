@@ -29,7 +29,13 @@ const byBus = new WeakMap<EventBus, Identity>();
 export async function startIdentity(deps: IdentityStartDeps): Promise<Identity> {
   const tokens = tokenService(deps);
   await tokens.ready;
-  const identity: Identity = { sql: deps.sql, bus: deps.bus, tokens, mail: { sql: deps.sql, settings: deps.settings }, profiles: new CustomerProfiles(deps.sql, deps.bus) };
+  const identity: Identity = {
+    sql: deps.sql,
+    bus: deps.bus,
+    tokens,
+    mail: { sql: deps.sql, settings: deps.settings },
+    profiles: new CustomerProfiles(deps.sql, deps.bus),
+  };
   byBus.set(deps.bus, identity);
   return identity;
 }

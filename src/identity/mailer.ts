@@ -52,7 +52,10 @@ export function unsubscribeToken(dataDir: string, projectId: string, email: stri
 }
 
 /** The (project, email, list) a token was made for, or null when it is not one of ours. */
-export function readUnsubscribeToken(dataDir: string, token: unknown): { projectId: string; email: string; list: string } | null {
+export function readUnsubscribeToken(
+  dataDir: string,
+  token: unknown,
+): { projectId: string; email: string; list: string } | null {
   if (typeof token !== 'string' || token.length > 2048) return null;
   const [body, sig, extra] = token.split('.');
   if (!body || !sig || extra !== undefined) return null;
@@ -66,13 +69,17 @@ export function readUnsubscribeToken(dataDir: string, token: unknown): { project
   }
 }
 
-export async function recordUnsubscribe(sql: Sql, t: { projectId: string; email: string; list: string }): Promise<void> {
+export async function recordUnsubscribe(
+  sql: Sql,
+  t: { projectId: string; email: string; list: string },
+): Promise<void> {
   await sql`insert into email_unsubscribes (project_id, email, list) values (${t.projectId}, ${t.email}, ${t.list})
             on conflict do nothing`;
 }
 
 export async function isUnsubscribed(sql: Sql, projectId: string, email: string, list: string): Promise<boolean> {
-  const rows = await sql`select 1 from email_unsubscribes where project_id = ${projectId} and email = ${email} and list in (${list}, '*') limit 1`;
+  const rows =
+    await sql`select 1 from email_unsubscribes where project_id = ${projectId} and email = ${email} and list in (${list}, '*') limit 1`;
   return rows.length > 0;
 }
 
@@ -84,7 +91,9 @@ export function outboxDir(dataDir: string): string {
 export function listOutbox(dataDir: string, filter: { to?: string | undefined } = {}): Mail[] {
   let names: string[];
   try {
-    names = readdirSync(outboxDir(dataDir)).filter((n) => n.endsWith('.json')).sort();
+    names = readdirSync(outboxDir(dataDir))
+      .filter((n) => n.endsWith('.json'))
+      .sort();
   } catch {
     return [];
   }
@@ -107,7 +116,18 @@ const transports = new Map<string, Transport>();
  * Sends (or drops, when the recipient left the list) one mail. Returns the mail, or null when
  * it was suppressed. SMTP failures are logged without the body (it may hold a code).
  */
-export async function sendMail(deps: MailDeps, m: { projectId: string; to: string; subject: string; text: string; list: string; fromName?: string | undefined; replyTo?: string | undefined }): Promise<Mail | null> {
+export async function sendMail(
+  deps: MailDeps,
+  m: {
+    projectId: string;
+    to: string;
+    subject: string;
+    text: string;
+    list: string;
+    fromName?: string | undefined;
+    replyTo?: string | undefined;
+  },
+): Promise<Mail | null> {
   const to = m.to.toLowerCase();
   if (!TRANSACTIONAL.has(m.list) && (await isUnsubscribed(deps.sql, m.projectId, to, m.list))) return null;
   const url = `${deps.settings.baseUrl}/v1/email/unsubscribe?token=${unsubscribeToken(deps.settings.dataDir, m.projectId, to, m.list)}`;
@@ -134,9 +154,11 @@ export async function sendMail(deps: MailDeps, m: { projectId: string; to: strin
       t = nodemailer.createTransport(smtp) as unknown as Transport;
       transports.set(smtp, t);
     }
-    await t.sendMail({ from: mail.from, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers }).catch((err: Error) => {
-      console.error(`mail to ${mail.to} (${mail.list}) failed: ${err.message}`);
-    });
+    await t
+      .sendMail({ from: mail.from, to: mail.to, subject: mail.subject, text: mail.text, headers: mail.headers })
+      .catch((err: Error) => {
+        console.error(`mail to ${mail.to} (${mail.list}) failed: ${err.message}`);
+      });
     return mail;
   }
   const dir = outboxDir(deps.settings.dataDir);

@@ -55,9 +55,15 @@ const view = (r: Row): NotificationView => ({
   createdAt: r.created_at.toISOString(),
 });
 
-export async function listNotifications(sql: Sql, projectId: string, customerId: string, opts: { first?: number | null; unreadOnly?: boolean | null }): Promise<NotificationView[]> {
+export async function listNotifications(
+  sql: Sql,
+  projectId: string,
+  customerId: string,
+  opts: { first?: number | null; unreadOnly?: boolean | null },
+): Promise<NotificationView[]> {
   const first = opts.first ?? 20;
-  if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE) throw new BadUserInput(`first must be from 1 to ${MAX_PAGE}`, { field: 'first' });
+  if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE)
+    throw new BadUserInput(`first must be from 1 to ${MAX_PAGE}`, { field: 'first' });
   const rows = await sql<Row[]>`
     select id, type, title, body, data, read_at, created_at from notifications
     where project_id = ${projectId} and customer_id = ${customerId} and (${opts.unreadOnly !== true} or read_at is null)
@@ -65,8 +71,14 @@ export async function listNotifications(sql: Sql, projectId: string, customerId:
   return rows.map(view);
 }
 
-export async function markRead(sql: Sql, projectId: string, customerId: string, id: unknown): Promise<NotificationView> {
-  if (typeof id !== 'string' || id.length > 100) throw new BadUserInput('id must be a notification id', { field: 'id' });
+export async function markRead(
+  sql: Sql,
+  projectId: string,
+  customerId: string,
+  id: unknown,
+): Promise<NotificationView> {
+  if (typeof id !== 'string' || id.length > 100)
+    throw new BadUserInput('id must be a notification id', { field: 'id' });
   const [row] = await sql<Row[]>`
     update notifications set read_at = coalesce(read_at, now())
     where id = ${id} and project_id = ${projectId} and customer_id = ${customerId}
@@ -83,10 +95,19 @@ export async function preferencesOf(sql: Sql, projectId: string, customerId: str
   return { disabledTypes: Array.isArray(p.disabledTypes) ? p.disabledTypes : [], email: p.email !== false };
 }
 
-export async function updatePreferences(sql: Sql, projectId: string, customerId: string, patch: { disabledTypes?: unknown; email?: unknown }): Promise<Preferences> {
+export async function updatePreferences(
+  sql: Sql,
+  projectId: string,
+  customerId: string,
+  patch: { disabledTypes?: unknown; email?: unknown },
+): Promise<Preferences> {
   const current = await preferencesOf(sql, projectId, customerId);
   if (patch.disabledTypes !== undefined && patch.disabledTypes !== null) {
-    if (!Array.isArray(patch.disabledTypes) || patch.disabledTypes.length > 100 || !patch.disabledTypes.every((t) => typeof t === 'string' && TYPE_RE.test(t))) {
+    if (
+      !Array.isArray(patch.disabledTypes) ||
+      patch.disabledTypes.length > 100 ||
+      !patch.disabledTypes.every((t) => typeof t === 'string' && TYPE_RE.test(t))
+    ) {
       throw new BadUserInput('disabledTypes must be up to 100 notification types', { field: 'disabledTypes' });
     }
     current.disabledTypes = [...new Set(patch.disabledTypes as string[])];
@@ -98,13 +119,25 @@ export async function updatePreferences(sql: Sql, projectId: string, customerId:
 }
 
 /** Stores, announces and mails one notification; null when the customer disabled its type. */
-export async function sendNotification(id: Identity, projectId: string, input: { customerId: unknown; type: unknown; title: unknown; body?: unknown; data?: unknown }, project: { settings: Record<string, unknown> }): Promise<NotificationView | null> {
-  if (typeof input.type !== 'string' || !TYPE_RE.test(input.type)) throw new BadUserInput('type must be a word such as order.shipped', { field: 'type' });
-  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 500) throw new BadUserInput('title must be 1 to 500 characters', { field: 'title' });
-  if (input.body !== undefined && input.body !== null && (typeof input.body !== 'string' || input.body.length > 10_000)) throw new BadUserInput('body must be at most 10,000 characters', { field: 'body' });
-  if (input.data !== undefined && input.data !== null && JSON.stringify(input.data).length > MAX_DATA) throw new BadUserInput(`data must be at most ${MAX_DATA} bytes of JSON`, { field: 'data' });
-  if (typeof input.customerId !== 'string' || input.customerId.length > 100) throw new BadUserInput('customerId must be a customer id', { field: 'customerId' });
-  const [customer] = await id.sql<{ email: string }[]>`select email from customers where id = ${input.customerId} and project_id = ${projectId} and disabled_at is null`;
+export async function sendNotification(
+  id: Identity,
+  projectId: string,
+  input: { customerId: unknown; type: unknown; title: unknown; body?: unknown; data?: unknown },
+  project: { settings: Record<string, unknown> },
+): Promise<NotificationView | null> {
+  if (typeof input.type !== 'string' || !TYPE_RE.test(input.type))
+    throw new BadUserInput('type must be a word such as order.shipped', { field: 'type' });
+  if (typeof input.title !== 'string' || input.title.trim() === '' || input.title.length > 500)
+    throw new BadUserInput('title must be 1 to 500 characters', { field: 'title' });
+  if (input.body !== undefined && input.body !== null && (typeof input.body !== 'string' || input.body.length > 10_000))
+    throw new BadUserInput('body must be at most 10,000 characters', { field: 'body' });
+  if (input.data !== undefined && input.data !== null && JSON.stringify(input.data).length > MAX_DATA)
+    throw new BadUserInput(`data must be at most ${MAX_DATA} bytes of JSON`, { field: 'data' });
+  if (typeof input.customerId !== 'string' || input.customerId.length > 100)
+    throw new BadUserInput('customerId must be a customer id', { field: 'customerId' });
+  const [customer] = await id.sql<
+    { email: string }[]
+  >`select email from customers where id = ${input.customerId} and project_id = ${projectId} and disabled_at is null`;
   if (!customer) throw new NotFound(`No customer with id "${input.customerId}"`);
   const prefs = await preferencesOf(id.sql, projectId, input.customerId);
   if (prefs.disabledTypes.includes(input.type)) return null;
@@ -114,7 +147,13 @@ export async function sendNotification(id: Identity, projectId: string, input: {
             ${input.data === undefined || input.data === null ? null : id.sql.json(input.data as never)})
     returning id, type, title, body, data, read_at, created_at`;
   const n = view(row!);
-  await id.bus.publish({ type: 'notification.created', projectId, customerId: input.customerId, kind: n.type, data: { id: n.id, type: n.type, title: n.title, body: n.body, data: n.data, createdAt: n.createdAt } });
+  await id.bus.publish({
+    type: 'notification.created',
+    projectId,
+    customerId: input.customerId,
+    kind: n.type,
+    data: { id: n.id, type: n.type, title: n.title, body: n.body, data: n.data, createdAt: n.createdAt },
+  });
   if (prefs.email) {
     await sendMail(id.mail, {
       projectId,

@@ -81,7 +81,10 @@ function pump(): void {
 }
 
 function submit(job: Omit<HashJob, 'id'>): Promise<string | boolean> {
-  if (queue.length >= MAX_WAITING) return Promise.reject(new RateLimited('Too many logins at once; try again in a moment', undefined, { 'retry-after': '1' }));
+  if (queue.length >= MAX_WAITING)
+    return Promise.reject(
+      new RateLimited('Too many logins at once; try again in a moment', undefined, { 'retry-after': '1' }),
+    );
   return new Promise((resolve, reject) => {
     queue.push({ job, p: { op: job.op, resolve, reject } });
     pump();

@@ -103,13 +103,21 @@ export class CustomerProfiles {
   }
 
   async #load(projectId: string, customerId: string): Promise<Profile | null> {
-    const [row] = await this.#sql<{ id: string; email: string; name: string | null; attributes: Record<string, unknown> }[]>`
+    const [row] = await this.#sql<
+      { id: string; email: string; name: string | null; attributes: Record<string, unknown> }[]
+    >`
       select id, email, name, attributes from customers where project_id = ${projectId} and id = ${customerId} and disabled_at is null`;
     return row ? { customerId: row.id, email: row.email, name: row.name, attributes: row.attributes ?? {} } : null;
   }
 
   #store(k: string, profile: Profile | null): void {
-    const bytes = 256 + 2 * (k.length + (profile ? JSON.stringify(profile.attributes).length + profile.email.length + (profile.name?.length ?? 0) : 0));
+    const bytes =
+      256 +
+      2 *
+        (k.length +
+          (profile
+            ? JSON.stringify(profile.attributes).length + profile.email.length + (profile.name?.length ?? 0)
+            : 0));
     if (bytes > CACHE_BYTES / 8) return;
     this.#entries.set(k, { profile, bytes });
     this.#bytes += bytes;
@@ -127,13 +135,20 @@ export function segmentSubject(p: Profile): Record<string, unknown> {
 }
 
 function checkAttributes(v: unknown): Record<string, unknown> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new BadUserInput('attributes must be a JSON object', { field: 'attributes' });
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new BadUserInput('attributes must be a JSON object', { field: 'attributes' });
   for (const k of Object.keys(v)) {
     if (k.length === 0 || k.length > 100 || !/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(k)) {
-      throw new BadUserInput(`attribute name "${k.slice(0, 40)}" must start with a letter and hold only letters, digits, _ and - (at most 100)`, { field: 'attributes' });
+      throw new BadUserInput(
+        `attribute name "${k.slice(0, 40)}" must start with a letter and hold only letters, digits, _ and - (at most 100)`,
+        { field: 'attributes' },
+      );
     }
   }
-  if (JSON.stringify(v).length > MAX_ATTRIBUTES_BYTES) throw new BadUserInput(`attributes must be at most ${MAX_ATTRIBUTES_BYTES / 1024} KB as JSON`, { field: 'attributes' });
+  if (JSON.stringify(v).length > MAX_ATTRIBUTES_BYTES)
+    throw new BadUserInput(`attributes must be at most ${MAX_ATTRIBUTES_BYTES / 1024} KB as JSON`, {
+      field: 'attributes',
+    });
   return v as Record<string, unknown>;
 }
 
@@ -142,7 +157,14 @@ function checkAttributes(v: unknown): Record<string, unknown> {
  * attribute), or replacing them with `merge: false`. Announces `customer.changed` after the
  * commit, so every process re-reads the profile on its next read.
  */
-export async function updateAttributes(sql: Sql, bus: EventBus, projectId: string, customerId: string, attributes: unknown, merge: boolean): Promise<Profile> {
+export async function updateAttributes(
+  sql: Sql,
+  bus: EventBus,
+  projectId: string,
+  customerId: string,
+  attributes: unknown,
+  merge: boolean,
+): Promise<Profile> {
   const attrs = checkAttributes(attributes);
   const removed = Object.keys(attrs).filter((k) => attrs[k] === null);
   const set = Object.fromEntries(Object.entries(attrs).filter(([, v]) => v !== null));
@@ -154,7 +176,10 @@ export async function updateAttributes(sql: Sql, bus: EventBus, projectId: strin
       returning id, email, name, attributes`;
     if (!row) throw new NotFound(`No customer "${customerId}"`);
     // A merge may grow the document past the bound: refused, and rolled back with the transaction.
-    if (JSON.stringify(row.attributes).length > MAX_ATTRIBUTES_BYTES) throw new BadUserInput(`attributes must be at most ${MAX_ATTRIBUTES_BYTES / 1024} KB as JSON`, { field: 'attributes' });
+    if (JSON.stringify(row.attributes).length > MAX_ATTRIBUTES_BYTES)
+      throw new BadUserInput(`attributes must be at most ${MAX_ATTRIBUTES_BYTES / 1024} KB as JSON`, {
+        field: 'attributes',
+      });
     return { customerId: row.id, email: row.email, name: row.name, attributes: row.attributes };
   });
   await bus.publish({ type: 'customer.changed', projectId, customerId });

@@ -27,7 +27,13 @@ export interface DomainChallenge {
 
 export const CHALLENGE_PREFIX = '_svc-challenge';
 
-export function challengeOf(row: { domain: string; client_id: string; status: string; challenge_token: string; cname_target: string }): DomainChallenge {
+export function challengeOf(row: {
+  domain: string;
+  client_id: string;
+  status: string;
+  challenge_token: string;
+  cname_target: string;
+}): DomainChallenge {
   return {
     domain: row.domain,
     clientId: row.client_id,
@@ -49,7 +55,9 @@ interface PartyRow {
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
   if (v && typeof v === 'object') {
-    const entries = Object.entries(v as Obj).filter(([, x]) => x !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(v as Obj)
+      .filter(([, x]) => x !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonical(x)}`).join(',')}}`;
   }
   return JSON.stringify(v);
@@ -63,7 +71,9 @@ function sameDefinition(a: Obj, b: Obj): boolean {
 export async function applyRelyingParties(ctx: PartyContext, entries: Obj[], force: boolean): Promise<number> {
   const { tx, projectId } = ctx;
   const existing = new Map(
-    (await tx<PartyRow[]>`select key, allowed_origins, definition from relying_parties where project_id = ${projectId}`).map((r) => [r.key, r]),
+    (
+      await tx<PartyRow[]>`select key, allowed_origins, definition from relying_parties where project_id = ${projectId}`
+    ).map((r) => [r.key, r]),
   );
   const declared = new Set(entries.map((e) => String(e.clientId)));
   let applied = 0;
@@ -71,12 +81,20 @@ export async function applyRelyingParties(ctx: PartyContext, entries: Obj[], for
   for (const [key] of existing) {
     if (declared.has(key)) continue;
     if (!ctx.may('relyingparties:write')) {
-      ctx.errors.push({ path: 'relyingParties', message: `removing relying party "${key}" needs permission relyingparties:write` });
+      ctx.errors.push({
+        path: 'relyingParties',
+        message: `removing relying party "${key}" needs permission relyingparties:write`,
+      });
       continue;
     }
-    const domains = await tx<{ domain: string }[]>`select domain from custom_domains where project_id = ${projectId} and client_id = ${key}`;
+    const domains = await tx<
+      { domain: string }[]
+    >`select domain from custom_domains where project_id = ${projectId} and client_id = ${key}`;
     if (domains.length > 0 && !ctx.may('domains:write')) {
-      ctx.errors.push({ path: 'relyingParties', message: `removing relying party "${key}" removes domain ${domains[0]!.domain}, which needs permission domains:write` });
+      ctx.errors.push({
+        path: 'relyingParties',
+        message: `removing relying party "${key}" removes domain ${domains[0]!.domain}, which needs permission domains:write`,
+      });
       continue;
     }
     await tx`delete from custom_domains where project_id = ${projectId} and client_id = ${key}`;
@@ -86,14 +104,19 @@ export async function applyRelyingParties(ctx: PartyContext, entries: Obj[], for
     const path = `relyingParties[${i}]`;
     const clientId = String(entry.clientId);
     const before = force ? undefined : existing.get(clientId);
-    const changed = !before || !sameDefinition(before.definition, entry) || ('allowedOrigins' in entry && JSON.stringify(entry.allowedOrigins) !== JSON.stringify(before.allowed_origins));
+    const changed =
+      !before ||
+      !sameDefinition(before.definition, entry) ||
+      ('allowedOrigins' in entry && JSON.stringify(entry.allowedOrigins) !== JSON.stringify(before.allowed_origins));
     if (changed && !ctx.may('relyingparties:write')) {
       const verb = existing.has(clientId) ? 'changing' : 'creating';
       ctx.errors.push({ path, message: `${verb} relying party "${clientId}" needs permission relyingparties:write` });
       continue;
     }
     // An omitted allowedOrigins keeps the stored list; [] clears it.
-    const origins = Array.isArray(entry.allowedOrigins) ? (entry.allowedOrigins as string[]) : (existing.get(clientId)?.allowed_origins ?? []);
+    const origins = Array.isArray(entry.allowedOrigins)
+      ? (entry.allowedOrigins as string[])
+      : (existing.get(clientId)?.allowed_origins ?? []);
     const definition: Obj = { ...entry, kind: 'customer' };
     if (!('kind' in entry)) delete definition.kind;
     if (changed) {
@@ -116,7 +139,8 @@ export async function applyRelyingParties(ctx: PartyContext, entries: Obj[], for
     } else {
       await tx`update relying_parties set position = ${i} where project_id = ${projectId} and key = ${clientId}`;
     }
-    if (Array.isArray(entry.customDomains)) await reconcileDomains(ctx, clientId, entry.customDomains as string[], path);
+    if (Array.isArray(entry.customDomains))
+      await reconcileDomains(ctx, clientId, entry.customDomains as string[], path);
     applied++;
   }
   return applied;
@@ -130,7 +154,10 @@ async function reconcileDomains(ctx: PartyContext, clientId: string, wanted: str
   for (const d of have) {
     if (wanted.includes(d)) continue;
     if (!ctx.may('domains:write')) {
-      ctx.errors.push({ path: `${path}.customDomains`, message: `removing domain ${d} needs permission domains:write` });
+      ctx.errors.push({
+        path: `${path}.customDomains`,
+        message: `removing domain ${d} needs permission domains:write`,
+      });
       continue;
     }
     await tx`delete from custom_domains where project_id = ${projectId} and domain = ${d}`;
@@ -149,7 +176,14 @@ async function reconcileDomains(ctx: PartyContext, clientId: string, wanted: str
       ctx.errors.push({ path: p, message: `domain ${d} is already registered to ${where}` });
       continue;
     }
-    const row = { id: newId('dom'), domain: d, client_id: clientId, status: 'pending', challenge_token: randomBytes(16).toString('hex'), cname_target: ctx.cnameTarget };
+    const row = {
+      id: newId('dom'),
+      domain: d,
+      client_id: clientId,
+      status: 'pending',
+      challenge_token: randomBytes(16).toString('hex'),
+      cname_target: ctx.cnameTarget,
+    };
     await tx`insert into custom_domains (id, project_id, domain, client_id, status, challenge_token, cname_target)
              values (${row.id}, ${projectId}, ${d}, ${clientId}, 'pending', ${row.challenge_token}, ${row.cname_target})`;
     ctx.registered.push(challengeOf(row));
@@ -167,7 +201,10 @@ export async function readRelyingParties(sql: Sql, projectId: string): Promise<O
     // Config order first (rows of one push share a timestamp), then anything else live.
     const order = Array.isArray(out.customDomains) ? (out.customDomains as string[]) : [];
     const rank = (d: string) => (order.includes(d) ? order.indexOf(d) : order.length);
-    const own = domains.filter((d) => d.client_id === r.key).map((d) => d.domain).sort((a, b) => rank(a) - rank(b));
+    const own = domains
+      .filter((d) => d.client_id === r.key)
+      .map((d) => d.domain)
+      .sort((a, b) => rank(a) - rank(b));
     if (own.length > 0 || 'customDomains' in out) out.customDomains = own;
     if (r.allowed_origins.length > 0 || 'allowedOrigins' in out) out.allowedOrigins = r.allowed_origins;
     return out;

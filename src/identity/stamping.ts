@@ -29,12 +29,23 @@ export function expandPermissions(permissions: readonly string[], models: readon
 }
 
 /** The role keys and stamped scopes of a customer at this moment (login time). */
-export async function stampScopes(sql: Sql, projectId: string, customerId: string, models: readonly ModelDef[]): Promise<{ roles: string[]; scopes: string[] }> {
+export async function stampScopes(
+  sql: Sql,
+  projectId: string,
+  customerId: string,
+  models: readonly ModelDef[],
+): Promise<{ roles: string[]; scopes: string[] }> {
   const rows = await sql<{ key: string; permissions: string[] }[]>`
     select r.key, r.permissions from customer_roles r
     where r.project_id = ${projectId} and r.disabled_at is null
       and (r.is_default or exists (select 1 from customer_role_assignments a
                                    where a.project_id = r.project_id and a.role_id = r.id and a.customer_id = ${customerId}))
     order by r.key`;
-  return { roles: rows.map((r) => r.key), scopes: expandPermissions(rows.flatMap((r) => r.permissions), models) };
+  return {
+    roles: rows.map((r) => r.key),
+    scopes: expandPermissions(
+      rows.flatMap((r) => r.permissions),
+      models,
+    ),
+  };
 }

@@ -75,7 +75,11 @@ export async function ensureSigningKey(sql: Sql, vaultKey: Buffer): Promise<bool
  * `svc signing-keys rotate`: publishes a new key now that signs `publishSeconds` from now; the
  * current signers retire at that moment and stay in the key set until their last token expires.
  */
-export async function rotateSigningKey(sql: Sql, vaultKey: Buffer, publishSeconds = DEFAULT_PUBLISH_SECONDS): Promise<{ kid: string; activeFrom: string; retired: string[] }> {
+export async function rotateSigningKey(
+  sql: Sql,
+  vaultKey: Buffer,
+  publishSeconds = DEFAULT_PUBLISH_SECONDS,
+): Promise<{ kid: string; activeFrom: string; retired: string[] }> {
   return sql.begin(async (tx) => {
     await tx`select pg_advisory_xact_lock(${LOCK})`;
     const [row] = await tx<{ at: Date }[]>`select now() + make_interval(secs => ${publishSeconds}) as at`;
@@ -149,14 +153,22 @@ export class SigningKeys {
       pick = this.#pick(now);
       if (!pick) throw new Error('no signing key is active');
     }
-    pick.privateKey ??= importJWK(JSON.parse(decrypt(this.#vaultKey, pick.row, aadOf(pick.kid))), ALG) as Promise<CryptoKey>;
+    pick.privateKey ??= importJWK(
+      JSON.parse(decrypt(this.#vaultKey, pick.row, aadOf(pick.kid))),
+      ALG,
+    ) as Promise<CryptoKey>;
     return { kid: pick.kid, key: await pick.privateKey };
   }
 
   #pick(now: number): LoadedKey | undefined {
     let best: LoadedKey | undefined;
     for (const k of this.#keys) {
-      if (k.activeFrom <= now && (k.retiredAt === null || k.retiredAt > now) && (!best || k.activeFrom > best.activeFrom)) best = k;
+      if (
+        k.activeFrom <= now &&
+        (k.retiredAt === null || k.retiredAt > now) &&
+        (!best || k.activeFrom > best.activeFrom)
+      )
+        best = k;
     }
     return best;
   }

@@ -108,7 +108,8 @@ export class TokenService {
       select id, project_id, customer_id,
              (extract(epoch from revoked_at) * 1000)::float8 + ${MAX_TOKEN_SECONDS * 1000} as until
       from customer_sessions where revoked_at > now() - make_interval(secs => ${MAX_TOKEN_SECONDS})`;
-    for (const r of rows) this.#markRevoked({ projectId: r.project_id, customerId: r.customer_id, sessionId: r.id }, Number(r.until));
+    for (const r of rows)
+      this.#markRevoked({ projectId: r.project_id, customerId: r.customer_id, sessionId: r.id }, Number(r.until));
   }
 
   #markRevoked(e: SessionRevoked, until: number): void {
@@ -149,7 +150,14 @@ export class TokenService {
     await this.#bus.publish({ type: 'customer.session.revoked', ...e });
   }
 
-  async mint(claims: { projectId: string; customerId: string; email: string; scopes: readonly string[]; sessionId: string; ttlSeconds?: number }): Promise<{ token: string; expiresIn: number }> {
+  async mint(claims: {
+    projectId: string;
+    customerId: string;
+    email: string;
+    scopes: readonly string[];
+    sessionId: string;
+    ttlSeconds?: number;
+  }): Promise<{ token: string; expiresIn: number }> {
     await this.ready;
     const ttl = Math.min(Math.max(claims.ttlSeconds ?? DEFAULT_TOKEN_SECONDS, 30), MAX_TOKEN_SECONDS);
     const { kid, key } = await this.keys.signer();
@@ -179,17 +187,23 @@ export class TokenService {
   async verify(token: string, projectId: string): Promise<CustomerPrincipal> {
     const hit = this.#verified.get(token);
     if (hit) return this.#check(hit.principal, projectId);
-    if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_CHARS) throw new Unauthenticated(INVALID_TOKEN);
+    if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_CHARS)
+      throw new Unauthenticated(INVALID_TOKEN);
     await this.ready;
     let principal: CustomerPrincipal;
     try {
-      const { payload } = await jwtVerify(token, async (h: JWTHeaderParameters) => {
-        const k = await this.keys.publicKeyOrReload(h.kid);
-        if (!k) throw new Error('unknown kid');
-        return k;
-      }, { issuer: ISSUER, algorithms: [ALG], typ: TOKEN_TYP, requiredClaims: ['sub', 'sid', 'exp', 'aud'] });
+      const { payload } = await jwtVerify(
+        token,
+        async (h: JWTHeaderParameters) => {
+          const k = await this.keys.publicKeyOrReload(h.kid);
+          if (!k) throw new Error('unknown kid');
+          return k;
+        },
+        { issuer: ISSUER, algorithms: [ALG], typ: TOKEN_TYP, requiredClaims: ['sub', 'sid', 'exp', 'aud'] },
+      );
       const aud = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
-      if (aud.length !== 1 || typeof aud[0] !== 'string' || typeof payload.sid !== 'string') throw new Error('bad claims');
+      if (aud.length !== 1 || typeof aud[0] !== 'string' || typeof payload.sid !== 'string')
+        throw new Error('bad claims');
       principal = {
         customerId: payload.sub!,
         email: typeof payload.email === 'string' ? payload.email : null,
@@ -239,7 +253,8 @@ export class TokenService {
   }
 
   #check(p: CustomerPrincipal, projectId: string): CustomerPrincipal {
-    if (p.projectId !== projectId || p.expiresAt <= Date.now() || this.#revoked.has(p.sessionId)) throw new Unauthenticated(INVALID_TOKEN);
+    if (p.projectId !== projectId || p.expiresAt <= Date.now() || this.#revoked.has(p.sessionId))
+      throw new Unauthenticated(INVALID_TOKEN);
     return p;
   }
 }

@@ -107,7 +107,9 @@ export class Histogram {
 }
 
 /** Latency buckets in seconds, from 0.5 ms to 10 s. */
-export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+export const LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+] as const;
 
 export class MetricsRegistry {
   readonly #series = new Map<string, Series>();
@@ -126,7 +128,12 @@ export class MetricsRegistry {
     return c;
   }
 
-  histogram(name: string, help: string, labelNames: readonly string[] = [], buckets: readonly number[] = LATENCY_BUCKETS): Histogram {
+  histogram(
+    name: string,
+    help: string,
+    labelNames: readonly string[] = [],
+    buckets: readonly number[] = LATENCY_BUCKETS,
+  ): Histogram {
     const h = new Histogram(labelNames, buckets);
     this.#add({ name, help, type: 'histogram', render: (out) => h.lines(name, out) });
     return h;
@@ -136,7 +143,12 @@ export class MetricsRegistry {
    * A value read when scraped, from state the capability keeps anyway. `collect` may be async
    * (a query); a collector that throws is skipped for that scrape. Returns an unregister.
    */
-  gauge(name: string, help: string, collect: () => GaugeSample | Promise<GaugeSample>, labelNames: readonly string[] = []): () => void {
+  gauge(
+    name: string,
+    help: string,
+    collect: () => GaugeSample | Promise<GaugeSample>,
+    labelNames: readonly string[] = [],
+  ): () => void {
     this.#add({
       name,
       help,
@@ -154,7 +166,11 @@ export class MetricsRegistry {
    * One gauge that several capabilities feed, each under its own label values: live actors by
    * kind (projects, channels, rooms, executions) all go into `svc_live_actors`. Returns `add`.
    */
-  family(name: string, help: string, labelNames: readonly string[]): { add(collect: () => Iterable<readonly [LabelValues, number]>): () => void } {
+  family(
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+  ): { add(collect: () => Iterable<readonly [LabelValues, number]>): () => void } {
     const parts = new Set<() => Iterable<readonly [LabelValues, number]>>();
     this.gauge(name, help, () => [...parts].flatMap((p) => [...p()]), labelNames);
     return {
@@ -191,7 +207,11 @@ export class MetricsRegistry {
         console.error(`metrics: ${s.name} not collected:`, err instanceof Error ? err.message : err);
         continue;
       }
-      out.push(`# HELP ${s.name} ${s.help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}`, `# TYPE ${s.name} ${s.type}`, ...lines);
+      out.push(
+        `# HELP ${s.name} ${s.help.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')}`,
+        `# TYPE ${s.name} ${s.type}`,
+        ...lines,
+      );
     }
     return out.join('\n') + '\n';
   }

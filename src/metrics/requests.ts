@@ -45,11 +45,23 @@ export class RequestLog {
   #buffer = '';
   #timer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(metrics: MetricsRegistry, mode: LogMode, write: (chunk: string) => void = (s) => void process.stdout.write(s)) {
+  constructor(
+    metrics: MetricsRegistry,
+    mode: LogMode,
+    write: (chunk: string) => void = (s) => void process.stdout.write(s),
+  ) {
     this.#mode = mode;
     this.#write = write;
-    this.#count = metrics.counter('svc_http_requests_total', 'Requests served, by surface, route and status.', ['surface', 'route', 'status']);
-    this.#latency = metrics.histogram('svc_http_request_duration_seconds', 'Time to the response (to the headers for streams and upgrades).', ['surface', 'route']);
+    this.#count = metrics.counter('svc_http_requests_total', 'Requests served, by surface, route and status.', [
+      'surface',
+      'route',
+      'status',
+    ]);
+    this.#latency = metrics.histogram(
+      'svc_http_request_duration_seconds',
+      'Time to the response (to the headers for streams and upgrades).',
+      ['surface', 'route'],
+    );
   }
 
   start(request: Request): void {
@@ -90,7 +102,18 @@ export class RequestLog {
     const time = new Date().toISOString();
     const line =
       this.#mode === 'json'
-        ? JSON.stringify({ time, requestId: id, method: served.method, path: served.path, surface, route, status, durationMs: Math.round(ms * 1000) / 1000, projectId: who?.projectId ?? null, keyId: who?.keyId ?? null })
+        ? JSON.stringify({
+            time,
+            requestId: id,
+            method: served.method,
+            path: served.path,
+            surface,
+            route,
+            status,
+            durationMs: Math.round(ms * 1000) / 1000,
+            projectId: who?.projectId ?? null,
+            keyId: who?.keyId ?? null,
+          })
         : `${time} ${served.method} ${served.path} ${status} ${ms.toFixed(1)}ms${who ? ` project=${who.projectId} key=${who.keyId}` : ''} id=${id}`;
     this.#buffer += line + '\n';
     if (this.#buffer.length >= FLUSH_BYTES) this.flush();

@@ -63,9 +63,28 @@ export async function call(deps: CallDeps, row: ExecutionRow, signal: AbortSigna
     // A cancel already wrote `cancelled`; a shutdown hands the execution back (dispatcher.stop);
     // superseded: this worker claimed the execution again for a newer attempt.
     if (reason === 'cancelled' || reason === 'shutdown' || reason === 'superseded') return { kind: 'dropped' };
-    if (reason === 'timeout') return { kind: 'outcome', outcome: { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } } };
-    if (err instanceof EgressError) return { kind: 'outcome', outcome: { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } } };
-    return { kind: 'outcome', outcome: { status: 'failed', error: { status: null, body: null, reason: 'unreachable', message: (err as Error).message?.slice(0, 300) ?? 'the call failed' } } };
+    if (reason === 'timeout')
+      return {
+        kind: 'outcome',
+        outcome: { status: 'timed_out', error: { reason: 'timeout', timeoutMs: row.timeout_ms } },
+      };
+    if (err instanceof EgressError)
+      return {
+        kind: 'outcome',
+        outcome: { status: 'failed', error: { status: null, body: null, reason: err.reason, message: err.message } },
+      };
+    return {
+      kind: 'outcome',
+      outcome: {
+        status: 'failed',
+        error: {
+          status: null,
+          body: null,
+          reason: 'unreachable',
+          message: (err as Error).message?.slice(0, 300) ?? 'the call failed',
+        },
+      },
+    };
   }
 }
 
@@ -81,7 +100,11 @@ export async function record(deps: CallDeps, row: ExecutionRow, answer: Answer):
 }
 
 function interpret(status: number, body: string, truncated: boolean): Outcome {
-  if (truncated) return { status: 'failed', error: { status, body: null, reason: 'response_too_large', limitBytes: MAX_RESPONSE_BYTES } };
+  if (truncated)
+    return {
+      status: 'failed',
+      error: { status, body: null, reason: 'response_too_large', limitBytes: MAX_RESPONSE_BYTES },
+    };
   let json: unknown;
   let isJson = true;
   try {
@@ -97,8 +120,16 @@ function interpret(status: number, body: string, truncated: boolean): Outcome {
 }
 
 async function finish(deps: CallDeps, row: ExecutionRow, o: Outcome): Promise<void> {
-  const moved = row.trigger === 'hook' && (o.status === 'failed' || o.status === 'timed_out')
-    ? await failOrRetry(deps.sql, row.id, { owner: deps.owner, attempt: row.attempts }, o.status, o.error, deps.retryBaseMs)
-    : await applyOutcome(deps.sql, row.id, { owner: deps.owner, attempt: row.attempts }, o);
+  const moved =
+    row.trigger === 'hook' && (o.status === 'failed' || o.status === 'timed_out')
+      ? await failOrRetry(
+          deps.sql,
+          row.id,
+          { owner: deps.owner, attempt: row.attempts },
+          o.status,
+          o.error,
+          deps.retryBaseMs,
+        )
+      : await applyOutcome(deps.sql, row.id, { owner: deps.owner, attempt: row.attempts }, o);
   if (moved) await announce(deps.bus, [moved]);
 }

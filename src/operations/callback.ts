@@ -19,7 +19,8 @@ export async function applyCallback(
   raw: string,
   signature: string | null,
 ): Promise<ExecutionView> {
-  if (raw.length > MAX_RESPONSE_BYTES) throw new PayloadTooLarge(`A callback body holds at most ${MAX_RESPONSE_BYTES} bytes`);
+  if (raw.length > MAX_RESPONSE_BYTES)
+    throw new PayloadTooLarge(`A callback body holds at most ${MAX_RESPONSE_BYTES} bytes`);
   const [row] = await deps.sql<ExecutionRow[]>`select * from operation_executions where id = ${id}`;
   if (!row) throw new NotFound(`Execution ${id} not found`);
   if (!(await deps.secrets.verify(row.project_id, signature, raw))) {
@@ -31,9 +32,11 @@ export async function applyCallback(
   } catch {
     throw new BadUserInput('The callback body is not valid JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadUserInput('The callback body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new BadUserInput('The callback body must be a JSON object');
   const status = body.status ?? 'running';
-  if (typeof status !== 'string' || !CALLBACK_STATUSES.has(status)) throw new BadUserInput('status must be running, completed or failed');
+  if (typeof status !== 'string' || !CALLBACK_STATUSES.has(status))
+    throw new BadUserInput('status must be running, completed or failed');
   const pct = body.progressPct;
   if (pct !== undefined && pct !== null && (typeof pct !== 'number' || !Number.isFinite(pct) || pct < 0 || pct > 100)) {
     throw new BadUserInput('progressPct must be a number from 0 to 100');
@@ -42,13 +45,26 @@ export async function applyCallback(
   if (message !== undefined && message !== null && (typeof message !== 'string' || message.length > 1000)) {
     throw new BadUserInput('progressMessage must be a string of at most 1000 characters');
   }
-  if (TERMINAL.has(row.status)) throw new Conflict(`Execution ${id} already finished (${row.status})`, { status: row.status });
+  if (TERMINAL.has(row.status))
+    throw new Conflict(`Execution ${id} already finished (${row.status})`, { status: row.status });
   const outcome: Outcome =
     status === 'completed'
-      ? { status: 'completed', result: body.result ?? null, progressMessage: (message as string | undefined) ?? undefined }
+      ? {
+          status: 'completed',
+          result: body.result ?? null,
+          progressMessage: (message as string | undefined) ?? undefined,
+        }
       : status === 'failed'
-        ? { status: 'failed', error: body.error ?? { reason: 'reported_by_endpoint' }, progressMessage: (message as string | undefined) ?? undefined }
-        : { status: 'running', progressPct: pct === undefined ? undefined : pct === null ? null : Math.round(pct as number), progressMessage: message === undefined ? undefined : (message as string | null) };
+        ? {
+            status: 'failed',
+            error: body.error ?? { reason: 'reported_by_endpoint' },
+            progressMessage: (message as string | undefined) ?? undefined,
+          }
+        : {
+            status: 'running',
+            progressPct: pct === undefined ? undefined : pct === null ? null : Math.round(pct as number),
+            progressMessage: message === undefined ? undefined : (message as string | null),
+          };
   // Written by the execution's actor in this process, in order with its call's own answer.
   return deps.executions.ask(id, { kind: 'callback', row, outcome });
 }

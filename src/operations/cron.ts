@@ -31,7 +31,8 @@ export function cronOf(expression: string, timezone = 'UTC'): Cron {
 export function cronProblem(expression: unknown, timezone = 'UTC'): string | null {
   if (typeof expression !== 'string' || expression.trim() === '') return 'a cron expression is required';
   const fields = pattern(expression).split(/\s+/).length;
-  if (fields !== 5) return `"${expression}" has ${fields} fields; a cron expression has 5 (minute hour day-of-month month day-of-week)`;
+  if (fields !== 5)
+    return `"${expression}" has ${fields} fields; a cron expression has 5 (minute hour day-of-month month day-of-week)`;
   let cron: Cron;
   try {
     cron = cronOf(expression, isTimeZone(timezone) ? timezone : 'UTC');

@@ -205,10 +205,17 @@ export class Dispatcher {
     clearInterval(this.#leaseTimer);
     this.#wake?.();
     await this.#loop;
-    await Promise.all(this.#executions.live().filter((a) => a.calling).map((a) => a.ask({ kind: 'stop', reason: 'shutdown' }).catch(() => {})));
+    await Promise.all(
+      this.#executions
+        .live()
+        .filter((a) => a.calling)
+        .map((a) => a.ask({ kind: 'stop', reason: 'shutdown' }).catch(() => {})),
+    );
     const back = await this.#deps.sql<ExecutionRow[]>`
       update operation_executions set status = 'pending', lease_owner = null, lease_until = null, attempts = greatest(attempts - 1, 0), updated_at = now()
-      where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted returning *`.catch(() => [] as ExecutionRow[]);
+      where lease_owner = ${this.owner} and status in ('dispatched', 'running') and not accepted returning *`.catch(
+      () => [] as ExecutionRow[],
+    );
     await announce(this.#deps.bus, back).catch(() => {});
   }
 }

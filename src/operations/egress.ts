@@ -21,11 +21,31 @@ const MAX_REDIRECTS = 5;
 
 const blocked = new BlockList();
 for (const [net, bits] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) {
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blocked.addSubnet(net, bits, 'ipv4');
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+  ['64:ff9b::', 96],
+  ['2001:db8::', 32],
+] as const) {
   blocked.addSubnet(net, bits, 'ipv6');
 }
 /** Cloud metadata names that must never be called, whatever they resolve to. */
@@ -44,7 +64,10 @@ export function isPublicAddress(ip: string): boolean {
 }
 
 export class EgressError extends Error {
-  constructor(readonly reason: 'address_not_allowed' | 'bad_url' | 'too_many_redirects' | 'response_too_large' | 'unreachable', message: string) {
+  constructor(
+    readonly reason: 'address_not_allowed' | 'bad_url' | 'too_many_redirects' | 'response_too_large' | 'unreachable',
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -58,20 +81,32 @@ export interface EgressPolicy {
   allowed?: (ip: string) => boolean;
 }
 
-const defaultResolve = async (host: string) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+const defaultResolve = async (host: string) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 /** Checks a hop; returns the address to connect to (null: connect as usual), or throws. */
 async function checkHop(url: URL, policy: EgressPolicy): Promise<string | null> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new EgressError('bad_url', `endpoint ${url.protocol} URLs are not allowed`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new EgressError('bad_url', `endpoint ${url.protocol} URLs are not allowed`);
   if (!policy.publicOnly) return null;
-  const hostname = url.hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
-  if (METADATA_HOSTS.has(hostname)) throw new EgressError('address_not_allowed', `endpoint host ${hostname} is a metadata address`);
-  const ips = isIP(hostname) ? [hostname] : await (policy.resolve ?? defaultResolve)(hostname).catch(() => {
-    throw new EgressError('unreachable', `endpoint host ${hostname} does not resolve`);
-  });
+  const hostname = url.hostname
+    .replace(/^\[|\]$/g, '')
+    .toLowerCase()
+    .replace(/\.$/, '');
+  if (METADATA_HOSTS.has(hostname))
+    throw new EgressError('address_not_allowed', `endpoint host ${hostname} is a metadata address`);
+  const ips = isIP(hostname)
+    ? [hostname]
+    : await (policy.resolve ?? defaultResolve)(hostname).catch(() => {
+        throw new EgressError('unreachable', `endpoint host ${hostname} does not resolve`);
+      });
   const allowed = policy.allowed ?? isPublicAddress;
   const bad = ips.find((ip) => !allowed(ip));
-  if (bad || ips.length === 0) throw new EgressError('address_not_allowed', `endpoint ${hostname} resolves to ${bad ?? 'nothing'}, which is not a public address`);
+  if (bad || ips.length === 0)
+    throw new EgressError(
+      'address_not_allowed',
+      `endpoint ${hostname} resolves to ${bad ?? 'nothing'}, which is not a public address`,
+    );
   return ips[0]!;
 }
 
@@ -105,7 +140,8 @@ async function hopByFetch(url: URL, method: string, req: CappedRequest): Promise
 function hopPinned(url: URL, address: string, method: string, req: CappedRequest): Promise<HopAnswer> {
   const family = isIP(address);
   const pinned: LookupFunction = (_host, opts, cb) => {
-    if ((opts as { all?: boolean }).all) (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+    if ((opts as { all?: boolean }).all)
+      (cb as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
     else cb(null, address, family);
   };
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -113,7 +149,10 @@ function hopPinned(url: URL, address: string, method: string, req: CappedRequest
     if (req.signal.aborted) return reject(req.signal.reason);
     const r = send(url, {
       method,
-      headers: method === 'POST' && req.body !== undefined ? { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) } : req.headers,
+      headers:
+        method === 'POST' && req.body !== undefined
+          ? { ...req.headers, 'content-length': String(Buffer.byteLength(req.body)) }
+          : req.headers,
       lookup: pinned,
       ...(req.ca ? { ca: [...rootCertificates, req.ca] } : {}),
     });
@@ -149,7 +188,13 @@ export interface EgressResponse {
 }
 
 /** POSTs `body` to `url` under the policy, following redirects by hand (each hop checked). */
-export async function post(urlText: string, body: string, headers: Record<string, string>, signal: AbortSignal, policy: EgressPolicy): Promise<EgressResponse> {
+export async function post(
+  urlText: string,
+  body: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  policy: EgressPolicy,
+): Promise<EgressResponse> {
   return fetchCapped(urlText, { method: 'POST', body, headers, signal, policy });
 }
 
@@ -177,7 +222,8 @@ export async function fetchCapped(urlText: string, req: CappedRequest): Promise<
   }
   let method = req.method;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    if (req.httpsOnly && url.protocol !== 'https:') throw new EgressError('bad_url', `a redirect to a ${url.protocol} URL is not allowed`);
+    if (req.httpsOnly && url.protocol !== 'https:')
+      throw new EgressError('bad_url', `a redirect to a ${url.protocol} URL is not allowed`);
     const address = await checkHop(url, req.policy);
     const res = address === null ? await hopByFetch(url, method, req) : await hopPinned(url, address, method, req);
     const location = res.header('location');

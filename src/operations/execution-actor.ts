@@ -3,7 +3,15 @@ import { ActorRegistry, type Actor } from '../actors/registry.ts';
 import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../bus/bus.ts';
 import { Conflict } from '../errors.ts';
-import { announce, applyOutcome, failOrRetry, view, type ExecutionRow, type ExecutionView, type Outcome } from './store.ts';
+import {
+  announce,
+  applyOutcome,
+  failOrRetry,
+  view,
+  type ExecutionRow,
+  type ExecutionView,
+  type Outcome,
+} from './store.ts';
 import { call, record, type AbortReason, type Answer, type CallDeps } from './call.ts';
 
 /**
@@ -92,7 +100,8 @@ export class ExecutionActor implements Actor {
         this.#call = { controller, timer, ended: m.ended };
         void call(m.deps, m.row, controller.signal).then((answer) => {
           // A superseded or shut-down call has nothing to write (and its actor may be gone).
-          if (this.#call?.controller === controller) this.tell({ kind: 'answered', row: m.row, deps: m.deps, answer, controller });
+          if (this.#call?.controller === controller)
+            this.tell({ kind: 'answered', row: m.row, deps: m.deps, answer, controller });
         });
         return;
       }
@@ -165,9 +174,10 @@ export class Executions {
 /** The callback's write (the actor's `callback` message): one conditional statement, then the event. */
 export async function writeCallback(deps: CallbackDeps, row: ExecutionRow, outcome: Outcome): Promise<ExecutionView> {
   // A hook's endpoint reporting failure is retried like a failed call (back-off, dead letter).
-  const moved = outcome.status === 'failed' && row.trigger === 'hook'
-    ? await failOrRetry(deps.sql, row.id, null, 'failed', outcome.error, deps.retryBaseMs)
-    : await applyOutcome(deps.sql, row.id, null, outcome);
+  const moved =
+    outcome.status === 'failed' && row.trigger === 'hook'
+      ? await failOrRetry(deps.sql, row.id, null, 'failed', outcome.error, deps.retryBaseMs)
+      : await applyOutcome(deps.sql, row.id, null, outcome);
   if (!moved) throw new Conflict(`Execution ${row.id} already finished`);
   await announce(deps.bus, [moved]);
   return view(moved);

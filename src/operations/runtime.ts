@@ -27,7 +27,14 @@ export class OperationsRuntime {
   readonly #settings: OperationsSettings;
   readonly #unsubscribe: () => void;
 
-  constructor(deps: { sql: Sql; bus: EventBus; dataDir: string; baseUrl: string; role: Role; settings: OperationsSettings }) {
+  constructor(deps: {
+    sql: Sql;
+    bus: EventBus;
+    dataDir: string;
+    baseUrl: string;
+    role: Role;
+    settings: OperationsSettings;
+  }) {
     const { sql, bus, settings } = deps;
     this.#settings = settings;
     this.retryBaseMs = settings.retryBaseMs;
@@ -37,9 +44,22 @@ export class OperationsRuntime {
     const works = deps.role === 'all' || deps.role === 'worker';
     this.dispatcher = works
       ? new Dispatcher(
-          { sql, bus, secrets: this.secrets, policy: { publicOnly: settings.publicOnly }, baseUrl: deps.baseUrl, retryBaseMs: settings.retryBaseMs },
+          {
+            sql,
+            bus,
+            secrets: this.secrets,
+            policy: { publicOnly: settings.publicOnly },
+            baseUrl: deps.baseUrl,
+            retryBaseMs: settings.retryBaseMs,
+          },
           this.executions,
-          { leaseMs: settings.leaseMs, leaseAttempts: settings.leaseAttempts, pollMs: settings.pollMs, projectConcurrency: settings.projectConcurrency, capacity: settings.capacity },
+          {
+            leaseMs: settings.leaseMs,
+            leaseAttempts: settings.leaseAttempts,
+            pollMs: settings.pollMs,
+            projectConcurrency: settings.projectConcurrency,
+            capacity: settings.capacity,
+          },
         )
       : null;
     this.scheduler = works ? new Scheduler(sql, bus) : null;

@@ -60,7 +60,12 @@ export interface ScheduleRunView {
   status: string | null;
 }
 
-async function createRun(tx: Sql, s: { project_id: string; key: string; operation_key: string }, fireAt: Date, manual: boolean): Promise<{ run: ScheduleRunView; execution: ExecutionRow | null } | null> {
+async function createRun(
+  tx: Sql,
+  s: { project_id: string; key: string; operation_key: string },
+  fireAt: Date,
+  manual: boolean,
+): Promise<{ run: ScheduleRunView; execution: ExecutionRow | null } | null> {
   const [inserted] = await tx<{ fire_at: Date }[]>`
     insert into schedule_runs (project_id, schedule_key, fire_at, manual) values (${s.project_id}, ${s.key}, ${fireAt}, ${manual})
     on conflict do nothing returning fire_at`;
@@ -73,9 +78,16 @@ async function createRun(tx: Sql, s: { project_id: string; key: string; operatio
     from operations o where o.project_id = ${s.project_id} and o.key = ${s.operation_key}
     returning *`;
   // A schedule whose operation is gone records the run without an execution (not retried).
-  if (execution) await tx`update schedule_runs set execution_id = ${execution.id} where project_id = ${s.project_id} and schedule_key = ${s.key} and fire_at = ${fireAt}`;
+  if (execution)
+    await tx`update schedule_runs set execution_id = ${execution.id} where project_id = ${s.project_id} and schedule_key = ${s.key} and fire_at = ${fireAt}`;
   return {
-    run: { scheduleKey: s.key, fireAt: fireAt.toISOString(), manual, executionId: execution?.id ?? null, status: execution?.status ?? null },
+    run: {
+      scheduleKey: s.key,
+      fireAt: fireAt.toISOString(),
+      manual,
+      executionId: execution?.id ?? null,
+      status: execution?.status ?? null,
+    },
     execution: execution ?? null,
   };
 }
@@ -154,8 +166,16 @@ export class Scheduler {
 }
 
 /** `triggerSchedule(key)`: one run now, whatever the cron says (and even when disabled). */
-export async function triggerSchedule(sql: Sql, bus: EventBus, projectId: string, key: string, now = new Date()): Promise<ScheduleRunView> {
-  const [s] = await sql<ScheduleRow[]>`select project_id, key, operation_key, cron, timezone from schedules where project_id = ${projectId} and key = ${key}`;
+export async function triggerSchedule(
+  sql: Sql,
+  bus: EventBus,
+  projectId: string,
+  key: string,
+  now = new Date(),
+): Promise<ScheduleRunView> {
+  const [s] = await sql<
+    ScheduleRow[]
+  >`select project_id, key, operation_key, cron, timezone from schedules where project_id = ${projectId} and key = ${key}`;
   if (!s) throw new NotFound(`Unknown schedule "${key}"`);
   const cron = cronFor(s.cron, s.timezone);
   for (let i = 0; ; i++) {
@@ -179,19 +199,37 @@ export async function listSchedules(sql: Sql, projectId: string, now = new Date(
       (select max(r.fire_at) from schedule_runs r where r.project_id = s.project_id and r.schedule_key = s.key) as last_fire
     from schedules s where s.project_id = ${projectId} order by s.position, s.key`;
   return rows.map((s) => {
-    const next = s.enabled ? cronFor(s.cron, s.timezone)?.nextRun(now) ?? null : null;
+    const next = s.enabled ? (cronFor(s.cron, s.timezone)?.nextRun(now) ?? null) : null;
     return {
-      key: s.key, operationKey: s.operation_key, cron: s.cron, timezone: s.timezone, enabled: s.enabled,
-      lastRunAt: s.last_fire ? s.last_fire.toISOString() : null, nextRunAt: next ? next.toISOString() : null,
+      key: s.key,
+      operationKey: s.operation_key,
+      cron: s.cron,
+      timezone: s.timezone,
+      enabled: s.enabled,
+      lastRunAt: s.last_fire ? s.last_fire.toISOString() : null,
+      nextRunAt: next ? next.toISOString() : null,
     };
   });
 }
 
-export async function listScheduleRuns(sql: Sql, projectId: string, scheduleKey: string | null, limit = 50): Promise<ScheduleRunView[]> {
-  const rows = await sql<{ schedule_key: string; fire_at: Date; manual: boolean; execution_id: string | null; status: string | null }[]>`
+export async function listScheduleRuns(
+  sql: Sql,
+  projectId: string,
+  scheduleKey: string | null,
+  limit = 50,
+): Promise<ScheduleRunView[]> {
+  const rows = await sql<
+    { schedule_key: string; fire_at: Date; manual: boolean; execution_id: string | null; status: string | null }[]
+  >`
     select r.schedule_key, r.fire_at, r.manual, r.execution_id, e.status
     from schedule_runs r left join operation_executions e on e.id = r.execution_id
     where r.project_id = ${projectId} ${scheduleKey ? sql`and r.schedule_key = ${scheduleKey}` : sql``}
     order by r.fire_at desc limit ${Math.min(Math.max(limit, 1), 500)}`;
-  return rows.map((r) => ({ scheduleKey: r.schedule_key, fireAt: r.fire_at.toISOString(), manual: r.manual, executionId: r.execution_id, status: r.status }));
+  return rows.map((r) => ({
+    scheduleKey: r.schedule_key,
+    fireAt: r.fire_at.toISOString(),
+    manual: r.manual,
+    executionId: r.execution_id,
+    status: r.status,
+  }));
 }

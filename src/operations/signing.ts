@@ -75,7 +75,11 @@ export class SigningSecrets {
   async #read(projectId: string): Promise<Version[]> {
     const rows = await this.#sql<{ version: number; iv: Buffer; ciphertext: Buffer; tag: Buffer; created_at: Date }[]>`
       select version, iv, ciphertext, tag, created_at from operation_signing_secrets where project_id = ${projectId} order by version desc limit 2`;
-    return rows.map((r) => ({ version: r.version, secret: `whsec_${decrypt(this.#key, r, `opsign:${projectId}:${r.version}`)}`, createdAt: r.created_at.getTime() }));
+    return rows.map((r) => ({
+      version: r.version,
+      secret: `whsec_${decrypt(this.#key, r, `opsign:${projectId}:${r.version}`)}`,
+      createdAt: r.created_at.getTime(),
+    }));
   }
 
   /** Whether a signature header is valid for the body under a secret still accepted. */
@@ -84,7 +88,9 @@ export class SigningSecrets {
     if (!parsed || Math.abs(nowMs / 1000 - parsed.t) > SIGNATURE_TOLERANCE_S) return false;
     const versions = await this.versions(projectId);
     // The previous version stays valid for a grace period after the newest was created.
-    const accepted = versions.filter((v, i) => i === 0 || nowMs - versions[0]!.createdAt <= ROTATION_GRACE_MS).map((v) => v.secret);
+    const accepted = versions
+      .filter((v, i) => i === 0 || nowMs - versions[0]!.createdAt <= ROTATION_GRACE_MS)
+      .map((v) => v.secret);
     return parsed.v1.some((sig) => hmacVerify(accepted, `${parsed.t}.${body}`, sig, 'hex'));
   }
 }

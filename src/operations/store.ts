@@ -121,7 +121,15 @@ export function checkInput(input: unknown): unknown {
 /** Creates a pending execution of a pushed operation; NOT_FOUND when the project has no such operation. */
 export async function createExecution(
   sql: Sql,
-  p: { projectId: string; operationKey: string; input: unknown; trigger?: 'api' | 'schedule'; triggerKey?: string | null; createdBy?: string | null; id?: string },
+  p: {
+    projectId: string;
+    operationKey: string;
+    input: unknown;
+    trigger?: 'api' | 'schedule';
+    triggerKey?: string | null;
+    createdBy?: string | null;
+    id?: string;
+  },
 ): Promise<ExecutionRow> {
   const input = checkInput(p.input);
   const [row] = await sql<ExecutionRow[]>`
@@ -137,13 +145,21 @@ export async function createExecution(
 }
 
 export async function getExecution(sql: Sql, projectId: string, id: string): Promise<ExecutionRow | null> {
-  const [row] = await sql<ExecutionRow[]>`select * from operation_executions where id = ${id} and project_id = ${projectId}`;
+  const [row] = await sql<
+    ExecutionRow[]
+  >`select * from operation_executions where id = ${id} and project_id = ${projectId}`;
   return row ?? null;
 }
 
 /** Who started the execution (a customer id, or null), or null when the project has no such execution. */
-export async function executionCreator(sql: Sql, projectId: string, id: string): Promise<{ createdBy: string | null } | null> {
-  const [row] = await sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${id} and project_id = ${projectId}`;
+export async function executionCreator(
+  sql: Sql,
+  projectId: string,
+  id: string,
+): Promise<{ createdBy: string | null } | null> {
+  const [row] = await sql<
+    { created_by: string | null }[]
+  >`select created_by from operation_executions where id = ${id} and project_id = ${projectId}`;
   return row ? { createdBy: row.created_by } : null;
 }
 
@@ -155,7 +171,8 @@ export interface ListFilter {
 }
 
 export async function listExecutions(sql: Sql, projectId: string, f: ListFilter = {}): Promise<ExecutionRow[]> {
-  if (f.status !== undefined && !(STATUSES as readonly string[]).includes(f.status)) throw new BadUserInput(`status must be one of ${STATUSES.join(', ')}`);
+  if (f.status !== undefined && !(STATUSES as readonly string[]).includes(f.status))
+    throw new BadUserInput(`status must be one of ${STATUSES.join(', ')}`);
   const limit = Math.min(Math.max(f.limit ?? 50, 1), 500);
   return sql<ExecutionRow[]>`
     select * from operation_executions where project_id = ${projectId}
@@ -232,7 +249,14 @@ export async function markAccepted(sql: Sql, id: string, owner: string, attempt:
  * `claim` is the worker holding the lease (its own call failed); null is a signed callback
  * reporting `failed` for a hook, which is retried the same way.
  */
-export async function failOrRetry(sql: Sql, id: string, claim: Claim, status: 'failed' | 'timed_out', error: unknown, backoffMs: number): Promise<ExecutionRow | null> {
+export async function failOrRetry(
+  sql: Sql,
+  id: string,
+  claim: Claim,
+  status: 'failed' | 'timed_out',
+  error: unknown,
+  backoffMs: number,
+): Promise<ExecutionRow | null> {
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set
       status = case when attempts < max_attempts then 'pending' else ${status} end,

@@ -146,7 +146,11 @@ export class ProjectActor implements Actor {
     const models: readonly ModelDef[] = fleet
       ? await fleetModels(this.#sql, row.fleet_group_id!, row.fleet_schema_version!)
       : Object.freeze(
-          (await this.#sql<{ definition: ModelDef }[]>`select definition from models where project_id = ${this.id} order by position, key`).map((m) => m.definition),
+          (
+            await this.#sql<
+              { definition: ModelDef }[]
+            >`select definition from models where project_id = ${this.id} order by position, key`
+          ).map((m) => m.definition),
         );
     const operations = await this.#sql<OperationDef[]>`
       select key, name, definition->>'description' as description from operations where project_id = ${this.id} order by position, key`;
@@ -169,11 +173,17 @@ export class ProjectActor implements Actor {
       schemaVersion: row.schema_version,
       models,
       operations: ops,
-      hooks: Object.freeze(hooks.map((h) => ({ key: h.key, event: h.event, operationKey: h.operation_key, modelKey: h.model_key }))),
+      hooks: Object.freeze(
+        hooks.map((h) => ({ key: h.key, event: h.event, operationKey: h.operation_key, modelKey: h.model_key })),
+      ),
       segments: Object.freeze(segments.map((g) => ({ key: g.key, rules: g.rules }))),
       documents,
     });
     // Generated schemas hold the execute<Op> fields: a changed operation list invalidates them too.
-    if (before?.schemaVersion !== row.schema_version || JSON.stringify(before.operations) !== JSON.stringify(this.#snapshot.operations)) this.derived.clear();
+    if (
+      before?.schemaVersion !== row.schema_version ||
+      JSON.stringify(before.operations) !== JSON.stringify(this.#snapshot.operations)
+    )
+      this.derived.clear();
   }
 }

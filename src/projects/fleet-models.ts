@@ -66,7 +66,11 @@ export function fleetModels(sql: Sql, groupId: string, version: number): Promise
  * operations (they add `execute<Op>` fields). Members with equal shape keys share generated
  * schemas and compiled queries (src/graphql/execute.ts).
  */
-export function fleetShapeKey(groupId: string, version: number, operations: readonly { key: string; name: string | null; description: string | null }[]): string {
+export function fleetShapeKey(
+  groupId: string,
+  version: number,
+  operations: readonly { key: string; name: string | null; description: string | null }[],
+): string {
   if (operations.length === 0) return `fleet:${groupId}:${version}`;
   const ops = createHash('sha256').update(JSON.stringify(operations)).digest('base64url').slice(0, 22);
   return `fleet:${groupId}:${version}:${ops}`;

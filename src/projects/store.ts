@@ -40,13 +40,17 @@ export interface FleetMembership {
 }
 
 export async function fleetMembershipOf(sql: Sql, projectId: string): Promise<FleetMembership | null> {
-  const [row] = await sql<{ id: string; key: string; name: string; version: number; schema: { models?: ModelDef[] } }[]>`
+  const [row] = await sql<
+    { id: string; key: string; name: string; version: number; schema: { models?: ModelDef[] } }[]
+  >`
     select g.id, g.key, g.name, v.version, v.schema
     from projects p
     join fleet_groups g on g.id = p.fleet_group_id
     join fleet_group_versions v on v.group_id = g.id and v.version = p.fleet_schema_version
     where p.id = ${projectId}`;
-  return row ? { groupId: row.id, groupKey: row.key, groupName: row.name, version: row.version, models: row.schema.models ?? [] } : null;
+  return row
+    ? { groupId: row.id, groupKey: row.key, groupName: row.name, version: row.version, models: row.schema.models ?? [] }
+    : null;
 }
 
 /** The sentence a member project's model change is refused with (svc push), naming the group. */
@@ -57,6 +61,10 @@ export function fleetModelsRefusal(projectId: string, m: FleetMembership): strin
 /** JSON with object keys sorted: jsonb does not keep key order, so stored and given values compare by this. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
   );
 }

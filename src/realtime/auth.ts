@@ -57,7 +57,10 @@ export function credentialsOf(req: Request, url: URL): RealtimeCredentials {
 }
 
 /** A key through the gate, with the customer of a token beside it. */
-export async function authenticateRealtime(svc: { gate: Gate }, credentials: RealtimeCredentials): Promise<KeyedIdentity> {
+export async function authenticateRealtime(
+  svc: { gate: Gate },
+  credentials: RealtimeCredentials,
+): Promise<KeyedIdentity> {
   const { key, customer } = await svc.gate.authenticate(credentials);
   return { key, customer, projectId: key.projectId, credentials };
 }
@@ -66,7 +69,11 @@ export async function authenticateRealtime(svc: { gate: Gate }, credentials: Rea
  * `/sse/{channel}` and `/_events`: `token` with no key is a customer on their own (verified for
  * the token's audience: signature, expiry, revocation); anything else goes through the gate.
  */
-export async function authenticateGateway(svc: { gate: Gate }, verifyToken: VerifyToken, credentials: RealtimeCredentials): Promise<RealtimeIdentity> {
+export async function authenticateGateway(
+  svc: { gate: Gate },
+  verifyToken: VerifyToken,
+  credentials: RealtimeCredentials,
+): Promise<RealtimeIdentity> {
   const token = credentials.params.token;
   if (token && !credentials.params.apiKey && !credentials.headers['x-api-key']) {
     const customer = await verifyTokenAlone(verifyToken, token);
@@ -82,8 +89,14 @@ export function identityOf(who: RealtimeIdentity): string {
 }
 
 /** Whether an execution id names one of this project's executions (another project's reads as unknown). */
-export async function executionInProject(svc: Pick<RealtimeDeps, 'sql'>, projectId: string, executionId: string): Promise<{ createdBy: string | null } | null> {
-  const [row] = await svc.sql<{ created_by: string | null }[]>`select created_by from operation_executions where id = ${executionId} and project_id = ${projectId}`;
+export async function executionInProject(
+  svc: Pick<RealtimeDeps, 'sql'>,
+  projectId: string,
+  executionId: string,
+): Promise<{ createdBy: string | null } | null> {
+  const [row] = await svc.sql<
+    { created_by: string | null }[]
+  >`select created_by from operation_executions where id = ${executionId} and project_id = ${projectId}`;
   return row ? { createdBy: row.created_by } : null;
 }
 
@@ -96,7 +109,9 @@ const denied = (scope: string) => new PermissionDenied(`missing required scope: 
  * records; owners hear about their own records through notifications.
  */
 export function restrictedModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIdentity, 'key' | 'customer'>): string[] {
-  const readers = who.key ? requestReaders({ principal: who.key, customer: who.customer }) : new Set([...keyPrincipals({ kind: 'pk' }), 'scoped' as const]);
+  const readers = who.key
+    ? requestReaders({ principal: who.key, customer: who.customer })
+    : new Set([...keyPrincipals({ kind: 'pk' }), 'scoped' as const]);
   const r = modelRowAccess(snapshot.models, readers);
   return r.owned.length || r.closed.length ? [...r.owned, ...r.closed] : [];
 }
@@ -108,7 +123,10 @@ export function restrictedModels(snapshot: ProjectSnapshot, who: Pick<RealtimeId
  * (per-model scopes such as a role's or `self:*`, a model allow-list, owner-only models left
  * out), fixed when it subscribes. Throws when that set is empty.
  */
-export function wildcardModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIdentity, 'key' | 'customer'>): ReadonlySet<string> | null {
+export function wildcardModels(
+  snapshot: ProjectSnapshot,
+  who: Pick<RealtimeIdentity, 'key' | 'customer'>,
+): ReadonlySet<string> | null {
   const holder = who.key ?? who.customer!.scopes;
   const allowedModels = who.key?.allowedModels ?? null;
   const restricted = restrictedModels(snapshot, who);
@@ -128,7 +146,11 @@ export function wildcardModels(snapshot: ProjectSnapshot, who: Pick<RealtimeIden
  * that names nothing in the project, PermissionDenied (with the spec's scope message) otherwise.
  * For `changes:*`, answers the models it carries for this identity (null: all).
  */
-export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity, channel: Channel): Promise<ReadonlySet<string> | null> {
+export async function authorizeChannel(
+  svc: RealtimeDeps,
+  who: RealtimeIdentity,
+  channel: Channel,
+): Promise<ReadonlySet<string> | null> {
   const key = who.key;
   // With a key its scopes decide; a token alone brings the scopes stamped into it (`scope`).
   const holder = key ?? who.customer!.scopes;
@@ -137,7 +159,8 @@ export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity,
     const snapshot = (await svc.projects.get(who.projectId)).snapshot;
     if (channel.modelKey === '*') return wildcardModels(snapshot, who);
     const restricted = restrictedModels(snapshot, who);
-    if (!snapshot.models.some((m) => m.key === channel.modelKey)) throw new NotFound(`Unknown channel: no model "${channel.modelKey}"`);
+    if (!snapshot.models.some((m) => m.key === channel.modelKey))
+      throw new NotFound(`Unknown channel: no model "${channel.modelKey}"`);
     if (restricted.includes(channel.modelKey)) throw new PermissionDenied('Insufficient permissions');
     if (allowedModels && !allowedModels.includes(channel.modelKey)) throw denied(`records:read:${channel.modelKey}`);
     if (!hasScope(holder, `records:read:${channel.modelKey}`)) throw denied(`records:read:${channel.modelKey}`);
@@ -153,13 +176,18 @@ export async function authorizeChannel(svc: RealtimeDeps, who: RealtimeIdentity,
     if (!execution) throw new NotFound(`Unknown channel: no execution "${channel.executionId}" in this project`);
     return null;
   }
-  if (!who.customer || who.customer.customerId !== channel.customerId) throw new PermissionDenied('A customer may subscribe only to their own notifications');
+  if (!who.customer || who.customer.customerId !== channel.customerId)
+    throw new PermissionDenied('A customer may subscribe only to their own notifications');
   if (!hasScope(holder, 'notifications:read')) throw denied('notifications:read');
   return null;
 }
 
 /** Re-checks stored credentials (a key.changed or a revocation arrived): false when they fail. */
-export async function stillValid(svc: { gate: Gate }, who: RealtimeIdentity, verifyToken?: VerifyToken): Promise<boolean> {
+export async function stillValid(
+  svc: { gate: Gate },
+  who: RealtimeIdentity,
+  verifyToken?: VerifyToken,
+): Promise<boolean> {
   try {
     if (!who.key) {
       if (!verifyToken) return false;

@@ -11,7 +11,9 @@ export interface SseSink {
 }
 
 /** Events read back from the bus's log for a `Last-Event-ID` this process does not hold; null: none. */
-export type StreamReplay = (lastEventId: string) => Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null>;
+export type StreamReplay = (
+  lastEventId: string,
+) => Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null>;
 
 /**
  * SSE ids of events heard with a place in a replayable bus (NATS): `n.<written at ms>.<outbox
@@ -84,7 +86,9 @@ export class ChannelActor implements Actor {
 
   /** Queues an event for delivery (from the hub, in bus order). */
   deliver(event: Omit<EventFrame, 'channel'>, id?: string): void {
-    this.#mailbox.tell({ event, id }, (err) => console.error('channel delivery failed:', err instanceof Error ? err.message : err));
+    this.#mailbox.tell({ event, id }, (err) =>
+      console.error('channel delivery failed:', err instanceof Error ? err.message : err),
+    );
   }
 
   /** Resolves once every event queued so far went out. */
@@ -97,21 +101,28 @@ export class ChannelActor implements Actor {
    * `models`: the stream hears only events of these models (`changes:*` of a holder who may
    * read only some); none: every event.
    */
-  addStream(sink: SseSink, lastEventId: string | null, fromLog?: StreamReplay, models?: ReadonlySet<string> | null): void {
+  addStream(
+    sink: SseSink,
+    lastEventId: string | null,
+    fromLog?: StreamReplay,
+    models?: ReadonlySet<string> | null,
+  ): void {
     this.#lastUse = Date.now();
     if (models) this.#streamModels.set(sink, models);
     const wants = (model: string | undefined) => !models || (model !== undefined && models.has(model));
     if (lastEventId) {
       const held = this.#replay.findIndex((e) => e.id === lastEventId);
       if (held >= 0) {
-        for (const e of this.#replay.slice(held + 1)) if (wants(e.model) && !sink.write(e.bytes)) return void this.#streamModels.delete(sink);
+        for (const e of this.#replay.slice(held + 1))
+          if (wants(e.model) && !sink.write(e.bytes)) return void this.#streamModels.delete(sink);
         this.#sse.add(sink);
         return;
       }
       const [epoch, n] = lastEventId.split('-');
       const after = Number(n);
       if (epoch === this.#epoch && Number.isInteger(after)) {
-        for (const e of this.#replay) if (e.seq > after && wants(e.model) && !sink.write(e.bytes)) return void this.#streamModels.delete(sink);
+        for (const e of this.#replay)
+          if (e.seq > after && wants(e.model) && !sink.write(e.bytes)) return void this.#streamModels.delete(sink);
       } else if (fromLog && parseStreamId(lastEventId)) {
         this.#resume(sink, lastEventId, fromLog);
         return;
@@ -131,21 +142,32 @@ export class ChannelActor implements Actor {
     this.#sse.add(sink);
     const sent = new Set<string>();
     fromLog(lastEventId)
-      .then((events) => {
-        const models = this.#streamModels.get(sink);
-        for (const e of events ?? []) {
-          sent.add(e.id);
-          if (models) {
-            const m = modelOf(e.event);
-            if (m === undefined || !models.has(m)) continue;
+      .then(
+        (events) => {
+          const models = this.#streamModels.get(sink);
+          for (const e of events ?? []) {
+            sent.add(e.id);
+            if (models) {
+              const m = modelOf(e.event);
+              if (m === undefined || !models.has(m)) continue;
+            }
+            if (
+              !sink.write(
+                dataFrame(
+                  e.id,
+                  stringifyEvent({ channel: this.channel.name, event: e.event.event, data: e.event.data }),
+                ),
+              )
+            )
+              return false;
           }
-          if (!sink.write(dataFrame(e.id, stringifyEvent({ channel: this.channel.name, event: e.event.event, data: e.event.data })))) return false;
-        }
-        return true;
-      }, (err) => {
-        console.error('sse replay from the bus failed:', err instanceof Error ? err.message : err);
-        return true;
-      })
+          return true;
+        },
+        (err) => {
+          console.error('sse replay from the bus failed:', err instanceof Error ? err.message : err);
+          return true;
+        },
+      )
       .then((open) => {
         this.#holding.delete(sink);
         if (!open) return void this.#sse.delete(sink);
@@ -170,7 +192,10 @@ export class ChannelActor implements Actor {
       this.#sockets++;
       return this.topic;
     }
-    const topic = `${this.topic}#${createHash('sha256').update([...models].sort().join(',')).digest('hex').slice(0, 24)}`;
+    const topic = `${this.topic}#${createHash('sha256')
+      .update([...models].sort().join(','))
+      .digest('hex')
+      .slice(0, 24)}`;
     const view = this.#views.get(topic);
     if (view) view.sockets++;
     else this.#views.set(topic, { models, sockets: 1 });
@@ -221,14 +246,17 @@ export class ChannelActor implements Actor {
     const frame: EventFrame = { channel: this.channel.name, event: e.event, data: e.data };
     const text = stringifyEvent(frame);
     if (this.#sockets > 0) this.#publish?.(this.topic, text);
-    const model = this.#views.size > 0 || this.#streamModels.size > 0 || this.channel.kind === 'changes' ? modelOf(e) : undefined;
-    if (model !== undefined) for (const [topic, v] of this.#views) if (v.models.has(model)) this.#publish?.(topic, text);
+    const model =
+      this.#views.size > 0 || this.#streamModels.size > 0 || this.channel.kind === 'changes' ? modelOf(e) : undefined;
+    if (model !== undefined)
+      for (const [topic, v] of this.#views) if (v.models.has(model)) this.#publish?.(topic, text);
     const seq = ++this.#seq;
     const id = given ?? `${this.#epoch}-${seq}`;
     const bytes = dataFrame(id, text);
     this.#replay.push({ seq, id, bytes, model });
     this.#replayBytes += bytes.byteLength;
-    while (this.#replay.length > REPLAY_EVENTS || this.#replayBytes > REPLAY_BYTES) this.#replayBytes -= this.#replay.shift()!.bytes.byteLength;
+    while (this.#replay.length > REPLAY_EVENTS || this.#replayBytes > REPLAY_BYTES)
+      this.#replayBytes -= this.#replay.shift()!.bytes.byteLength;
     // The plain loop unless a stream is being resumed from the log (no lookup per subscriber).
     if (this.#holding.size === 0 && this.#streamModels.size === 0) {
       for (const s of this.#sse) if (!s.write(bytes)) this.#sse.delete(s);

@@ -1,7 +1,15 @@
 import type { Server } from 'bun';
 import { UPGRADED, type GatewayModule, type GatewaySocket, type GatewaySocketData } from '../gateway-module.ts';
 import { errorBody, NotFound, SvcError, toSvcError } from '../errors.ts';
-import { authenticateGateway, authorizeChannel, credentialsOf, identityOf, stillValid, type RealtimeIdentity, type RealtimeDeps } from './auth.ts';
+import {
+  authenticateGateway,
+  authorizeChannel,
+  credentialsOf,
+  identityOf,
+  stillValid,
+  type RealtimeIdentity,
+  type RealtimeDeps,
+} from './auth.ts';
 import type { VerifyToken } from '../identity/token-only.ts';
 import { TooManyConnections, type RealtimeHub } from './hub.ts';
 import type { ChannelActor, SseSink } from './channel.ts';
@@ -33,11 +41,17 @@ const FRAMES_PER_WINDOW = 200;
 const WINDOW_MS = 10_000;
 
 function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers },
+  });
 }
 
 function refusal(err: unknown): Response {
-  if (err instanceof TooManyConnections) return json({ error: 'connection_limit_exceeded', message: err.message, limit: err.limit, held: err.held }, 429, { 'retry-after': '5' });
+  if (err instanceof TooManyConnections)
+    return json({ error: 'connection_limit_exceeded', message: err.message, limit: err.limit, held: err.held }, 429, {
+      'retry-after': '5',
+    });
   const e = toSvcError(err);
   if (!(err instanceof SvcError)) console.error('realtime request failed:', err instanceof Error ? err.message : err);
   return json(errorBody(e), e.status);
@@ -48,7 +62,11 @@ function errorCode(err: unknown): ErrorCode {
 }
 
 /** `verifyToken` checks a customer token given without a key (src/identity's verifyAccessToken). */
-export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken: VerifyToken): GatewayModule<EventsSocket> {
+export function realtimeGateway(
+  svc: RealtimeDeps,
+  hub: RealtimeHub,
+  verifyToken: VerifyToken,
+): GatewayModule<EventsSocket> {
   const sseStreams = new Set<() => void>();
   const heartbeat = setInterval(() => {
     for (const beat of sseStreams) beat();
@@ -121,18 +139,34 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
       sseStreams.add(beat);
       // The stream stays open between heartbeats: no idle timeout for this request.
       server.timeout(req, 0);
-      return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } });
+      return new Response(stream, {
+        headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' },
+      });
     } catch (err) {
       return refusal(err);
     }
   }
 
-  async function upgradeEvents(req: Request, url: URL, server: Server<GatewaySocketData>): Promise<Response | typeof UPGRADED> {
-    if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket') return json({ error: 'BAD_USER_INPUT', message: '/_events is a WebSocket endpoint' }, 426);
+  async function upgradeEvents(
+    req: Request,
+    url: URL,
+    server: Server<GatewaySocketData>,
+  ): Promise<Response | typeof UPGRADED> {
+    if (req.headers.get('upgrade')?.toLowerCase() !== 'websocket')
+      return json({ error: 'BAD_USER_INPUT', message: '/_events is a WebSocket endpoint' }, 426);
     let release: (() => void) | undefined;
     try {
       const who = await authenticateGateway(svc, verifyToken, credentialsOf(req, url));
-      const data: EventsSocket = { kind: 'events', who, channels: new Map(), chain: Promise.resolve(), frames: 0, windowStart: Date.now(), release: () => {}, socket: undefined };
+      const data: EventsSocket = {
+        kind: 'events',
+        who,
+        channels: new Map(),
+        chain: Promise.resolve(),
+        frames: 0,
+        windowStart: Date.now(),
+        release: () => {},
+        socket: undefined,
+      };
       release = hub.register({
         identity: identityOf(who),
         keyId: who.key?.keyId ?? null,
@@ -177,9 +211,15 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
     }
     if (d.channels.has(frame.channel)) return reply({ type: 'subscribed', channel: frame.channel });
     const channel = parseChannel(frame.channel);
-    if (!channel) return reply({ type: 'error', channel: frame.channel, error: 'unknown_channel', message: 'Unknown channel' });
+    if (!channel)
+      return reply({ type: 'error', channel: frame.channel, error: 'unknown_channel', message: 'Unknown channel' });
     if (d.channels.size >= hub.options.maxSubscriptionsPerConnection) {
-      return reply({ type: 'error', channel: frame.channel, error: 'too_many_subscriptions', message: `At most ${hub.options.maxSubscriptionsPerConnection} channels per connection` });
+      return reply({
+        type: 'error',
+        channel: frame.channel,
+        error: 'too_many_subscriptions',
+        message: `At most ${hub.options.maxSubscriptionsPerConnection} channels per connection`,
+      });
     }
     let models: ReadonlySet<string> | null;
     try {
@@ -213,10 +253,12 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
         ws.data.socket = ws;
       },
       message(ws, raw) {
-        ws.data.chain = ws.data.chain.then(() => control(ws, raw)).catch((err) => {
-          console.error('realtime control frame failed:', err instanceof Error ? err.message : err);
-          ws.close(1011, 'Internal error');
-        });
+        ws.data.chain = ws.data.chain
+          .then(() => control(ws, raw))
+          .catch((err) => {
+            console.error('realtime control frame failed:', err instanceof Error ? err.message : err);
+            ws.close(1011, 'Internal error');
+          });
       },
       close(ws) {
         ws.data.release();
@@ -230,5 +272,3 @@ export function realtimeGateway(svc: RealtimeDeps, hub: RealtimeHub, verifyToken
     },
   };
 }
-
-

@@ -39,7 +39,10 @@ export interface Client {
 }
 
 export class TooManyConnections extends Error {
-  constructor(readonly limit: number, readonly held: number) {
+  constructor(
+    readonly limit: number,
+    readonly held: number,
+  ) {
     super(`At most ${limit} realtime connections per identity`);
   }
 }
@@ -49,20 +52,28 @@ const keyOf = (projectId: string, channel: string) => `${projectId}|${channel}`;
 const REPLAY_MAX = 1_000;
 
 /** The channels and event of a bus event; null for events realtime clients do not see. */
-export function framesOf(e: BusEvent): { projectId: string; channels: string[]; event: Omit<EventFrame, 'channel'> } | null {
+export function framesOf(
+  e: BusEvent,
+): { projectId: string; channels: string[]; event: Omit<EventFrame, 'channel'> } | null {
   switch (e.type) {
     case 'record.changed':
       return {
         projectId: e.projectId,
         channels: [`changes:${e.modelKey}`, 'changes:*'],
-        event: { event: `record.${e.action}`, data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId } },
+        event: {
+          event: `record.${e.action}`,
+          data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId },
+        },
       };
     case 'release.published':
       // After the records' own events (they commit together, announced in order).
       return {
         projectId: e.projectId,
         channels: ['changes:*'],
-        event: { event: 'release.published', data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId } },
+        event: {
+          event: 'release.published',
+          data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId },
+        },
       };
     case 'execution.changed':
       return {
@@ -70,7 +81,15 @@ export function framesOf(e: BusEvent): { projectId: string; channels: string[]; 
         channels: [`jobs:${e.executionId}`, 'jobs:*'],
         event: {
           event: `job.${e.status}`,
-          data: { id: e.executionId, operationKey: e.operationKey ?? null, status: e.status, progressPct: e.progressPct, progressMessage: e.progressMessage, resultJson: e.resultJson ?? null, errorJson: e.errorJson ?? null },
+          data: {
+            id: e.executionId,
+            operationKey: e.operationKey ?? null,
+            status: e.status,
+            progressPct: e.progressPct,
+            progressMessage: e.progressMessage,
+            resultJson: e.resultJson ?? null,
+            errorJson: e.errorJson ?? null,
+          },
         },
       };
     case 'notification.created':
@@ -102,10 +121,17 @@ export class RealtimeHub {
       sseBufferBytes: opts.sseBufferBytes ?? 1024 * 1024,
     };
     // Each live channel watches its project's events (a narrowing bus then routes them here).
-    this.#channels = new ActorRegistry(watching(bus, (key) => key.slice(0, key.indexOf('|')), (key) => {
-      const bar = key.indexOf('|');
-      return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
-    }), { idleMs: this.options.channelIdleMs });
+    this.#channels = new ActorRegistry(
+      watching(
+        bus,
+        (key) => key.slice(0, key.indexOf('|')),
+        (key) => {
+          const bar = key.indexOf('|');
+          return new ChannelActor(key, key.slice(0, bar), parseChannel(key.slice(bar + 1))!, this.#publish);
+        },
+      ),
+      { idleMs: this.options.channelIdleMs },
+    );
     this.#bus = bus;
     this.#unsubscribe.push(bus.subscribeCommitted((e, mark) => this.#route(e, mark && streamId(mark.at, mark.id))));
     this.#unsubscribe.push(bus.onLink((up) => this.#linked(up)));
@@ -133,7 +159,11 @@ export class RealtimeHub {
    * The events of a project's channel after SSE id `lastEventId`, from the bus's log (NATS), at
    * most as many as a channel's replay buffer keeps; null when the log cannot say.
    */
-  async replay(projectId: string, channel: string, lastEventId: string): Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null> {
+  async replay(
+    projectId: string,
+    channel: string,
+    lastEventId: string,
+  ): Promise<{ id: string; event: Omit<EventFrame, 'channel'> }[] | null> {
     const at = parseStreamId(lastEventId);
     if (!at) return null;
     const read = await this.#bus.replay(projectId, at.at, at.msgId, REPLAY_MAX);
@@ -141,7 +171,8 @@ export class RealtimeHub {
     const out: { id: string; event: Omit<EventFrame, 'channel'> }[] = [];
     for (const { event, mark } of read) {
       const f = framesOf(event);
-      if (f && f.projectId === projectId && f.channels.includes(channel)) out.push({ id: streamId(mark.at, mark.id), event: f.event });
+      if (f && f.projectId === projectId && f.channels.includes(channel))
+        out.push({ id: streamId(mark.at, mark.id), event: f.event });
     }
     return out;
   }
@@ -154,7 +185,8 @@ export class RealtimeHub {
   /** Counts a connection for its identity; throws TooManyConnections past the cap. */
   register(client: Client): () => void {
     const held = this.#perIdentity.get(client.identity) ?? 0;
-    if (held >= this.options.maxConnectionsPerIdentity) throw new TooManyConnections(this.options.maxConnectionsPerIdentity, held);
+    if (held >= this.options.maxConnectionsPerIdentity)
+      throw new TooManyConnections(this.options.maxConnectionsPerIdentity, held);
     this.#perIdentity.set(client.identity, held + 1);
     this.#clients.add(client);
     let done = false;

@@ -47,7 +47,10 @@ function str(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
 }
 
-export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerOptions<Record<string, unknown> | undefined, Extra> {
+export function subscriptionServer(
+  svc: RealtimeDeps,
+  hub: RealtimeHub,
+): ServerOptions<Record<string, unknown> | undefined, Extra> {
   const production = svc.settings.production;
   return {
     async onConnect(ctx) {
@@ -74,13 +77,18 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
           close: (code, reason) => ws.close(code, reason),
           // graphql-ws has no frame of its own for this; a ping (either side may send one, with
           // a payload) tells the client, and graphql-ws clients answer it with a pong.
-          linked: (up) => void ws.send(JSON.stringify({ type: 'ping', payload: { bus: up ? 'connected' : 'disconnected' } })),
+          linked: (up) =>
+            void ws.send(JSON.stringify({ type: 'ping', payload: { bus: up ? 'connected' : 'disconnected' } })),
         });
         return true;
       } catch (err) {
         if (err instanceof TooManyConnections) ws.close(CloseCode.TooManyRequests, err.message);
         else if (err instanceof Unauthenticated) ws.close(CloseCode.Unauthorized, err.message);
-        else ws.close(CloseCode.Forbidden, err instanceof SvcError || err instanceof PermissionDenied ? err.message : 'Forbidden');
+        else
+          ws.close(
+            CloseCode.Forbidden,
+            err instanceof SvcError || err instanceof PermissionDenied ? err.message : 'Forbidden',
+          );
         return false;
       }
     },
@@ -89,7 +97,11 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
       const who = data.who!;
       // graphql-ws has already entered this subscription in ctx.subscriptions: it counts itself.
       if (Object.keys(ctx.subscriptions).length > hub.options.maxSubscriptionsPerConnection) {
-        return [new GraphQLError(`At most ${hub.options.maxSubscriptionsPerConnection} subscriptions per connection`, { extensions: { code: 'RATE_LIMITED' } })];
+        return [
+          new GraphQLError(`At most ${hub.options.maxSubscriptionsPerConnection} subscriptions per connection`, {
+            extensions: { code: 'RATE_LIMITED' },
+          }),
+        ];
       }
       // graphql-ws keeps each live subscription's message: their documents together stay
       // within one request body's limit per socket (ended subscriptions leave ctx.subscriptions).
@@ -99,22 +111,46 @@ export function subscriptionServer(svc: RealtimeDeps, hub: RealtimeHub): ServerO
       let total = bytes;
       for (const n of held.values()) total += n;
       if (total > LIMITS.maxBodyBytes) {
-        return [new GraphQLError(`The subscriptions of one connection may hold at most ${LIMITS.maxBodyBytes} bytes of documents`, { extensions: { code: 'PAYLOAD_TOO_LARGE' } })];
+        return [
+          new GraphQLError(
+            `The subscriptions of one connection may hold at most ${LIMITS.maxBodyBytes} bytes of documents`,
+            { extensions: { code: 'PAYLOAD_TOO_LARGE' } },
+          ),
+        ];
       }
       held.set(_id, bytes);
       const target = await targetOf(svc, who.key);
       // Subscriptions are sent as text: a trusted-only key may not send text (docs/documents.md).
       if (documentPolicyOf(who.key, target.snapshot) === 'trusted-only') {
-        return [new GraphQLError('This key runs trusted documents only: subscriptions are not served to it', { extensions: { code: 'DOCUMENT_NOT_TRUSTED' } })];
+        return [
+          new GraphQLError('This key runs trusted documents only: subscriptions are not served to it', {
+            extensions: { code: 'DOCUMENT_NOT_TRUSTED' },
+          }),
+        ];
       }
-      const req = { query: payload.query, variables: payload.variables ?? null, operationName: payload.operationName ?? null };
+      const req = {
+        query: payload.query,
+        variables: payload.variables ?? null,
+        operationName: payload.operationName ?? null,
+      };
       const ready = prepareFor(target, req);
-      if (!ready.ok) return maskErrors(ready.errors, production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
+      if (!ready.ok)
+        return maskErrors(ready.errors, production).map(
+          (e) => new GraphQLError(e.message, { extensions: e.extensions }),
+        );
       // Bounded (depth, strings) before graphql-js coerces them, recursively (issue 27 item 13).
       const badVariables = checkVariables(payload.variables, ready.argumentOf);
-      if (badVariables) return maskErrors([badVariables], production).map((e) => new GraphQLError(e.message, { extensions: e.extensions }));
+      if (badVariables)
+        return maskErrors([badVariables], production).map(
+          (e) => new GraphQLError(e.message, { extensions: e.extensions }),
+        );
       if (ready.operation !== 'subscription') {
-        return [new GraphQLError('Only subscriptions are served over /graphql/ws; send queries and mutations to POST /graphql', { extensions: { code: 'BAD_USER_INPUT' } })];
+        return [
+          new GraphQLError(
+            'Only subscriptions are served over /graphql/ws; send queries and mutations to POST /graphql',
+            { extensions: { code: 'BAD_USER_INPUT' } },
+          ),
+        ];
       }
       return {
         schema: schemaOf(target),

@@ -23,7 +23,12 @@ export interface PublishTarget {
 }
 
 /** What a publish needs of a project snapshot. */
-export function publishTarget(s: { id: string; defaultLocale: string; models: readonly ModelDef[]; hooks: readonly HookDef[] }): PublishTarget {
+export function publishTarget(s: {
+  id: string;
+  defaultLocale: string;
+  models: readonly ModelDef[];
+  hooks: readonly HookDef[];
+}): PublishTarget {
   return { projectId: s.id, defaultLocale: s.defaultLocale, models: s.models, hooks: s.hooks };
 }
 
@@ -36,9 +41,20 @@ interface ItemRow {
   data: Record<string, Record<string, unknown>> | string | null;
 }
 
-export async function publishRelease(writes: WriteCommitter, target: PublishTarget, releaseId: string, userId: string | null, opts: { onlyScheduledBy?: Date } = {}): Promise<{ published: number }> {
+export async function publishRelease(
+  writes: WriteCommitter,
+  target: PublishTarget,
+  releaseId: string,
+  userId: string | null,
+  opts: { onlyScheduledBy?: Date } = {},
+): Promise<{ published: number }> {
   const models = new Map(target.models.map((m) => [m.key, m]));
-  const w: WriteContext = { projectId: target.projectId, defaultLocale: target.defaultLocale, userId, models: (k) => models.get(k) };
+  const w: WriteContext = {
+    projectId: target.projectId,
+    defaultLocale: target.defaultLocale,
+    userId,
+    models: (k) => models.get(k),
+  };
   const tx = new WriteTx({ projectId: target.projectId, userId });
   let published = 0;
   tx.prelude = {
@@ -56,28 +72,50 @@ export async function publishRelease(writes: WriteCommitter, target: PublishTarg
       const rows = raw as unknown as (ItemRow & { at: Date | string | null })[];
       if (rows.length === 0) throw new NotFound(`No release with id "${releaseId}"`);
       const head = rows[0]!;
-      if (head.status === 'published' || head.status === 'discarded') throw new Conflict(`Release "${releaseId}" is ${head.status}`);
+      if (head.status === 'published' || head.status === 'discarded')
+        throw new Conflict(`Release "${releaseId}" is ${head.status}`);
       // The release clock publishes only what is still scheduled for a time now past.
-      if (opts.onlyScheduledBy && (head.status !== 'scheduled' || head.at === null || new Date(head.at).getTime() > opts.onlyScheduledBy.getTime())) {
+      if (
+        opts.onlyScheduledBy &&
+        (head.status !== 'scheduled' ||
+          head.at === null ||
+          new Date(head.at).getTime() > opts.onlyScheduledBy.getTime())
+      ) {
         throw new Conflict(`Release "${releaseId}" is no longer due`);
       }
       for (const row of rows) {
         if (row.record_id === null) continue;
         const model = models.get(row.model_key!);
-        if (!model) throw new Conflict(`Release "${releaseId}" holds a record of model "${row.model_key}", which no longer exists`);
-        tx.write(row.version === null ? publishRecord(w, model, row.record_id) : publishPinned(w, model, row.record_id, row.version, parse(row.data)));
+        if (!model)
+          throw new Conflict(
+            `Release "${releaseId}" holds a record of model "${row.model_key}", which no longer exists`,
+          );
+        tx.write(
+          row.version === null
+            ? publishRecord(w, model, row.record_id)
+            : publishPinned(w, model, row.record_id, row.version, parse(row.data)),
+        );
         published++;
       }
       tx.follow({
         text: `update releases set status = 'published', at = now(), error = null, updated_at = now() where id = $1::text`,
         params: [releaseId],
       });
-      tx.events.push({ type: 'release.published', projectId: target.projectId, releaseId, name: head.name, records: published, userId });
+      tx.events.push({
+        type: 'release.published',
+        projectId: target.projectId,
+        releaseId,
+        name: head.name,
+        records: published,
+        userId,
+      });
     },
   };
   if (target.hooks.length) {
     tx.finish((events) => {
-      const changes = events.flatMap((e) => (e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : []));
+      const changes = events.flatMap((e) =>
+        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
+      );
       const q = hookStatement(target.projectId, target.hooks, changes, userId);
       return q && { statements: [q.statement], events: q.events };
     });
@@ -92,13 +130,30 @@ function parse(data: ItemRow['data']): Record<string, Record<string, unknown>> {
   return v;
 }
 
-function publishPinned(ctx: WriteContext, model: ModelDef, id: string, version: number, content: Record<string, Record<string, unknown>>): WriteStep {
+function publishPinned(
+  ctx: WriteContext,
+  model: ModelDef,
+  id: string,
+  version: number,
+  content: Record<string, Record<string, unknown>>,
+): WriteStep {
   return {
     recordId: id,
-    statements: [{
-      text: `select svc_release_publish_pinned($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text[], $7::text, $8::text::jsonb)`,
-      params: [id, ctx.projectId, model.key, ctx.userId, requiredKeys(model), searchKeys(model), `Record "${id}" (version ${version}) of the release no longer exists`, JSON.stringify(content)],
-    }],
+    statements: [
+      {
+        text: `select svc_release_publish_pinned($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text[], $7::text, $8::text::jsonb)`,
+        params: [
+          id,
+          ctx.projectId,
+          model.key,
+          ctx.userId,
+          requiredKeys(model),
+          searchKeys(model),
+          `Record "${id}" (version ${version}) of the release no longer exists`,
+          JSON.stringify(content),
+        ],
+      },
+    ],
     event: { action: 'published', recordId: id, modelKey: model.key },
   };
 }

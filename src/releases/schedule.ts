@@ -29,14 +29,22 @@ export class ReleaseClock {
     const done: string[] = [];
     for (const r of due) {
       try {
-        await publishRelease(this.deps.writes, await this.deps.target(r.project_id), r.id, null, { onlyScheduledBy: now });
+        await publishRelease(this.deps.writes, await this.deps.target(r.project_id), r.id, null, {
+          onlyScheduledBy: now,
+        });
         done.push(r.id);
       } catch (err) {
         // Another process published (or someone discarded or rescheduled) it first: not ours.
-        if (err instanceof SvcError && err.code === 'CONFLICT' && /no longer due|is published|is discarded/.test(err.message)) continue;
+        if (
+          err instanceof SvcError &&
+          err.code === 'CONFLICT' &&
+          /no longer due|is published|is discarded/.test(err.message)
+        )
+          continue;
         const reason = err instanceof SvcError ? err.message : 'the release could not be published';
         if (!(err instanceof SvcError)) console.error('release clock:', (err as Error).message);
-        await this.deps.sql`update releases set status = 'open', at = null, error = ${reason.slice(0, 500)}, updated_at = now()
+        await this.deps
+          .sql`update releases set status = 'open', at = null, error = ${reason.slice(0, 500)}, updated_at = now()
           where id = ${r.id} and status = 'scheduled' and at <= ${now}`;
       }
     }

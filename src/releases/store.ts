@@ -50,9 +50,11 @@ interface ReleaseRow {
 export function checkName(name: unknown): string {
   if (typeof name !== 'string') throw new BadUserInput('name must be a string', { field: 'name' });
   const n = name.trim();
-  if (n.length === 0 || n.length > RELEASE_LIMITS.nameChars) throw new BadUserInput(`name must be 1 to ${RELEASE_LIMITS.nameChars} characters`, { field: 'name' });
+  if (n.length === 0 || n.length > RELEASE_LIMITS.nameChars)
+    throw new BadUserInput(`name must be 1 to ${RELEASE_LIMITS.nameChars} characters`, { field: 'name' });
   if (n.includes('\0')) throw new BadUserInput('name must not contain NUL characters', { field: 'name' });
-  if (!(n as unknown as { isWellFormed(): boolean }).isWellFormed()) throw new BadUserInput('name must not contain unpaired UTF-16 surrogates', { field: 'name' });
+  if (!(n as unknown as { isWellFormed(): boolean }).isWellFormed())
+    throw new BadUserInput('name must not contain unpaired UTF-16 surrogates', { field: 'name' });
   return n;
 }
 
@@ -66,7 +68,16 @@ function checkReleaseId(id: unknown): string {
 const unknownRelease = (id: string) => new NotFound(`No release with id "${id.slice(0, 40)}"`);
 
 function view(r: ReleaseRow, items: ReleaseItem[]): ReleaseView {
-  return { id: r.id, name: r.name, status: r.status, at: r.at, error: r.error, createdAt: r.created_at, updatedAt: r.updated_at, items };
+  return {
+    id: r.id,
+    name: r.name,
+    status: r.status,
+    at: r.at,
+    error: r.error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    items,
+  };
 }
 
 async function itemsOf(sql: Sql, ids: readonly string[]): Promise<Map<string, ReleaseItem[]>> {
@@ -74,11 +85,17 @@ async function itemsOf(sql: Sql, ids: readonly string[]): Promise<Map<string, Re
   if (ids.length === 0) return out;
   const rows = await sql<{ release_id: string; model_key: string; record_id: string; version: number | null }[]>`
     select release_id, model_key, record_id, version from release_items where release_id = any(${ids as string[]}) order by release_id, added_at, record_id`;
-  for (const r of rows) out.get(r.release_id)!.push({ modelKey: r.model_key, recordId: r.record_id, version: r.version });
+  for (const r of rows)
+    out.get(r.release_id)!.push({ modelKey: r.model_key, recordId: r.record_id, version: r.version });
   return out;
 }
 
-export async function createRelease(sql: Sql, projectId: string, name: unknown, userId: string | null): Promise<ReleaseView> {
+export async function createRelease(
+  sql: Sql,
+  projectId: string,
+  name: unknown,
+  userId: string | null,
+): Promise<ReleaseView> {
   const n = checkName(name);
   const [row] = await sql<ReleaseRow[]>`
     insert into releases (id, project_id, name, created_by) values (${newId('rel')}, ${projectId}, ${n}, ${userId}) returning *`;
@@ -101,12 +118,25 @@ export async function releaseExists(sql: Sql, projectId: string, id: unknown): P
 }
 
 /** Newest first; the cursor is the last row's (created_at, id). */
-export async function listReleases(sql: Sql, projectId: string, first: number, after: string | null): Promise<{ releases: ReleaseView[]; hasNextPage: boolean; endCursor: string | null }> {
+export async function listReleases(
+  sql: Sql,
+  projectId: string,
+  first: number,
+  after: string | null,
+): Promise<{ releases: ReleaseView[]; hasNextPage: boolean; endCursor: string | null }> {
   let cur: [string, string] | null = null;
   if (after) {
     try {
       const v = JSON.parse(Buffer.from(after, 'base64url').toString('utf8'));
-      if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && !Number.isNaN(Date.parse(v[0])) && typeof v[1] === 'string' && RELEASE_ID.test(v[1])) cur = [v[0], v[1]];
+      if (
+        Array.isArray(v) &&
+        v.length === 2 &&
+        typeof v[0] === 'string' &&
+        !Number.isNaN(Date.parse(v[0])) &&
+        typeof v[1] === 'string' &&
+        RELEASE_ID.test(v[1])
+      )
+        cur = [v[0], v[1]];
     } catch {}
     if (!cur) throw new BadUserInput('Invalid cursor', { field: 'after' });
   }
@@ -116,21 +146,29 @@ export async function listReleases(sql: Sql, projectId: string, first: number, a
     order by created_at desc, id desc limit ${first + 1}`;
   const hasNextPage = rows.length > first;
   if (hasNextPage) rows.pop();
-  const items = await itemsOf(sql, rows.map((r) => r.id));
+  const items = await itemsOf(
+    sql,
+    rows.map((r) => r.id),
+  );
   const last = rows.at(-1);
   return {
     releases: rows.map((r) => view(r, items.get(r.id)!)),
     hasNextPage,
-    endCursor: last ? Buffer.from(JSON.stringify([last.created_at.toISOString(), last.id])).toString('base64url') : null,
+    endCursor: last
+      ? Buffer.from(JSON.stringify([last.created_at.toISOString(), last.id])).toString('base64url')
+      : null,
   };
 }
 
 /** Locks the release for a change; it must be this project's and still open or scheduled. */
 async function lockChangeable(tx: Sql, projectId: string, id: unknown, what: string): Promise<ReleaseRow> {
   const rid = checkReleaseId(id);
-  const [row] = await tx<ReleaseRow[]>`select * from releases where id = ${rid} and project_id = ${projectId} for update`;
+  const [row] = await tx<
+    ReleaseRow[]
+  >`select * from releases where id = ${rid} and project_id = ${projectId} for update`;
   if (!row) throw unknownRelease(rid);
-  if (row.status === 'published' || row.status === 'discarded') throw new Conflict(`Release "${rid}" is ${row.status}: cannot ${what}`);
+  if (row.status === 'published' || row.status === 'discarded')
+    throw new Conflict(`Release "${rid}" is ${row.status}: cannot ${what}`);
   return row;
 }
 
@@ -148,12 +186,16 @@ interface VersionEntry {
  * have yet, over the default locale's), as the write did. Variant writes and (un)publishes do
  * not change the default content.
  */
-export function contentAt(entries: readonly VersionEntry[], defaultLocale: string): Record<string, Record<string, unknown>> {
+export function contentAt(
+  entries: readonly VersionEntry[],
+  defaultLocale: string,
+): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   for (const e of entries) {
     if (!e.data || !e.locale || (e.variant_id !== null && e.variant_id !== 'default')) continue;
     if (e.action === 'created') out[e.locale] = { ...e.data };
-    else if (e.action === 'updated' || e.action === 'restored') out[e.locale] = { ...(out[e.locale] ?? out[defaultLocale] ?? {}), ...e.data };
+    else if (e.action === 'updated' || e.action === 'restored')
+      out[e.locale] = { ...(out[e.locale] ?? out[defaultLocale] ?? {}), ...e.data };
   }
   return out;
 }
@@ -166,21 +208,34 @@ export interface AddInput {
   version: unknown;
 }
 
-export async function addToRelease(sql: Sql, projectId: string, defaultLocale: string, input: AddInput): Promise<ReleaseView> {
+export async function addToRelease(
+  sql: Sql,
+  projectId: string,
+  defaultLocale: string,
+  input: AddInput,
+): Promise<ReleaseView> {
   const { model } = input;
   if (!model) throw new BadUserInput(`Unknown model "${String(input.modelKey).slice(0, 60)}"`, { field: 'modelKey' });
-  if (!isVersioned(model)) throw new BadUserInput(`Model "${model.key}" is not versioned: its records are live as soon as they are written`, { field: 'modelKey' });
+  if (!isVersioned(model))
+    throw new BadUserInput(`Model "${model.key}" is not versioned: its records are live as soon as they are written`, {
+      field: 'modelKey',
+    });
   const recordId = typeof input.recordId === 'string' ? input.recordId : '';
   const noRecord = new NotFound(`No ${model.key} record with _id "${recordId.slice(0, 100)}"`);
   if (!RECORD_ID.test(recordId)) throw noRecord;
   const version = input.version ?? null;
-  if (version !== null && (!Number.isInteger(version) || (version as number) < 1 || (version as number) > RELEASE_LIMITS.maxVersion)) {
+  if (
+    version !== null &&
+    (!Number.isInteger(version) || (version as number) < 1 || (version as number) > RELEASE_LIMITS.maxVersion)
+  ) {
     throw new BadUserInput(`version must be an integer from 1 to ${RELEASE_LIMITS.maxVersion}`, { field: 'version' });
   }
   const id = await sql.begin(async (t) => {
     const tx = t as unknown as Sql;
     const rel = await lockChangeable(tx, projectId, input.releaseId, 'add to it');
-    const [rec] = await tx<{ id: string }[]>`select id from records where id = ${recordId} and project_id = ${projectId} and model_key = ${model.key} for share`;
+    const [rec] = await tx<
+      { id: string }[]
+    >`select id from records where id = ${recordId} and project_id = ${projectId} and model_key = ${model.key} for share`;
     if (!rec) throw noRecord;
     let data: Record<string, Record<string, unknown>> | null = null;
     if (version !== null) {
@@ -188,10 +243,14 @@ export async function addToRelease(sql: Sql, projectId: string, defaultLocale: s
         select action, locale, data, variant_id from record_versions where record_id = ${recordId} order by id limit ${version as number}`;
       if (entries.length < (version as number)) throw new NotFound(`Record "${recordId}" has no version ${version}`);
       data = contentAt(entries, defaultLocale);
-      if (Object.keys(data).length === 0) throw new BadUserInput(`Version ${version} of record "${recordId}" has no content`, { field: 'version' });
+      if (Object.keys(data).length === 0)
+        throw new BadUserInput(`Version ${version} of record "${recordId}" has no content`, { field: 'version' });
     }
-    const [count] = await tx<{ n: number }[]>`select count(*)::int as n from release_items where release_id = ${rel.id} and record_id <> ${recordId}`;
-    if (count!.n >= RELEASE_LIMITS.items) throw new BadUserInput(`A release holds at most ${RELEASE_LIMITS.items} records`, { field: 'recordId' });
+    const [count] = await tx<
+      { n: number }[]
+    >`select count(*)::int as n from release_items where release_id = ${rel.id} and record_id <> ${recordId}`;
+    if (count!.n >= RELEASE_LIMITS.items)
+      throw new BadUserInput(`A release holds at most ${RELEASE_LIMITS.items} records`, { field: 'recordId' });
     await tx`
       insert into release_items (release_id, project_id, record_id, model_key, version, data)
       values (${rel.id}, ${projectId}, ${recordId}, ${model.key}, ${version as number | null}, ${data === null ? null : tx.json(data as never)})
@@ -202,24 +261,39 @@ export async function addToRelease(sql: Sql, projectId: string, defaultLocale: s
   return (await getRelease(sql, projectId, id))!;
 }
 
-export async function removeFromRelease(sql: Sql, projectId: string, releaseId: unknown, modelKey: string, recordId: unknown): Promise<ReleaseView> {
+export async function removeFromRelease(
+  sql: Sql,
+  projectId: string,
+  releaseId: unknown,
+  modelKey: string,
+  recordId: unknown,
+): Promise<ReleaseView> {
   const rid = typeof recordId === 'string' ? recordId.slice(0, 200) : '';
   const id = await sql.begin(async (t) => {
     const tx = t as unknown as Sql;
     const rel = await lockChangeable(tx, projectId, releaseId, 'remove from it');
-    const gone = await tx`delete from release_items where release_id = ${rel.id} and record_id = ${rid} and model_key = ${String(modelKey).slice(0, 200)} returning 1`;
-    if (gone.length === 0) throw new NotFound(`Release "${rel.id}" holds no ${String(modelKey).slice(0, 60)} record "${rid.slice(0, 100)}"`);
+    const gone =
+      await tx`delete from release_items where release_id = ${rel.id} and record_id = ${rid} and model_key = ${String(modelKey).slice(0, 200)} returning 1`;
+    if (gone.length === 0)
+      throw new NotFound(`Release "${rel.id}" holds no ${String(modelKey).slice(0, 60)} record "${rid.slice(0, 100)}"`);
     await tx`update releases set updated_at = now() where id = ${rel.id}`;
     return rel.id;
   });
   return (await getRelease(sql, projectId, id))!;
 }
 
-export async function scheduleRelease(sql: Sql, projectId: string, releaseId: unknown, at: unknown, now = new Date()): Promise<ReleaseView> {
+export async function scheduleRelease(
+  sql: Sql,
+  projectId: string,
+  releaseId: unknown,
+  at: unknown,
+  now = new Date(),
+): Promise<ReleaseView> {
   const when = at instanceof Date ? at : typeof at === 'string' ? new Date(at) : new Date(Number.NaN);
   if (Number.isNaN(when.getTime())) throw new BadUserInput('at must be an ISO-8601 date-time', { field: 'at' });
   if (when.getTime() <= now.getTime()) throw new BadUserInput('at must be in the future', { field: 'at' });
-  if (when.getTime() > now.getTime() + RELEASE_LIMITS.maxScheduleDays * 86_400_000) throw new BadUserInput(`at must be within ${RELEASE_LIMITS.maxScheduleDays} days`, { field: 'at' });
+  if (when.getTime() > now.getTime() + RELEASE_LIMITS.maxScheduleDays * 86_400_000)
+    throw new BadUserInput(`at must be within ${RELEASE_LIMITS.maxScheduleDays} days`, { field: 'at' });
   const id = await sql.begin(async (t) => {
     const tx = t as unknown as Sql;
     const rel = await lockChangeable(tx, projectId, releaseId, 'schedule it');
@@ -234,10 +308,13 @@ export async function discardRelease(sql: Sql, projectId: string, releaseId: unk
   const rid = checkReleaseId(releaseId);
   await sql.begin(async (t) => {
     const tx = t as unknown as Sql;
-    const [row] = await tx<ReleaseRow[]>`select * from releases where id = ${rid} and project_id = ${projectId} for update`;
+    const [row] = await tx<
+      ReleaseRow[]
+    >`select * from releases where id = ${rid} and project_id = ${projectId} for update`;
     if (!row) throw unknownRelease(rid);
     if (row.status === 'published') throw new Conflict(`Release "${rid}" is published: it cannot be discarded`);
-    if (row.status !== 'discarded') await tx`update releases set status = 'discarded', at = null, updated_at = now() where id = ${rid}`;
+    if (row.status !== 'discarded')
+      await tx`update releases set status = 'discarded', at = null, updated_at = now() where id = ${rid}`;
   });
   return (await getRelease(sql, projectId, rid))!;
 }

@@ -12,20 +12,31 @@ import { vectorLiteral } from './vectors.ts';
 export type VectorStore = 'pgvector' | 'array';
 
 /** Decides the store for this process; with pgvector, makes sure the column exists. */
-export async function detectVectorStore(sql: Sql, setting: 'auto' | 'array'): Promise<{ store: VectorStore; reason: string }> {
+export async function detectVectorStore(
+  sql: Sql,
+  setting: 'auto' | 'array',
+): Promise<{ store: VectorStore; reason: string }> {
   if (setting === 'array') return { store: 'array', reason: 'SVC_VECTOR_STORE=array' };
-  const [row] = await sql<{ available: boolean }[]>`select exists (select 1 from pg_available_extensions where name = 'vector') as available`;
-  if (!row?.available) return { store: 'array', reason: 'the pgvector extension is not installed on the PostgreSQL server' };
+  const [row] = await sql<
+    { available: boolean }[]
+  >`select exists (select 1 from pg_available_extensions where name = 'vector') as available`;
+  if (!row?.available)
+    return { store: 'array', reason: 'the pgvector extension is not installed on the PostgreSQL server' };
   try {
     await sql.begin(async (tx) => {
       // Processes starting together take turns; the second finds everything in place.
       await tx`select pg_advisory_xact_lock(hashtext('svc:pgvector'))`;
       await tx`create extension if not exists vector`;
-      await tx.unsafe('alter table embeddings add column if not exists vec_v vector generated always as (vec::vector) stored');
+      await tx.unsafe(
+        'alter table embeddings add column if not exists vec_v vector generated always as (vec::vector) stored',
+      );
     });
     return { store: 'pgvector', reason: 'pgvector with HNSW indexes (cosine)' };
   } catch (err) {
-    return { store: 'array', reason: `pgvector is available but could not be enabled: ${(err as Error).message.slice(0, 200)}` };
+    return {
+      store: 'array',
+      reason: `pgvector is available but could not be enabled: ${(err as Error).message.slice(0, 200)}`,
+    };
   }
 }
 
@@ -34,7 +45,9 @@ const indexed = new Set<number>();
 async function ensureIndex(sql: Sql, dims: number): Promise<void> {
   if (indexed.has(dims)) return;
   if (!Number.isInteger(dims) || dims < 1 || dims > 2000) throw new BadUserInput('bad dimension');
-  await sql.unsafe(`create index if not exists embeddings_hnsw_${dims} on embeddings using hnsw ((vec_v::vector(${dims})) vector_cosine_ops) where dims = ${dims}`);
+  await sql.unsafe(
+    `create index if not exists embeddings_hnsw_${dims} on embeddings using hnsw ((vec_v::vector(${dims})) vector_cosine_ops) where dims = ${dims}`,
+  );
   indexed.add(dims);
 }
 
@@ -47,7 +60,12 @@ export interface EmbeddingTarget {
 }
 
 /** Stores a record's vector for a model; the model's dimension is fixed by its first vector. */
-export async function upsertEmbedding(sql: Sql, store: VectorStore, t: EmbeddingTarget, vector: { values: number[]; norm: number }): Promise<{ recordId: string; modelKey: string; model: string; dimensions: number; updatedAt: Date }> {
+export async function upsertEmbedding(
+  sql: Sql,
+  store: VectorStore,
+  t: EmbeddingTarget,
+  vector: { values: number[]; norm: number },
+): Promise<{ recordId: string; modelKey: string; model: string; dimensions: number; updatedAt: Date }> {
   const dims = vector.values.length;
   const out = await sql.begin(async (txRaw) => {
     const tx = txRaw as unknown as Sql;
@@ -62,8 +80,13 @@ export async function upsertEmbedding(sql: Sql, store: VectorStore, t: Embedding
         and (dims = ${dims} or not exists (select 1 from embeddings e where e.project_id = ${t.projectId} and e.model = ${t.model}))
       returning dims`;
     if (!m) {
-      const [have] = await tx<{ dims: number }[]>`select dims from embedding_models where project_id = ${t.projectId} and model = ${t.model}`;
-      throw new BadUserInput(`vector has ${dims} dimensions; embeddings of model ${t.model} in this project have ${have?.dims}`, { field: 'vector' });
+      const [have] = await tx<
+        { dims: number }[]
+      >`select dims from embedding_models where project_id = ${t.projectId} and model = ${t.model}`;
+      throw new BadUserInput(
+        `vector has ${dims} dimensions; embeddings of model ${t.model} in this project have ${have?.dims}`,
+        { field: 'vector' },
+      );
     }
     const [row] = await tx<{ updated_at: Date }[]>`
       insert into embeddings (project_id, record_id, model_key, model, dims, vec, norm)
@@ -71,14 +94,23 @@ export async function upsertEmbedding(sql: Sql, store: VectorStore, t: Embedding
       on conflict (project_id, record_id, model) do update
         set vec = excluded.vec, norm = excluded.norm, dims = excluded.dims, model_key = excluded.model_key, updated_at = now()
       returning updated_at`;
-    return { recordId: t.recordId, modelKey: rec.model_key, model: t.model, dimensions: dims, updatedAt: row!.updated_at };
+    return {
+      recordId: t.recordId,
+      modelKey: rec.model_key,
+      model: t.model,
+      dimensions: dims,
+      updatedAt: row!.updated_at,
+    };
   });
   if (store === 'pgvector') await ensureIndex(sql, dims);
   return out as { recordId: string; modelKey: string; model: string; dimensions: number; updatedAt: Date };
 }
 
 /** Deletes a record's vector of one model, or of every model; answers how many went. */
-export async function deleteEmbedding(sql: Sql, t: Omit<EmbeddingTarget, 'model'> & { model: string | null }): Promise<number> {
+export async function deleteEmbedding(
+  sql: Sql,
+  t: Omit<EmbeddingTarget, 'model'> & { model: string | null },
+): Promise<number> {
   const rows = await sql`
     delete from embeddings where project_id = ${t.projectId} and record_id = ${t.recordId}
       and model_key = any(${t.visibleModels as string[]}) ${t.model === null ? sql`` : sql`and model = ${t.model}`}
@@ -90,20 +122,36 @@ export async function deleteEmbedding(sql: Sql, t: Omit<EmbeddingTarget, 'model'
  * Which embedding model a query vector is compared with: the one named, or the project's only
  * model of that dimension. Null when the project has no embeddings yet.
  */
-export async function modelFor(sql: Sql, projectId: string, dims: number, named: string | null): Promise<string | null> {
-  const models = await sql<{ model: string; dims: number }[]>`select model, dims from embedding_models where project_id = ${projectId} order by model`;
+export async function modelFor(
+  sql: Sql,
+  projectId: string,
+  dims: number,
+  named: string | null,
+): Promise<string | null> {
+  const models = await sql<
+    { model: string; dims: number }[]
+  >`select model, dims from embedding_models where project_id = ${projectId} order by model`;
   if (named !== null) {
     const m = models.find((x) => x.model === named);
     if (!m) return null;
-    if (m.dims !== dims) throw new BadUserInput(`vector has ${dims} dimensions; embeddings of model ${named} in this project have ${m.dims}`, { field: 'vector' });
+    if (m.dims !== dims)
+      throw new BadUserInput(
+        `vector has ${dims} dimensions; embeddings of model ${named} in this project have ${m.dims}`,
+        { field: 'vector' },
+      );
     return named;
   }
   if (models.length === 0) return null;
   const same = models.filter((m) => m.dims === dims);
   if (same.length === 1) return same[0]!.model;
   const list = models.map((m) => `${m.model} (${m.dims})`).join(', ');
-  if (same.length === 0) throw new BadUserInput(`vector has ${dims} dimensions; no embedding model of this project has that many: ${list}`, { field: 'vector' });
-  throw new BadUserInput(`several embedding models have ${dims} dimensions (${list}): name one with model`, { field: 'model' });
+  if (same.length === 0)
+    throw new BadUserInput(`vector has ${dims} dimensions; no embedding model of this project has that many: ${list}`, {
+      field: 'vector',
+    });
+  throw new BadUserInput(`several embedding models have ${dims} dimensions (${list}): name one with model`, {
+    field: 'model',
+  });
 }
 
 export interface SimilarQuery {

@@ -16,18 +16,24 @@ export function checkVector(v: unknown, field = 'vector'): { values: number[]; n
   let sum = 0;
   for (let i = 0; i < v.length; i++) {
     const x = v[i];
-    if (typeof x !== 'number' || !Number.isFinite(x)) throw new BadUserInput(`${field}[${i}] is not a finite number (NaN and Infinity are refused)`, { field });
-    if (Math.abs(x) > REAL_MAX) throw new BadUserInput(`${field}[${i}] is outside the range of a 32-bit float`, { field });
+    if (typeof x !== 'number' || !Number.isFinite(x))
+      throw new BadUserInput(`${field}[${i}] is not a finite number (NaN and Infinity are refused)`, { field });
+    if (Math.abs(x) > REAL_MAX)
+      throw new BadUserInput(`${field}[${i}] is outside the range of a 32-bit float`, { field });
     sum += x * x;
   }
   const norm = Math.sqrt(sum);
-  if (!(norm > 0) || !Number.isFinite(norm)) throw new BadUserInput(`${field} must not be all zeros (cosine similarity needs a direction)`, { field });
+  if (!(norm > 0) || !Number.isFinite(norm))
+    throw new BadUserInput(`${field} must not be all zeros (cosine similarity needs a direction)`, { field });
   return { values: v as number[], norm };
 }
 
 export function checkModelName(v: unknown, field = 'model'): string {
   if (typeof v !== 'string' || !MODEL_RE.test(v)) {
-    throw new BadUserInput(`${field} must name the embedding model (letters, digits and . _ : / @ -, at most 128 characters), for example text-embedding-3-small`, { field });
+    throw new BadUserInput(
+      `${field} must name the embedding model (letters, digits and . _ : / @ -, at most 128 characters), for example text-embedding-3-small`,
+      { field },
+    );
   }
   return v;
 }

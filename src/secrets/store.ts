@@ -19,14 +19,18 @@ const OWNER = 'project';
 
 export function checkLabel(label: unknown): string {
   if (typeof label !== 'string' || !LABEL_RE.test(label)) {
-    throw new BadUserInput('label must start with a letter and hold only letters, digits and _ (at most 128 characters)', { field: 'label' });
+    throw new BadUserInput(
+      'label must start with a letter and hold only letters, digits and _ (at most 128 characters)',
+      { field: 'label' },
+    );
   }
   return label;
 }
 
 export function checkValue(value: unknown): string {
   if (typeof value !== 'string') throw new BadUserInput('value must be a string', { field: 'value' });
-  if (Buffer.byteLength(value) > MAX_SECRET_BYTES) throw new BadUserInput(`value is larger than ${MAX_SECRET_BYTES / 1024} KB`, { field: 'value' });
+  if (Buffer.byteLength(value) > MAX_SECRET_BYTES)
+    throw new BadUserInput(`value is larger than ${MAX_SECRET_BYTES / 1024} KB`, { field: 'value' });
   if (value.includes('\0')) throw new BadUserInput('value must not contain NUL characters', { field: 'value' });
   return value;
 }
@@ -64,7 +68,13 @@ export async function readSecret(sql: Sql, vk: VaultKeys, who: SecretActor, labe
 }
 
 /** Creates or replaces a secret; answers whether it was created. Audited in the same transaction. */
-export async function writeSecret(sql: Sql, vk: VaultKeys, who: SecretActor, label: string, value: string): Promise<{ created: boolean; updatedAt: Date }> {
+export async function writeSecret(
+  sql: Sql,
+  vk: VaultKeys,
+  who: SecretActor,
+  label: string,
+  value: string,
+): Promise<{ created: boolean; updatedAt: Date }> {
   const box = encrypt(vk.current, value, aadOf(who.projectId, label));
   return sql.begin(async (tx) => {
     const [row] = await tx<{ created: boolean; updated_at: Date }[]>`
@@ -102,10 +112,31 @@ export interface AuditRow {
 }
 
 /** The newest audit rows of a project (optionally of one label), newest first. */
-export async function secretAudit(sql: Sql, projectId: string, label: string | null, first: number): Promise<AuditRow[]> {
-  const rows = await sql<{ label: string; action: AuditRow['action']; api_key_id: string; customer_id: string | null; found: boolean; at: Date }[]>`
+export async function secretAudit(
+  sql: Sql,
+  projectId: string,
+  label: string | null,
+  first: number,
+): Promise<AuditRow[]> {
+  const rows = await sql<
+    {
+      label: string;
+      action: AuditRow['action'];
+      api_key_id: string;
+      customer_id: string | null;
+      found: boolean;
+      at: Date;
+    }[]
+  >`
     select label, action, api_key_id, customer_id, found, at from secret_audit
     where project_id = ${projectId} ${label === null ? sql`` : sql`and label = ${label}`}
     order by id desc limit ${first}`;
-  return rows.map((r) => ({ label: r.label, action: r.action, apiKeyId: r.api_key_id, customerId: r.customer_id, found: r.found, at: r.at }));
+  return rows.map((r) => ({
+    label: r.label,
+    action: r.action,
+    apiKeyId: r.api_key_id,
+    customerId: r.customer_id,
+    found: r.found,
+    at: r.at,
+  }));
 }

@@ -37,7 +37,11 @@ export function vaultKeys(dataDir: string): VaultKeys {
  * Decrypts a stored box with the key that sealed it (its `key_id`), or, for rows written
  * before key ids were kept, with whichever key opens it. Returns the key id that did.
  */
-export function openBox(vk: VaultKeys, row: { iv: Buffer; ciphertext: Buffer; tag: Buffer; key_id: string | null }, aad: string): { value: string; keyId: string } {
+export function openBox(
+  vk: VaultKeys,
+  row: { iv: Buffer; ciphertext: Buffer; tag: Buffer; key_id: string | null },
+  aad: string,
+): { value: string; keyId: string } {
   const named = row.key_id ? vk.byId.get(row.key_id) : undefined;
   if (named) return { value: decrypt(named, row, aad), keyId: row.key_id! };
   for (const [id, k] of vk.byId) {
@@ -72,19 +76,31 @@ export const MAX_SECRET_BYTES = 64 * 1024;
 const OWNER_RE = /^[a-z][a-z0-9_]{0,63}$/;
 
 /** `svc secrets push`: creates or updates the given secrets; reports labels only. */
-export async function pushSecrets(svc: { sql: Sql; settings: Pick<Settings, 'production' | 'dataDir'> }, caller: ControlCaller, projectId: string, input: unknown): Promise<{ created: string[]; updated: string[]; unchanged: string[] }> {
-  if (svc.settings.production) throw new PermissionDenied('svc secrets push is refused in production (SVC_ENV=production): set production secrets in the admin UI');
+export async function pushSecrets(
+  svc: { sql: Sql; settings: Pick<Settings, 'production' | 'dataDir'> },
+  caller: ControlCaller,
+  projectId: string,
+  input: unknown,
+): Promise<{ created: string[]; updated: string[]; unchanged: string[] }> {
+  if (svc.settings.production)
+    throw new PermissionDenied(
+      'svc secrets push is refused in production (SVC_ENV=production): set production secrets in the admin UI',
+    );
   const project = await projectOfCaller(svc.sql, caller, projectId);
-  if (!memberMay(caller, 'keys:write', project.id)) throw new PermissionDenied('Pushing secrets needs an owner or admin control key');
+  if (!memberMay(caller, 'keys:write', project.id))
+    throw new PermissionDenied('Pushing secrets needs an owner or admin control key');
   const list = (input as { secrets?: unknown })?.secrets;
   if (!Array.isArray(list)) throw new BadUserInput('secrets must be a list of { ownerKind, label, value }');
   const seen = new Set<string>();
   for (const [i, s] of list.entries()) {
     const e = s as { ownerKind?: unknown; label?: unknown; value?: unknown };
-    if (typeof e.ownerKind !== 'string' || !OWNER_RE.test(e.ownerKind)) throw new BadUserInput(`secrets[${i}].ownerKind must be a lowercase word such as project`);
-    if (typeof e.label !== 'string' || !LABEL_RE.test(e.label)) throw new BadUserInput(`secrets[${i}].label must start with a letter and hold letters, digits and _`);
+    if (typeof e.ownerKind !== 'string' || !OWNER_RE.test(e.ownerKind))
+      throw new BadUserInput(`secrets[${i}].ownerKind must be a lowercase word such as project`);
+    if (typeof e.label !== 'string' || !LABEL_RE.test(e.label))
+      throw new BadUserInput(`secrets[${i}].label must start with a letter and hold letters, digits and _`);
     if (typeof e.value !== 'string') throw new BadUserInput(`secrets[${i}] (${e.label}) has no value`);
-    if (Buffer.byteLength(e.value) > MAX_SECRET_BYTES) throw new BadUserInput(`secrets[${i}] (${e.label}) is larger than ${MAX_SECRET_BYTES / 1024} KB`);
+    if (Buffer.byteLength(e.value) > MAX_SECRET_BYTES)
+      throw new BadUserInput(`secrets[${i}] (${e.label}) is larger than ${MAX_SECRET_BYTES / 1024} KB`);
     if (seen.has(`${e.ownerKind}/${e.label}`)) throw new BadUserInput(`secrets[${i}]: duplicate label ${e.label}`);
     seen.add(`${e.ownerKind}/${e.label}`);
   }
@@ -125,7 +141,13 @@ export async function pushSecrets(svc: { sql: Sql; settings: Pick<Settings, 'pro
 }
 
 /** A project secret's plaintext for the server's own use (an upstream client secret); null when unset. */
-export async function readSecret(sql: Sql, dataDir: string, projectId: string, label: string, ownerKind = 'project'): Promise<string | null> {
+export async function readSecret(
+  sql: Sql,
+  dataDir: string,
+  projectId: string,
+  label: string,
+  ownerKind = 'project',
+): Promise<string | null> {
   const [row] = await sql<{ iv: Buffer; ciphertext: Buffer; tag: Buffer }[]>`
     select iv, ciphertext, tag from secrets where project_id = ${projectId} and owner_kind = ${ownerKind} and label = ${label}`;
   if (!row) return null;

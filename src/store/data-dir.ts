@@ -76,9 +76,13 @@ const q = (path: string): string => JSON.stringify(path);
 /** What `svc data rm` would remove; throws DataDirError when it must not (see `removeDataDir`). */
 export function planRemoval(dataDir: string): DataDirPlan {
   if (!existsSync(dataDir)) throw new DataDirError(`${q(dataDir)} does not exist`);
-  if (dataDir === dirname(dataDir) || dataDir === homedir()) throw new DataDirError(`${q(dataDir)} is not a data dir; refusing to touch it`);
+  if (dataDir === dirname(dataDir) || dataDir === homedir())
+    throw new DataDirError(`${q(dataDir)} is not a data dir; refusing to touch it`);
   const names = readdirSync(dataDir);
-  if (!names.some((n) => SIGNATURE.includes(n))) throw new DataDirError(`${q(dataDir)} is not an svc data dir (it holds none of ${SIGNATURE.join(', ')}); refusing to touch it`);
+  if (!names.some((n) => SIGNATURE.includes(n)))
+    throw new DataDirError(
+      `${q(dataDir)} is not an svc data dir (it holds none of ${SIGNATURE.join(', ')}); refusing to touch it`,
+    );
   const ours = names.filter((n) => ENTRIES.includes(n));
   const busy = inUse(dataDir);
   if (busy) throw new DataDirError(`${q(dataDir)} is in use: ${busy}; stop svc first`);
@@ -86,7 +90,10 @@ export function planRemoval(dataDir: string): DataDirPlan {
   const cluster = clusterOf(dataDir);
   // A cluster kept outside (as root): only a folder that is a PostgreSQL cluster, or gone already.
   if (cluster !== join(dataDir, 'pg') && existsSync(cluster)) {
-    if (!existsSync(join(cluster, 'PG_VERSION'))) throw new DataDirError(`pg-location points to ${q(cluster)}, which is not a PostgreSQL cluster; refusing to touch it`);
+    if (!existsSync(join(cluster, 'PG_VERSION')))
+      throw new DataDirError(
+        `pg-location points to ${q(cluster)}, which is not a PostgreSQL cluster; refusing to touch it`,
+      );
     remove.unshift(cluster);
   }
   return { dataDir, remove, keep: names.filter((n) => !ENTRIES.includes(n)).map((n) => join(dataDir, n)) };
@@ -106,4 +113,3 @@ export function removeDataDir(dataDir: string): DataDirPlan & { removedDir: bool
   }
   return { ...plan, removedDir };
 }
-

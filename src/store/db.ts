@@ -65,6 +65,12 @@ export type ContentSql = InstanceType<typeof SQL>;
 
 export function connectContentSql(url: string, opts: { max?: number; pool?: string } = {}): ContentSql {
   // Bun passes `connection` as startup parameters, like postgres.js.
-  const options = { url, max: opts.max ?? 10, idleTimeout: 60, connectionTimeout: 5, connection: { application_name: poolName(opts.pool ?? 'content') } };
+  const options = {
+    url,
+    max: opts.max ?? 10,
+    idleTimeout: 60,
+    connectionTimeout: 5,
+    connection: { application_name: poolName(opts.pool ?? 'content') },
+  };
   return new SQL(options as ConstructorParameters<typeof SQL>[0]);
 }

@@ -1,4 +1,15 @@
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, chmodSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  chmodSync,
+  writeFileSync,
+} from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 
@@ -34,7 +45,8 @@ export function blockedAt(path: string, user: PgUser): string | null {
 /** The binaries folder (holding bin/, lib/, share/) the user can run: in place, or a reused copy. */
 export function reachableBinaries(nativeDir: string, user: PgUser, hostDir = HOST_DIR): string {
   if (blockedAt(join(nativeDir, 'bin'), user) === null) return nativeDir;
-  const version = (JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (JSON.parse(readFileSync(join(nativeDir, '..', 'package.json'), 'utf8')) as { version: string })
+    .version;
   const target = join(hostDir, `postgres-${version}`);
   if (existsSync(join(target, 'bin', 'postgres'))) return target;
   mkdirSync(hostDir, { recursive: true, mode: 0o755 });

@@ -77,23 +77,46 @@ function runAs(): { uid?: number; gid?: number } {
 function run(cmd: string, args: string[], ids: { uid?: number; gid?: number }): Promise<string> {
   return new Promise((resolveRun, reject) => {
     // cwd '/': the postgres user may not be able to enter ours (under /root, say).
-    const child = spawn(cmd, args, { ...ids, cwd: '/', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C' } });
+    const child = spawn(cmd, args, {
+      ...ids,
+      cwd: '/',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_ALL: 'C' },
+    });
     let out = '';
     child.stdout?.on('data', (c) => (out += c));
     child.stderr?.on('data', (c) => (out += c));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolveRun(out) : reject(new Error(out.trim().split('\n').slice(-2).join(' | ')))));
+    child.on('close', (code) =>
+      code === 0 ? resolveRun(out) : reject(new Error(out.trim().split('\n').slice(-2).join(' | '))),
+    );
   });
 }
 
-async function initialise(dir: string, initdb: string, password: string, ids: { uid?: number; gid?: number }): Promise<void> {
+async function initialise(
+  dir: string,
+  initdb: string,
+  password: string,
+  ids: { uid?: number; gid?: number },
+): Promise<void> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (ids.uid !== undefined) chownSync(dir, ids.uid, ids.gid!);
   // Beside the cluster: a place the postgres user can read (TMPDIR may be private).
   const pwfile = join(dirname(dir), `.svc-pg-pw-${randomBytes(6).toString('hex')}`);
   writeFileSync(pwfile, password + '\n', { mode: 0o644 });
   try {
-    await run(initdb, [`--pgdata=${dir}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'], ids);
+    await run(
+      initdb,
+      [
+        `--pgdata=${dir}`,
+        '--auth=scram-sha-256',
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        '--encoding=UTF8',
+        '--no-locale',
+      ],
+      ids,
+    );
   } finally {
     rmSync(pwfile, { force: true });
   }
@@ -145,7 +168,18 @@ export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {})
   const port = opts.port ?? (await freePort());
   // Its own process group: a Ctrl-C meant for svc must not stop the database under requests
   // that are still being answered. The watchdog below ends it if svc dies first.
-  const args = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'];
+  const args = [
+    '-D',
+    dir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=200',
+  ];
   if (opts.throwaway) args.push('-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'synchronous_commit=off');
   const child = spawn(postgres, args, {
     cwd: '/',

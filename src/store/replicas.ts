@@ -173,7 +173,9 @@ export class ReadReplicas {
     this.primary = primary;
     this.#opts = opts;
     this.#primaryReader = new RoutedReads(undefined, this);
-    this.replicas = opts.urls.map((url, i) => new Replica(replicaName(url), connectContentSql(url, { max: opts.pool, pool: `replica${i}` }), this));
+    this.replicas = opts.urls.map(
+      (url, i) => new Replica(replicaName(url), connectContentSql(url, { max: opts.pool, pool: `replica${i}` }), this),
+    );
   }
 
   get options(): Readonly<ReplicaOptions> {
@@ -267,10 +269,11 @@ export class ReadReplicas {
   }
 
   #ready(lsn: number): Replica | undefined {
-    for (const r of this.replicas) if (r.state === 'up' && r.replayLsn >= lsn) {
-      r.reads++;
-      return r;
-    }
+    for (const r of this.replicas)
+      if (r.state === 'up' && r.replayLsn >= lsn) {
+        r.reads++;
+        return r;
+      }
     return undefined;
   }
 
@@ -293,13 +296,21 @@ export class ReadReplicas {
     const pending = this.#pending;
     this.#pending = new Set();
     try {
-      const [row] = await withTimeout(this.#control<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`, timeout);
+      const [row] = await withTimeout(
+        this.#control<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`,
+        timeout,
+      );
       const lsn = parseLsn(row?.lsn);
       const now = Date.now();
       this.primaryLsn = lsn;
-      if (!this.#samples.length || this.#samples[this.#samples.length - 1]!.lsn !== lsn) this.#samples.push({ at: now, lsn });
+      if (!this.#samples.length || this.#samples[this.#samples.length - 1]!.lsn !== lsn)
+        this.#samples.push({ at: now, lsn });
       // Older than twice the bound (or the bounded count) no sample can decide anything any more.
-      while (this.#samples.length > MAX_SAMPLES || (this.#samples.length > 1 && this.#samples[1]!.at < now - 2 * this.#opts.maxLagMs - 10 * this.#opts.pollMs)) this.#samples.shift();
+      while (
+        this.#samples.length > MAX_SAMPLES ||
+        (this.#samples.length > 1 && this.#samples[1]!.at < now - 2 * this.#opts.maxLagMs - 10 * this.#opts.pollMs)
+      )
+        this.#samples.shift();
       for (const p of pending) if (lsn > (this.#floors.get(p) ?? 0)) this.#floors.set(p, lsn);
     } catch {
       // The primary did not answer: those projects stay on the primary a poll longer.
@@ -314,7 +325,12 @@ export class ReadReplicas {
     if (r.polling) return;
     r.polling = true;
     try {
-      const [row] = await withTimeout(r.sql.unsafe('select pg_last_wal_replay_lsn()::text as lsn, pg_is_in_recovery() as standby') as unknown as Promise<{ lsn: string | null; standby: boolean }[]>, timeout);
+      const [row] = await withTimeout(
+        r.sql.unsafe(
+          'select pg_last_wal_replay_lsn()::text as lsn, pg_is_in_recovery() as standby',
+        ) as unknown as Promise<{ lsn: string | null; standby: boolean }[]>,
+        timeout,
+      );
       if (!row?.standby) {
         r.state = 'down';
         r.lastError = 'not a standby (pg_is_in_recovery() is false)';
@@ -363,7 +379,16 @@ export class ReadReplicas {
   }
 
   /** For GET /health and /metrics. */
-  status(): { name: string; state: ReplicaState; lagMs: number; lagBytes: number; replayLsn: string; reads: number; fallbacks: number; error?: string }[] {
+  status(): {
+    name: string;
+    state: ReplicaState;
+    lagMs: number;
+    lagBytes: number;
+    replayLsn: string;
+    reads: number;
+    fallbacks: number;
+    error?: string;
+  }[] {
     return this.replicas.map((r) => ({
       name: r.name,
       state: r.state,
@@ -379,5 +404,8 @@ export class ReadReplicas {
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
-  return Promise.race([p, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }

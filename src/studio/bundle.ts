@@ -72,7 +72,11 @@ async function build(entrypoints: string[], publicPath: string): Promise<Built> 
     throw: false,
   });
   if (!result.success) {
-    const why = result.logs.filter((l) => l.level === 'error').map((l) => String(l.message ?? l)).slice(0, 5).join('; ');
+    const why = result.logs
+      .filter((l) => l.level === 'error')
+      .map((l) => String(l.message ?? l))
+      .slice(0, 5)
+      .join('; ');
     throw new Error(`the Studio did not build: ${why}`);
   }
   const assets = new Map<string, StudioAsset>();
@@ -120,7 +124,10 @@ const WORKERS: Record<string, string> = {
 
 export async function buildExplorer(root = STUDIO_ROOT): Promise<ExplorerBuild> {
   const workerFiles = Object.entries(WORKERS).map(([label, spec]) => [label, Bun.resolveSync(spec, root)] as const);
-  const b = await build([`${root}graphiql-mount.ts`, `${root}graphiql-page.ts`, ...workerFiles.map(([, f]) => f)], EXPLORER_PREFIX);
+  const b = await build(
+    [`${root}graphiql-mount.ts`, `${root}graphiql-page.ts`, ...workerFiles.map(([, f]) => f)],
+    EXPLORER_PREFIX,
+  );
   const entry = b.entries.get('graphiql-mount');
   const page = b.entries.get('graphiql-page');
   if (!entry || !page) throw new Error('the explorer did not build: no entry script');
@@ -129,17 +136,23 @@ export async function buildExplorer(root = STUDIO_ROOT): Promise<ExplorerBuild> 
     const name = b.entries.get(file.replace(/^.*[\\/]/, '').replace(/\.js$/, ''));
     if (name) workers[label] = `${EXPLORER_PREFIX}${name}`;
   }
-  return { ...b, page: `${EXPLORER_PREFIX}${page}`, manifest: { entry: `${EXPLORER_PREFIX}${entry}`, styles: b.styles.map((s) => `${EXPLORER_PREFIX}${s}`), workers } };
+  return {
+    ...b,
+    page: `${EXPLORER_PREFIX}${page}`,
+    manifest: { entry: `${EXPLORER_PREFIX}${entry}`, styles: b.styles.map((s) => `${EXPLORER_PREFIX}${s}`), workers },
+  };
 }
 
 /** The `/graphiql` page: GraphiQL alone, for API keys. */
 export function graphiqlHtml(e: ExplorerBuild): string {
   const css = e.manifest.styles.map((f) => `<link rel="stylesheet" href="${f}">`).join('');
   const cfg = escapeHtml(JSON.stringify({ workers: e.manifest.workers }));
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`
-    + `<title>svc GraphiQL</title><link rel="icon" href="data:,"><meta name="svc-explorer" content="${cfg}">${css}`
-    + `<style>html,body,#graphiql{height:100%;margin:0}</style></head>`
-    + `<body><div id="graphiql"></div><script type="module" src="${e.page}"></script></body></html>`;
+  return (
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<title>svc GraphiQL</title><link rel="icon" href="data:,"><meta name="svc-explorer" content="${cfg}">${css}` +
+    `<style>html,body,#graphiql{height:100%;margin:0}</style></head>` +
+    `<body><div id="graphiql"></div><script type="module" src="${e.page}"></script></body></html>`
+  );
 }
 
 /** Builds once per process on first use (concurrent callers share it); a failed build is retried. */
@@ -163,10 +176,15 @@ export function escapeHtml(s: string): string {
 
 /** The one page of the app; the client routes under /studio/. */
 export function studioHtml(b: StudioBuild, config: { realtimeUrl: string; production: boolean }): string {
-  const preload = b.firstLoad.filter((f) => f !== b.entry).map((f) => `<link rel="modulepreload" href="${ASSET_PREFIX}${f}">`).join('');
+  const preload = b.firstLoad
+    .filter((f) => f !== b.entry)
+    .map((f) => `<link rel="modulepreload" href="${ASSET_PREFIX}${f}">`)
+    .join('');
   const css = b.styles.map((f) => `<link rel="stylesheet" href="${ASSET_PREFIX}${f}">`).join('');
   const cfg = escapeHtml(JSON.stringify(config));
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`
-    + `<title>svc Studio</title><link rel="icon" href="data:,"><meta name="svc-studio" content="${cfg}">${css}${preload}</head>`
-    + `<body><div id="app"></div><script type="module" src="${ASSET_PREFIX}${b.entry}"></script></body></html>`;
+  return (
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
+    `<title>svc Studio</title><link rel="icon" href="data:,"><meta name="svc-studio" content="${cfg}">${css}${preload}</head>` +
+    `<body><div id="app"></div><script type="module" src="${ASSET_PREFIX}${b.entry}"></script></body></html>`
+  );
 }

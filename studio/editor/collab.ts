@@ -24,9 +24,16 @@ export interface Room {
 }
 
 const COLORS = ['#d9480f', '#2b8a3e', '#1864ab', '#862e9c', '#c2255c', '#0b7285', '#5f3dc4', '#e67700'];
-export const colorOf = (s: string): string => COLORS[[...s].reduce((n, c) => (n * 31 + c.charCodeAt(0)) >>> 0, 7) % COLORS.length]!;
+export const colorOf = (s: string): string =>
+  COLORS[[...s].reduce((n, c) => (n * 31 + c.charCodeAt(0)) >>> 0, 7) % COLORS.length]!;
 
-export async function joinRoom(projectId: string, modelKey: string, recordId: string, locale: string | null, user: { name: string; canWrite: boolean }): Promise<Room> {
+export async function joinRoom(
+  projectId: string,
+  modelKey: string,
+  recordId: string,
+  locale: string | null,
+  user: { name: string; canWrite: boolean },
+): Promise<Room> {
   const q = new URLSearchParams({ recordId, modelKey });
   const info = await request<CollabInfo>('GET', `/collab/info?${q}`, undefined, projectId);
   // Viewers may join read-only only (`readOnly`); editors get `enabled`.
@@ -38,7 +45,11 @@ export async function joinRoom(projectId: string, modelKey: string, recordId: st
   const params: Record<string, string> = { projectId, csrf: csrfToken() };
   if (!user.canWrite) params.readOnly = '1';
   const provider = new WebsocketProvider(info.wsUrl, roomName, doc, { params, maxBackoffTime: 5000 });
-  provider.awareness.setLocalStateField('user', { name: user.name, color: colorOf(user.name), canWrite: user.canWrite });
+  provider.awareness.setLocalStateField('user', {
+    name: user.name,
+    color: colorOf(user.name),
+    canWrite: user.canWrite,
+  });
   return {
     doc,
     provider,

@@ -21,7 +21,12 @@ function TextInput({ field, value, onChange, text, ctx, id }: FieldProps) {
     required: field.required,
     onFocus: () => ctx.onFocus?.(field.key),
     onBlur: () => ctx.onFocus?.(null),
-    ...(text ? {} : { value: typeof value === 'string' ? value : '', onInput: (e: Event) => onChange((e.currentTarget as HTMLInputElement).value) }),
+    ...(text
+      ? {}
+      : {
+          value: typeof value === 'string' ? value : '',
+          onInput: (e: Event) => onChange((e.currentTarget as HTMLInputElement).value),
+        }),
   };
   return area ? <textarea rows={5} {...common} /> : <input type="text" {...common} />;
 }
@@ -38,43 +43,83 @@ function useOptions(ctx: FormCtx, modelKeys: string[]): { id: string; label: str
   const [opts, setOpts] = useState<{ id: string; label: string }[]>([]);
   useEffect(() => {
     let live = true;
-    Promise.all(modelKeys.map(async (k) => {
-      const m = ctx.models.find((x) => x.key === k);
-      if (!m) return [];
-      const d = await gql(ctx.project.id, `{ l: ${names(k).list}(first: 100, preview: true) { edges { node { _id naturalKey content } } } }`);
-      return d.l.edges.map((e: any) => ({ id: e.node._id, label: `${recordTitle(m, e.node)}${modelKeys.length > 1 ? ` (${m.name || k})` : ''}` }));
-    })).then((all) => live && setOpts(all.flat()), () => {});
+    Promise.all(
+      modelKeys.map(async (k) => {
+        const m = ctx.models.find((x) => x.key === k);
+        if (!m) return [];
+        const d = await gql(
+          ctx.project.id,
+          `{ l: ${names(k).list}(first: 100, preview: true) { edges { node { _id naturalKey content } } } }`,
+        );
+        return d.l.edges.map((e: any) => ({
+          id: e.node._id,
+          label: `${recordTitle(m, e.node)}${modelKeys.length > 1 ? ` (${m.name || k})` : ''}`,
+        }));
+      }),
+    ).then(
+      (all) => live && setOpts(all.flat()),
+      () => {},
+    );
     return () => void (live = false);
   }, [ctx.project.id, modelKeys.join(',')]);
   return opts;
 }
 
-function Choice({ field, value, onChange, ctx, id, options }: FieldProps & { options: { value: string; label: string }[] }) {
+function Choice({
+  field,
+  value,
+  onChange,
+  ctx,
+  id,
+  options,
+}: FieldProps & { options: { value: string; label: string }[] }) {
   if (field.config?.multiple) {
     const set = new Set(Array.isArray(value) ? (value as string[]) : []);
     return (
       <fieldset class="checks" id={id} disabled={ctx.readOnly}>
         <legend class="sr-only">{labelOf(field)}</legend>
         {options.map((o) => (
-          <label key={o.value}><input type="checkbox" checked={set.has(o.value)} onChange={(e) => {
-            const next = new Set(set);
-            if (e.currentTarget.checked) next.add(o.value); else next.delete(o.value);
-            onChange(options.map((x) => x.value).filter((v) => next.has(v)));
-          }} /> {o.label}</label>
+          <label key={o.value}>
+            <input
+              type="checkbox"
+              checked={set.has(o.value)}
+              onChange={(e) => {
+                const next = new Set(set);
+                if (e.currentTarget.checked) next.add(o.value);
+                else next.delete(o.value);
+                onChange(options.map((x) => x.value).filter((v) => next.has(v)));
+              }}
+            />{' '}
+            {o.label}
+          </label>
         ))}
       </fieldset>
     );
   }
   return (
-    <select id={id} disabled={ctx.readOnly} required={field.required} value={typeof value === 'string' ? value : ''} onChange={(e) => onChange(e.currentTarget.value || null)}>
+    <select
+      id={id}
+      disabled={ctx.readOnly}
+      required={field.required}
+      value={typeof value === 'string' ? value : ''}
+      onChange={(e) => onChange(e.currentTarget.value || null)}
+    >
       <option value="">—</option>
-      {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+      {options.map((o) => (
+        <option key={o.value} value={o.value}>
+          {o.label}
+        </option>
+      ))}
     </select>
   );
 }
 
 function RecordPicker(p: FieldProps) {
-  const keys = p.field.type === 'select' ? [p.field.config?.optionModelKey ?? ''] : p.field.config?.modelKeys ?? (p.field.config?.modelKey ? [p.field.config.modelKey] : p.ctx.models.map((m) => m.key));
+  const keys =
+    p.field.type === 'select'
+      ? [p.field.config?.optionModelKey ?? '']
+      : (p.field.config?.modelKeys ??
+        (p.field.config?.modelKey ? [p.field.config.modelKey] : p.ctx.models.map((m) => m.key)));
   const opts = useOptions(p.ctx, keys.filter(Boolean));
   return <Choice {...p} options={opts.map((o) => ({ value: o.id, label: o.label }))} />;
 }
@@ -93,9 +138,13 @@ function Asset({ field, value, onChange, ctx, id }: FieldProps) {
     try {
       const f = await upload(ctx.project.id, file, kind === 'image' ? v?.alt : undefined);
       const base = { fileId: f.id, url: f.url, mimeType: f.contentType };
-      onChange(kind === 'image' ? { ...base, alt: v?.alt ?? f.alt ?? '', ...(f.width ? { width: f.width, height: f.height } : {}) }
-        : kind === 'video' ? { ...base, ...(f.width ? { width: f.width, height: f.height } : {}) }
-        : { ...base, name: f.filename, size: f.size });
+      onChange(
+        kind === 'image'
+          ? { ...base, alt: v?.alt ?? f.alt ?? '', ...(f.width ? { width: f.width, height: f.height } : {}) }
+          : kind === 'video'
+            ? { ...base, ...(f.width ? { width: f.width, height: f.height } : {}) }
+            : { ...base, name: f.filename, size: f.size },
+      );
     } catch (e) {
       setError((e as Error).message);
     } finally {
@@ -107,37 +156,92 @@ function Asset({ field, value, onChange, ctx, id }: FieldProps) {
       {v?.url && kind === 'image' && <img src={v.url} alt={v.alt ?? ''} class="preview" />}
       {/* biome-ignore lint/a11y/useMediaCaption: a preview of the editor's own upload, which has no caption file */}
       {v?.url && kind === 'video' && <video src={v.url} controls class="preview" />}
-      {v?.url && kind === 'file' && <a href={v.url} target="_blank" rel="noreferrer">{v.name ?? v.url}</a>}
-      {!ctx.readOnly && <input id={id} type="file" accept={ACCEPT[kind]} disabled={busy} onChange={(e) => void onFile(e.currentTarget.files?.[0])} aria-label={`Upload ${labelOf(field)}`} />}
-      {kind === 'image' && v && <label>Alt text<input type="text" readOnly={ctx.readOnly} value={v.alt ?? ''} onInput={(e) => onChange({ ...v, alt: e.currentTarget.value })} /></label>}
-      {v && !ctx.readOnly && <button type="button" class="ghost" onClick={() => onChange(null)}>Remove</button>}
-      {busy && <span class="muted" aria-live="polite">Uploading…</span>}
-      {error && <span role="alert" class="error">{error}</span>}
+      {v?.url && kind === 'file' && (
+        <a href={v.url} target="_blank" rel="noreferrer">
+          {v.name ?? v.url}
+        </a>
+      )}
+      {!ctx.readOnly && (
+        <input
+          id={id}
+          type="file"
+          accept={ACCEPT[kind]}
+          disabled={busy}
+          onChange={(e) => void onFile(e.currentTarget.files?.[0])}
+          aria-label={`Upload ${labelOf(field)}`}
+        />
+      )}
+      {kind === 'image' && v && (
+        <label>
+          Alt text
+          <input
+            type="text"
+            readOnly={ctx.readOnly}
+            value={v.alt ?? ''}
+            onInput={(e) => onChange({ ...v, alt: e.currentTarget.value })}
+          />
+        </label>
+      )}
+      {v && !ctx.readOnly && (
+        <button type="button" class="ghost" onClick={() => onChange(null)}>
+          Remove
+        </button>
+      )}
+      {busy && (
+        <span class="muted" aria-live="polite">
+          Uploading…
+        </span>
+      )}
+      {error && (
+        <span role="alert" class="error">
+          {error}
+        </span>
+      )}
     </div>
   );
 }
 
 /** `label` names a JSON box that has no <label for> of its own (list items, blocks). */
-function JsonInput({ value, onChange, ctx, id, rows = 6, label }: Omit<FieldProps, 'field' | 'text'> & { rows?: number; label?: string }) {
+function JsonInput({
+  value,
+  onChange,
+  ctx,
+  id,
+  rows = 6,
+  label,
+}: Omit<FieldProps, 'field' | 'text'> & { rows?: number; label?: string }) {
   const [raw, setRaw] = useState(value === undefined || value === null ? '' : JSON.stringify(value, null, 2));
   const [error, setError] = useState('');
   useEffect(() => {
     try {
       if (JSON.stringify(JSON.parse(raw || 'null')) === JSON.stringify(value ?? null)) return;
-    } catch { /* keep what is being typed */ return; }
+    } catch {
+      /* keep what is being typed */ return;
+    }
     setRaw(value === undefined || value === null ? '' : JSON.stringify(value, null, 2));
   }, [JSON.stringify(value ?? null)]);
   return (
     <>
-      <textarea id={id} class="mono" rows={rows} readOnly={ctx.readOnly} value={raw} aria-invalid={!!error} aria-label={label} onInput={(e) => {
-        const t = e.currentTarget.value;
-        setRaw(t);
-        try {
-          const parsed = t.trim() ? JSON.parse(t) : null;
-          setError('');
-          onChange(parsed);
-        } catch { setError('Not valid JSON yet'); }
-      }} />
+      <textarea
+        id={id}
+        class="mono"
+        rows={rows}
+        readOnly={ctx.readOnly}
+        value={raw}
+        aria-invalid={!!error}
+        aria-label={label}
+        onInput={(e) => {
+          const t = e.currentTarget.value;
+          setRaw(t);
+          try {
+            const parsed = t.trim() ? JSON.parse(t) : null;
+            setError('');
+            onChange(parsed);
+          } catch {
+            setError('Not valid JSON yet');
+          }
+        }}
+      />
       {error && <span class="error">{error}</span>}
     </>
   );
@@ -160,18 +264,68 @@ function ListInput(p: FieldProps) {
         {items.map((item, i) => (
           // biome-ignore lint/suspicious/noArrayIndexKey: list items have no identity of their own; the position is what is edited
           <li key={i}>
-            {inner === 'text' ? <input type="text" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, e.currentTarget.value)} />
-              : inner === 'number' ? <input type="number" aria-label={`${labelOf(field)} item ${i + 1}`} readOnly={ctx.readOnly} value={String(item ?? '')} onInput={(e) => set(i, Number(e.currentTarget.value))} />
-              : <JsonInput id={`${id}-${i}`} rows={3} label={`${labelOf(field)} item ${i + 1} (JSON)`} value={item} onChange={(v) => set(i, v)} ctx={ctx} />}
-            {!ctx.readOnly && <span class="row-actions">
-              <button type="button" class="ghost" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>↑</button>
-              <button type="button" class="ghost" aria-label="Move down" disabled={i === items.length - 1} onClick={() => move(i, 1)}>↓</button>
-              <button type="button" class="ghost" aria-label="Remove item" onClick={() => onChange(items.filter((_, j) => j !== i))}>✕</button>
-            </span>}
+            {inner === 'text' ? (
+              <input
+                type="text"
+                aria-label={`${labelOf(field)} item ${i + 1}`}
+                readOnly={ctx.readOnly}
+                value={String(item ?? '')}
+                onInput={(e) => set(i, e.currentTarget.value)}
+              />
+            ) : inner === 'number' ? (
+              <input
+                type="number"
+                aria-label={`${labelOf(field)} item ${i + 1}`}
+                readOnly={ctx.readOnly}
+                value={String(item ?? '')}
+                onInput={(e) => set(i, Number(e.currentTarget.value))}
+              />
+            ) : (
+              <JsonInput
+                id={`${id}-${i}`}
+                rows={3}
+                label={`${labelOf(field)} item ${i + 1} (JSON)`}
+                value={item}
+                onChange={(v) => set(i, v)}
+                ctx={ctx}
+              />
+            )}
+            {!ctx.readOnly && (
+              <span class="row-actions">
+                <button type="button" class="ghost" aria-label="Move up" disabled={i === 0} onClick={() => move(i, -1)}>
+                  ↑
+                </button>
+                <button
+                  type="button"
+                  class="ghost"
+                  aria-label="Move down"
+                  disabled={i === items.length - 1}
+                  onClick={() => move(i, 1)}
+                >
+                  ↓
+                </button>
+                <button
+                  type="button"
+                  class="ghost"
+                  aria-label="Remove item"
+                  onClick={() => onChange(items.filter((_, j) => j !== i))}
+                >
+                  ✕
+                </button>
+              </span>
+            )}
           </li>
         ))}
       </ol>
-      {!ctx.readOnly && <button type="button" class="ghost" onClick={() => onChange([...items, inner === 'text' ? '' : inner === 'number' ? 0 : {}])}>Add item</button>}
+      {!ctx.readOnly && (
+        <button
+          type="button"
+          class="ghost"
+          onClick={() => onChange([...items, inner === 'text' ? '' : inner === 'number' ? 0 : {}])}
+        >
+          Add item
+        </button>
+      )}
     </div>
   );
 }
@@ -186,19 +340,64 @@ function Blocks(p: FieldProps) {
       {blocks.map((b, i) => (
         // biome-ignore lint/suspicious/noArrayIndexKey: blocks have no id; the position is what is edited (moves re-render the list)
         <div class="block" key={i}>
-          <div class="bar"><strong>{String(b.type)}</strong><span class="grow" />
-            {!ctx.readOnly && <>
-              <button type="button" class="ghost" aria-label="Move block up" disabled={i === 0} onClick={() => { const n = [...blocks]; n.splice(i - 1, 0, n.splice(i, 1)[0]!); onChange(n); }}>↑</button>
-              <button type="button" class="ghost" aria-label="Remove block" onClick={() => onChange(blocks.filter((_, j) => j !== i))}>✕</button>
-            </>}
+          <div class="bar">
+            <strong>{String(b.type)}</strong>
+            <span class="grow" />
+            {!ctx.readOnly && (
+              <>
+                <button
+                  type="button"
+                  class="ghost"
+                  aria-label="Move block up"
+                  disabled={i === 0}
+                  onClick={() => {
+                    const n = [...blocks];
+                    n.splice(i - 1, 0, n.splice(i, 1)[0]!);
+                    onChange(n);
+                  }}
+                >
+                  ↑
+                </button>
+                <button
+                  type="button"
+                  class="ghost"
+                  aria-label="Remove block"
+                  onClick={() => onChange(blocks.filter((_, j) => j !== i))}
+                >
+                  ✕
+                </button>
+              </>
+            )}
           </div>
-          <JsonInput id={`${id}-${i}`} rows={3} ctx={ctx} label={`${labelOf(field)} block ${i + 1}: ${String(b.type)} (JSON)`} value={b.data ?? null} onChange={(v) => onChange(blocks.map((x, j) => (j === i ? (v === null ? { type: x.type } : { type: x.type, data: v }) : x)))} />
+          <JsonInput
+            id={`${id}-${i}`}
+            rows={3}
+            ctx={ctx}
+            label={`${labelOf(field)} block ${i + 1}: ${String(b.type)} (JSON)`}
+            value={b.data ?? null}
+            onChange={(v) =>
+              onChange(
+                blocks.map((x, j) => (j === i ? (v === null ? { type: x.type } : { type: x.type, data: v }) : x)),
+              )
+            }
+          />
         </div>
       ))}
-      {!ctx.readOnly && <div class="bar">
-        <label>Block type<input type="text" value={type} onInput={(e) => setType(e.currentTarget.value)} /></label>
-        <button type="button" class="ghost" onClick={() => type.trim() && onChange([...blocks, { type: type.trim() }])}>Add {labelOf(field)} block</button>
-      </div>}
+      {!ctx.readOnly && (
+        <div class="bar">
+          <label>
+            Block type
+            <input type="text" value={type} onInput={(e) => setType(e.currentTarget.value)} />
+          </label>
+          <button
+            type="button"
+            class="ghost"
+            onClick={() => type.trim() && onChange([...blocks, { type: type.trim() }])}
+          >
+            Add {labelOf(field)} block
+          </button>
+        </div>
+      )}
     </div>
   );
 }
@@ -206,11 +405,21 @@ function Blocks(p: FieldProps) {
 function Inline(p: FieldProps) {
   const inline = p.ctx.models.find((m) => m.key === p.field.config?.modelKey);
   const obj = (p.value && typeof p.value === 'object' ? p.value : {}) as Record<string, unknown>;
-  if (!inline) return <JsonInput id={p.id} label={labelOf(p.field)} value={p.value} onChange={p.onChange} ctx={p.ctx} />;
+  if (!inline)
+    return <JsonInput id={p.id} label={labelOf(p.field)} value={p.value} onChange={p.onChange} ctx={p.ctx} />;
   return (
     <fieldset class="inline" id={p.id}>
       <legend>{inline.name || inline.key}</legend>
-      {inline.fields.map((f) => <Field key={f.key} field={f} id={`${p.id}-${f.key}`} ctx={p.ctx} value={obj[f.key]} onChange={(v) => p.onChange({ ...obj, [f.key]: v })} />)}
+      {inline.fields.map((f) => (
+        <Field
+          key={f.key}
+          field={f}
+          id={`${p.id}-${f.key}`}
+          ctx={p.ctx}
+          value={obj[f.key]}
+          onChange={(v) => p.onChange({ ...obj, [f.key]: v })}
+        />
+      ))}
     </fieldset>
   );
 }
@@ -218,21 +427,60 @@ function Inline(p: FieldProps) {
 function Widget(p: FieldProps) {
   const { field, value, onChange, ctx, id } = p;
   switch (field.type) {
-    case 'text': return <TextInput {...p} />;
-    case 'richtext': return <RichText {...p} />;
-    case 'number': return <input id={id} type="number" step="any" readOnly={ctx.readOnly} required={field.required} value={typeof value === 'number' ? String(value) : ''} onInput={(e) => onChange(e.currentTarget.value === '' ? null : Number(e.currentTarget.value))} />;
-    case 'boolean': return <input id={id} type="checkbox" disabled={ctx.readOnly} checked={value === true} onChange={(e) => onChange(e.currentTarget.checked)} />;
-    case 'date': return <input id={id} type="datetime-local" readOnly={ctx.readOnly} required={field.required} value={toLocalInput(value)} onInput={(e) => onChange(e.currentTarget.value ? new Date(e.currentTarget.value).toISOString() : null)} />;
-    case 'enum': return <Choice {...p} options={field.config?.options ?? []} />;
+    case 'text':
+      return <TextInput {...p} />;
+    case 'richtext':
+      return <RichText {...p} />;
+    case 'number':
+      return (
+        <input
+          id={id}
+          type="number"
+          step="any"
+          readOnly={ctx.readOnly}
+          required={field.required}
+          value={typeof value === 'number' ? String(value) : ''}
+          onInput={(e) => onChange(e.currentTarget.value === '' ? null : Number(e.currentTarget.value))}
+        />
+      );
+    case 'boolean':
+      return (
+        <input
+          id={id}
+          type="checkbox"
+          disabled={ctx.readOnly}
+          checked={value === true}
+          onChange={(e) => onChange(e.currentTarget.checked)}
+        />
+      );
+    case 'date':
+      return (
+        <input
+          id={id}
+          type="datetime-local"
+          readOnly={ctx.readOnly}
+          required={field.required}
+          value={toLocalInput(value)}
+          onInput={(e) => onChange(e.currentTarget.value ? new Date(e.currentTarget.value).toISOString() : null)}
+        />
+      );
+    case 'enum':
+      return <Choice {...p} options={field.config?.options ?? []} />;
     case 'select':
-    case 'reference': return <RecordPicker {...p} />;
+    case 'reference':
+      return <RecordPicker {...p} />;
     case 'image':
     case 'video':
-    case 'file': return <Asset {...p} />;
-    case 'list': return <ListInput {...p} />;
-    case 'flexible': return <Blocks {...p} />;
-    case 'model': return <Inline {...p} />;
-    default: return <JsonInput id={id} value={value} onChange={onChange} ctx={ctx} />;
+    case 'file':
+      return <Asset {...p} />;
+    case 'list':
+      return <ListInput {...p} />;
+    case 'flexible':
+      return <Blocks {...p} />;
+    case 'model':
+      return <Inline {...p} />;
+    default:
+      return <JsonInput id={id} value={value} onChange={onChange} ctx={ctx} />;
   }
 }
 
@@ -240,12 +488,29 @@ function Widget(p: FieldProps) {
 export function Field(p: Omit<FieldProps, 'id'> & { id?: string }) {
   const id = p.id ?? `f-${p.field.key}`;
   const editors = p.ctx.focusOf?.(p.field.key) ?? [];
-  const grouped = ['richtext', 'list', 'flexible', 'model', 'image', 'video', 'file'].includes(p.field.type) || (p.field.type === 'enum' && p.field.config?.multiple);
+  const grouped =
+    ['richtext', 'list', 'flexible', 'model', 'image', 'video', 'file'].includes(p.field.type) ||
+    (p.field.type === 'enum' && p.field.config?.multiple);
   return (
     <div class={`field type-${p.field.type}`} data-field={p.field.key}>
       <label for={grouped ? undefined : id} id={`${id}-label`}>
-        {labelOf(p.field)}{p.field.required && <span role="img" aria-label="required"> *</span>}
-        {editors.map((u) => <span key={u.name} role="img" class="dot" style={{ background: u.color }} title={`${u.name} is editing`} aria-label={`${u.name} is editing`} />)}
+        {labelOf(p.field)}
+        {p.field.required && (
+          <span role="img" aria-label="required">
+            {' '}
+            *
+          </span>
+        )}
+        {editors.map((u) => (
+          <span
+            key={u.name}
+            role="img"
+            class="dot"
+            style={{ background: u.color }}
+            title={`${u.name} is editing`}
+            aria-label={`${u.name} is editing`}
+          />
+        ))}
       </label>
       <Widget {...p} id={id} />
     </div>

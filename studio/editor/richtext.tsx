@@ -21,7 +21,10 @@ import { onSettle } from './settle.ts';
  * editors never apply competing diffs to the text. It also seeds an empty fragment from the
  * text, and re-seeds it when the text changed from outside the room (a GraphQL write merged in).
  */
-export const richSchema = new Schema({ nodes: addListNodes(basic.spec.nodes, 'paragraph block*', 'block'), marks: basic.spec.marks });
+export const richSchema = new Schema({
+  nodes: addListNodes(basic.spec.nodes, 'paragraph block*', 'block'),
+  marks: basic.spec.marks,
+});
 const MIRROR = Symbol('richtext-mirror');
 
 export function toHtml(doc: PMNode): string {
@@ -50,7 +53,11 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       // The "new record" form: a plain editor whose HTML is the value.
       let view: EditorView;
       view = new EditorView(el, {
-        state: EditorState.create({ schema: richSchema, doc: fromHtml(typeof value === 'string' ? value : ''), plugins: exampleSetup({ schema: richSchema }) }),
+        state: EditorState.create({
+          schema: richSchema,
+          doc: fromHtml(typeof value === 'string' ? value : ''),
+          plugins: exampleSetup({ schema: richSchema }),
+        }),
         ...editable(ctx.readOnly),
         attributes: { ...editable(ctx.readOnly).attributes, ...label },
         dispatchTransaction(tr) {
@@ -65,8 +72,9 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
     const fragment = doc.getXmlFragment(`richtext:${field.key}`);
     // Announce that this editor can mirror the field (a writer with the field's editor open).
     const announce = (on: boolean) => {
-      const mine = new Set<string>(((awareness.getLocalState() as { mirrors?: string[] } | null)?.mirrors) ?? []);
-      if (on) mine.add(field.key); else mine.delete(field.key);
+      const mine = new Set<string>((awareness.getLocalState() as { mirrors?: string[] } | null)?.mirrors ?? []);
+      if (on) mine.add(field.key);
+      else mine.delete(field.key);
       awareness.setLocalStateField('mirrors', [...mine]);
     };
     if (!ctx.readOnly) announce(true);
@@ -160,5 +168,13 @@ export function RichText({ field, value, onChange, text, ctx, id }: FieldProps) 
       if (!ctx.readOnly) announce(false);
     };
   }, [text, ctx.doc, ctx.readOnly]);
-  return <div class="richtext" id={id} ref={host} onFocusCapture={() => ctx.onFocus?.(field.key)} onBlurCapture={() => ctx.onFocus?.(null)} />;
+  return (
+    <div
+      class="richtext"
+      id={id}
+      ref={host}
+      onFocusCapture={() => ctx.onFocus?.(field.key)}
+      onBlurCapture={() => ctx.onFocus?.(null)}
+    />
+  );
 }

@@ -30,7 +30,15 @@ const manifest = () => ({
 });
 
 const MODELS = [
-  { key: 'product', name: 'Product', fields: [{ key: 'name', type: 'text' }, { key: 'sku', type: 'text' }, { key: 'price', type: 'number' }] },
+  {
+    key: 'product',
+    name: 'Product',
+    fields: [
+      { key: 'name', type: 'text' },
+      { key: 'sku', type: 'text' },
+      { key: 'price', type: 'number' },
+    ],
+  },
   { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
 ];
 
@@ -38,7 +46,9 @@ const install = (source: string, extra: Record<string, unknown> = {}) => ({
   source,
   settings: { apiKey: 'shopKey', storeName: 'acme' },
   mappings: {
-    sources: { products: { toModel: 'product', naturalKey: 'sku', fields: { title: 'name', sku: 'sku', price: 'price' } } },
+    sources: {
+      products: { toModel: 'product', naturalKey: 'sku', fields: { title: 'name', sku: 'sku', price: 'price' } },
+    },
     placementFields: { productPicker: { model: 'product', field: 'name' } },
   },
   ...extra,
@@ -47,8 +57,10 @@ const install = (source: string, extra: Record<string, unknown> = {}) => ({
 beforeAll(async () => {
   site = httpsSite({
     '/shop/manifest.json': () => Response.json(manifest()),
-    '/html': () => new Response('<!doctype html><title>hi</title>', { headers: { 'content-type': 'text/html; charset=utf-8' } }),
-    '/huge.json': () => new Response(new Uint8Array(10 * 1024 * 1024).fill(32), { headers: { 'content-type': 'application/json' } }),
+    '/html': () =>
+      new Response('<!doctype html><title>hi</title>', { headers: { 'content-type': 'text/html; charset=utf-8' } }),
+    '/huge.json': () =>
+      new Response(new Uint8Array(10 * 1024 * 1024).fill(32), { headers: { 'content-type': 'application/json' } }),
     '/to-http': () => new Response(null, { status: 301, headers: { location: 'http://127.0.0.1:9/x.json' } }),
   });
   server = await startTestServer({ SVC_APPS_CA_FILE: site.caFile });
@@ -58,7 +70,16 @@ beforeAll(async () => {
   const [port, rport] = [await freePort(), await freePort()];
   proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_READ_POOL: '1', SVC_LOG: 'off', PORT: String(port), REALTIME_PORT: String(rport) },
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -82,7 +103,11 @@ async function push(config: Record<string, unknown>): Promise<any> {
 }
 
 async function gqlAt(apiUrl: string, key: string, query: string): Promise<any> {
-  const res = await fetch(`${apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query }) });
+  const res = await fetch(`${apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query }),
+  });
   return res.json();
 }
 
@@ -93,14 +118,27 @@ describe('apps and placements', () => {
     const source = `${site.url}/shop/manifest.json`;
     const key = await p.key(['schemas:read', 'secrets:put.project']);
     // The secret the app's settings name does not exist yet: the app is reported and not stored.
-    const first = await push({ models: MODELS, apps: { shop: install(source) }, placements: [{ type: 'main-editor', url: 'https://seo.example/panel', modelKeys: ['page'], tabName: 'SEO' }] });
-    expect(first.errors).toEqual([{ path: 'apps.shop.settings.apiKey', message: 'names the secret "shopKey", which this project does not have (svc secrets push or putSecret)' }]);
+    const first = await push({
+      models: MODELS,
+      apps: { shop: install(source) },
+      placements: [{ type: 'main-editor', url: 'https://seo.example/panel', modelKeys: ['page'], tabName: 'SEO' }],
+    });
+    expect(first.errors).toEqual([
+      {
+        path: 'apps.shop.settings.apiKey',
+        message: 'names the secret "shopKey", which this project does not have (svc secrets push or putSecret)',
+      },
+    ]);
     expect(first.applied.apps).toBe(0);
     expect(first.applied.placements).toBe(1);
     expect((await gqlAt(server.apiUrl, key, APPS)).data.apps).toEqual([]);
 
     await gqlAt(server.apiUrl, key, 'mutation { putSecret(label: "shopKey", value: "shpat_PLAINTEXT") { created } }');
-    const second = await push({ models: MODELS, apps: { shop: install(source) }, placements: [{ type: 'main-editor', url: 'https://seo.example/panel', modelKeys: ['page'], tabName: 'SEO' }] });
+    const second = await push({
+      models: MODELS,
+      apps: { shop: install(source) },
+      placements: [{ type: 'main-editor', url: 'https://seo.example/panel', modelKeys: ['page'], tabName: 'SEO' }],
+    });
     expect(second.errors).toEqual([]);
     expect(second.applied.apps).toBe(1);
 
@@ -111,9 +149,21 @@ describe('apps and placements', () => {
       expect(apps[0]).toMatchObject({ name: 'shop', source, settings: { apiKey: 'shopKey', storeName: 'acme' } });
       expect(apps[0].manifest).toMatchObject({ name: 'Shop sync', version: '1.0.0' });
       expect(JSON.stringify(apps[0])).not.toContain('PLAINTEXT');
-      const forProduct = (await gqlAt(api, key, '{ placements(modelKey: "product") { type url modelKeys tabName hideContentTab app } }')).data.placements;
-      expect(forProduct).toEqual([{ type: 'sidebar', url: `${site.url}/shop/panel.html`, modelKeys: ['product'], tabName: 'Shop', hideContentTab: false, app: 'shop' }]);
-      const forPage = (await gqlAt(api, key, '{ placements(modelKey: "page") { type url tabName app } }')).data.placements;
+      const forProduct = (
+        await gqlAt(api, key, '{ placements(modelKey: "product") { type url modelKeys tabName hideContentTab app } }')
+      ).data.placements;
+      expect(forProduct).toEqual([
+        {
+          type: 'sidebar',
+          url: `${site.url}/shop/panel.html`,
+          modelKeys: ['product'],
+          tabName: 'Shop',
+          hideContentTab: false,
+          app: 'shop',
+        },
+      ]);
+      const forPage = (await gqlAt(api, key, '{ placements(modelKey: "page") { type url tabName app } }')).data
+        .placements;
       expect(forPage).toEqual([{ type: 'main-editor', url: 'https://seo.example/panel', tabName: 'SEO', app: null }]);
     }
 
@@ -139,7 +189,10 @@ describe('apps and placements', () => {
         hop: install(`${site.url}/to-http`),
         mapped: install(`${site.url}/shop/manifest.json`, {
           mappings: {
-            sources: { products: { toModel: 'product', fields: { title: 'nope', colour: 'name' } }, stock: { toModel: 'product', fields: {} } },
+            sources: {
+              products: { toModel: 'product', fields: { title: 'nope', colour: 'name' } },
+              stock: { toModel: 'product', fields: {} },
+            },
             sinks: { orders: { toModel: 'ghost', fields: {} } },
             placementFields: { productPicker: { model: 'page', field: 'body' } },
           },
@@ -152,12 +205,14 @@ describe('apps and placements', () => {
     expect(byPath['apps.huge.source']).toBe('the manifest is larger than 256 KB');
     expect(byPath['apps.hop.source']).toContain('a redirect to a http: URL is not allowed');
     expect(byPath['apps.mapped.mappings.sources.products.fields.title']).toBe('"nope" is not a field of product');
-    expect(byPath['apps.mapped.mappings.sources.products.fields.colour']).toBe("the app's products has no field \"colour\"");
-    expect(byPath['apps.mapped.mappings.sources.stock']).toBe("the app's manifest declares no source \"stock\"");
+    expect(byPath['apps.mapped.mappings.sources.products.fields.colour']).toBe(
+      'the app\'s products has no field "colour"',
+    );
+    expect(byPath['apps.mapped.mappings.sources.stock']).toBe('the app\'s manifest declares no source "stock"');
     expect(byPath['apps.mapped.mappings.sinks.orders.toModel']).toBe('"ghost" is not a model of this project');
     expect(byPath['apps.mapped.mappings.placementFields.productPicker.field']).toBe('"body" is not a field of page');
     expect(byPath['apps.mapped.settings.batch']).toBe('must be a number');
-    expect(byPath['apps.mapped.settings.extra']).toBe("the app's manifest declares no setting \"extra\"");
+    expect(byPath['apps.mapped.settings.extra']).toBe('the app\'s manifest declares no setting "extra"');
     expect(out.applied.apps).toBe(0);
     // None of the refused apps was stored (the push's app list replaced the installed one, as for
     // every keyed collection, so `shop` is gone too).
@@ -171,20 +226,30 @@ describe('apps and placements', () => {
 
   test('apps and placements need schemas:read; an unknown model is BAD_USER_INPUT', async () => {
     const none = await p.key(['records:read']);
-    expect((await gqlAt(server.apiUrl, none, '{ apps { name } }')).errors[0].message).toBe('missing required scope: schemas:read');
-    expect((await gqlAt(server.apiUrl, none, '{ placements { url } }')).errors[0].message).toBe('missing required scope: schemas:read');
+    expect((await gqlAt(server.apiUrl, none, '{ apps { name } }')).errors[0].message).toBe(
+      'missing required scope: schemas:read',
+    );
+    expect((await gqlAt(server.apiUrl, none, '{ placements { url } }')).errors[0].message).toBe(
+      'missing required scope: schemas:read',
+    );
     const key = await p.key(['schemas:read']);
     const r = await gqlAt(server.apiUrl, key, '{ placements(modelKey: "nope") { url } }');
     expect(r.errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 
   test('production refuses a manifest on a private address', async () => {
-    const prod = await startTestServer({ SVC_ENV: 'production', SVC_APPS_CA_FILE: site.caFile, DATABASE_URL: server.databaseUrl });
+    const prod = await startTestServer({
+      SVC_ENV: 'production',
+      SVC_APPS_CA_FILE: site.caFile,
+      DATABASE_URL: server.databaseUrl,
+    });
     try {
       const res = await fetch(`${prod.apiUrl}/v1/control/projects/${p.projectId}/config`, {
         method: 'POST',
         headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ config: { key: 'cfg', name: 'cfg', apps: { local: install(`${site.url}/shop/manifest.json`) } } }),
+        body: JSON.stringify({
+          config: { key: 'cfg', name: 'cfg', apps: { local: install(`${site.url}/shop/manifest.json`) } },
+        }),
       });
       const out = (await res.json()) as any;
       expect(out.errors[0].path).toBe('apps.local.source');

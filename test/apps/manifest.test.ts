@@ -10,9 +10,15 @@ beforeAll(() => {
   site = httpsSite({
     '/ok.json': () => Response.json(MANIFEST),
     '/page': () => new Response('<html><body>not json</body></html>', { headers: { 'content-type': 'text/html' } }),
-    '/huge.json': () => new Response(new Uint8Array(10 * 1024 * 1024).fill(32), { headers: { 'content-type': 'application/json' } }),
-    '/to-private': () => new Response(null, { status: 302, headers: { location: site.url.replace('127.0.0.1', '127.0.0.2') + '/ok.json' } }),
-    '/to-http': () => new Response(null, { status: 302, headers: { location: site.url.replace('https:', 'http:') + '/ok.json' } }),
+    '/huge.json': () =>
+      new Response(new Uint8Array(10 * 1024 * 1024).fill(32), { headers: { 'content-type': 'application/json' } }),
+    '/to-private': () =>
+      new Response(null, {
+        status: 302,
+        headers: { location: site.url.replace('127.0.0.1', '127.0.0.2') + '/ok.json' },
+      }),
+    '/to-http': () =>
+      new Response(null, { status: 302, headers: { location: site.url.replace('https:', 'http:') + '/ok.json' } }),
     '/slow.json': () => new Promise<Response>((resolve) => setTimeout(() => resolve(Response.json(MANIFEST)), 3000)),
     '/gone': () => new Response('nope', { status: 404 }),
   });
@@ -35,7 +41,10 @@ async function problem(url: string, opts: { timeoutMs?: number } = {}): Promise<
 
 describe('fetchManifest', () => {
   test('fetches and validates a JSON manifest over https', async () => {
-    const m = validateManifest(await fetchManifest(`${site.url}/ok.json`, policy, { ca: site.ca }), `${site.url}/ok.json`);
+    const m = validateManifest(
+      await fetchManifest(`${site.url}/ok.json`, policy, { ca: site.ca }),
+      `${site.url}/ok.json`,
+    );
     expect(m.name).toBe('Shop sync');
     expect(m.settings.apiKey).toEqual({ type: 'secret', required: true });
   });
@@ -65,10 +74,19 @@ describe('fetchManifest', () => {
     };
     expect(bad([])).toBe('the manifest must be a JSON object');
     expect(bad({})).toBe('the manifest needs a name (1 to 200 characters)');
-    expect(bad({ name: 'x', settings: { k: { type: 'money' } } })).toBe('settings.k.type must be one of string, number, boolean, secret');
-    expect(bad({ name: 'x', placements: [{ type: 'main-editor', url: 'http://apps.example/p' }] })).toBe('placements[0].url must be https');
-    expect(bad({ name: 'x', sources: { products: { fields: ['ok', 'not ok'] } } })).toContain('sources.products.fields');
-    const good = validateManifest({ name: 'x', placements: [{ type: 'main-editor', url: 'panel.html' }] }, 'https://apps.example/app/m.json');
+    expect(bad({ name: 'x', settings: { k: { type: 'money' } } })).toBe(
+      'settings.k.type must be one of string, number, boolean, secret',
+    );
+    expect(bad({ name: 'x', placements: [{ type: 'main-editor', url: 'http://apps.example/p' }] })).toBe(
+      'placements[0].url must be https',
+    );
+    expect(bad({ name: 'x', sources: { products: { fields: ['ok', 'not ok'] } } })).toContain(
+      'sources.products.fields',
+    );
+    const good = validateManifest(
+      { name: 'x', placements: [{ type: 'main-editor', url: 'panel.html' }] },
+      'https://apps.example/app/m.json',
+    );
     expect(good.placements[0]!.url).toBe('https://apps.example/app/panel.html');
   });
 });

@@ -17,7 +17,26 @@ export function httpsSite(routes: Record<string, (req: Request) => Response | Pr
   const dir = tempDir('svc-tls-');
   const key = join(dir, 'key.pem');
   const cert = join(dir, 'cert.pem');
-  const made = Bun.spawnSync(['openssl', 'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost']);
+  const made = Bun.spawnSync([
+    'openssl',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-256',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ]);
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
   const hits: string[] = [];
   const server = Bun.serve({
@@ -31,8 +50,15 @@ export function httpsSite(routes: Record<string, (req: Request) => Response | Pr
       return h ? h(req) : new Response('no route', { status: 404 });
     },
   });
-  return { url: `https://127.0.0.1:${server.port}`, caFile: cert, ca: readFileSync(cert, 'utf8'), hits, server, stop: () => {
-    server.stop(true);
-    removeTempDir(dir);
-  } };
+  return {
+    url: `https://127.0.0.1:${server.port}`,
+    caFile: cert,
+    ca: readFileSync(cert, 'utf8'),
+    hits,
+    server,
+    stop: () => {
+      server.stop(true);
+      removeTempDir(dir);
+    },
+  };
 }

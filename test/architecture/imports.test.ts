@@ -14,21 +14,39 @@ const LAYERS: [number, RegExp][] = [
   [4, /^(main|server)\.ts$/], // entry points: start listeners
   [3, /^(http|cli)\//], // adapters: HTTP listeners, the CLI (talks HTTP)
   [2, /^service\.ts$/], // the composition root
-  [1, /^(auth|projects|content|config|identity|secrets|operations|realtime|collab|files|control|graphql|fleet|studio|billing|search|apps|releases|documents|editorial)\//], // capabilities
+  [
+    1,
+    /^(auth|projects|content|config|identity|secrets|operations|realtime|collab|files|control|graphql|fleet|studio|billing|search|apps|releases|documents|editorial)\//,
+  ], // capabilities
   [0, /^(actors|bus|crypto|store|metrics)\/|^(errors|ids|env|root-token|secrets-key|gateway-module)\.ts$/], // runtime and foundations
 ];
 const NAMES = ['foundation', 'capability', 'service', 'adapter', 'entry'];
 
 const files = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? (e.name === 'node_modules' ? [] : files(join(dir, e.name))) : /\.tsx?$/.test(e.name) ? [join(dir, e.name)] : []));
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? e.name === 'node_modules'
+        ? []
+        : files(join(dir, e.name))
+      : /\.tsx?$/.test(e.name)
+        ? [join(dir, e.name)]
+        : [],
+  );
 const layerOf = (rel: string): number => LAYERS.find(([, re]) => re.test(rel))?.[0] ?? -1;
 /** Relative imports of every .ts/.tsx file under `root`, as paths relative to `root`. */
 function importGraph(root: string): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of files(root)) {
     const text = readFileSync(file, 'utf8');
-    const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]!);
-    graph.set(relative(root, file), specs.map((s) => relative(root, resolve(dirname(file), s))).filter((t) => /\.tsx?$/.test(t)));
+    const specs = [
+      ...text.matchAll(
+        /(?:^|\n)\s*(?:import|export)\b[^'"`;]*?from\s+['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g,
+      ),
+    ].map((m) => m[1] ?? m[2]!);
+    graph.set(
+      relative(root, file),
+      specs.map((s) => relative(root, resolve(dirname(file), s))).filter((t) => /\.tsx?$/.test(t)),
+    );
   }
   return graph;
 }
@@ -74,7 +92,11 @@ describe('import graph of src/', () => {
   });
 
   test('no file imports a higher layer', () => {
-    const bad = [...graph].flatMap(([from, tos]) => tos.filter((to) => layerOf(to) > layerOf(from)).map((to) => `${from} (${NAMES[layerOf(from)]}) → ${to} (${NAMES[layerOf(to)]})`));
+    const bad = [...graph].flatMap(([from, tos]) =>
+      tos
+        .filter((to) => layerOf(to) > layerOf(from))
+        .map((to) => `${from} (${NAMES[layerOf(from)]}) → ${to} (${NAMES[layerOf(to)]})`),
+    );
     expect(bad).toEqual([]);
   });
 
@@ -86,13 +108,19 @@ describe('import graph of src/', () => {
     expect(cyclesOf(folderGraph(graph))).toEqual([]);
   });
 
-  test('graphql/: only the schema assembly imports the faces in fields/, and a face no other capability\'s', () => {
+  test("graphql/: only the schema assembly imports the faces in fields/, and a face no other capability's", () => {
     const isFace = (f: string) => f.startsWith('graphql/fields/');
     const capabilityOf = (f: string) => f.slice('graphql/fields/'.length).replace(/(-.*)?\.ts$/, '');
     const bad = [...graph].flatMap(([from, tos]) =>
-      tos.filter(isFace).filter((to) =>
-        isFace(from) ? capabilityOf(from) !== capabilityOf(to) : from.startsWith('graphql/') && !['graphql/schema.ts', 'graphql/model-types.ts'].includes(from),
-      ).map((to) => `${from} → ${to}`));
+      tos
+        .filter(isFace)
+        .filter((to) =>
+          isFace(from)
+            ? capabilityOf(from) !== capabilityOf(to)
+            : from.startsWith('graphql/') && !['graphql/schema.ts', 'graphql/model-types.ts'].includes(from),
+        )
+        .map((to) => `${from} → ${to}`),
+    );
     expect(bad).toEqual([]);
     expect([...graph.keys()].filter(isFace).length).toBeGreaterThan(0);
   });

@@ -14,8 +14,22 @@ afterAll(() => server.stop());
 
 const AUTH = { error: 'UNAUTHENTICATED', message: 'Authentication required' };
 const DENIED = { error: 'PERMISSION_DENIED', message: 'Insufficient permissions' };
-const pub = (...scopes: string[]) => ['--type', 'public', '--scopes', (scopes.length ? scopes : ['records:read']).join(','), '--project', s.projectId];
-const sec = (...scopes: string[]) => ['--type', 'secret', '--scopes', (scopes.length ? scopes : ['records:read']).join(','), '--project', s.projectId];
+const pub = (...scopes: string[]) => [
+  '--type',
+  'public',
+  '--scopes',
+  (scopes.length ? scopes : ['records:read']).join(','),
+  '--project',
+  s.projectId,
+];
+const sec = (...scopes: string[]) => [
+  '--type',
+  'secret',
+  '--scopes',
+  (scopes.length ? scopes : ['records:read']).join(','),
+  '--project',
+  s.projectId,
+];
 
 /** A second project of the same tenant, for allow-list tests. */
 async function secondProject(name: string): Promise<string> {
@@ -29,7 +43,13 @@ describe('API keys table', () => {
     expect(k.key).toMatch(/^pk_[0-9a-f]{48}$/);
     const r = await whoami(server, { 'x-api-key': k.key, origin: 'https://shop.example' });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ keyId: k.id, kind: 'pk', projectId: s.projectId, tenantId: s.tenantId, scopes: ['records:read'] });
+    expect(r.body).toMatchObject({
+      keyId: k.id,
+      kind: 'pk',
+      projectId: s.projectId,
+      tenantId: s.tenantId,
+      scopes: ['records:read'],
+    });
     const bad = await tryCreateKey(server, s.ownerKey, ...pub('records:read', 'drafts:read'));
     expect(bad.code).toBe(1);
     expect(bad.err).toContain('400 BAD_USER_INPUT: scope "drafts:read" cannot be granted to a public key');
@@ -38,8 +58,16 @@ describe('API keys table', () => {
   test('sk_: secret, project-bound, may hold drafts:read; Origin or Sec-Fetch-Site is rejected', async () => {
     const k = await createKey(server, s.ownerKey, ...sec('records:read', 'records:write', 'drafts:read'));
     expect(k.key).toMatch(/^sk_[0-9a-f]{48}$/);
-    expect((await whoami(server, { 'x-api-key': k.key })).body.scopes).toEqual(['drafts:read', 'records:read', 'records:write']);
-    for (const h of [{ origin: 'https://shop.example' }, { 'sec-fetch-site': 'same-origin' }, { 'sec-fetch-site': 'none' }] as Record<string, string>[]) {
+    expect((await whoami(server, { 'x-api-key': k.key })).body.scopes).toEqual([
+      'drafts:read',
+      'records:read',
+      'records:write',
+    ]);
+    for (const h of [
+      { origin: 'https://shop.example' },
+      { 'sec-fetch-site': 'same-origin' },
+      { 'sec-fetch-site': 'none' },
+    ] as Record<string, string>[]) {
       const r = await whoami(server, { 'x-api-key': k.key, ...h });
       expect(r.status).toBe(403);
       expect(r.body).toEqual(DENIED);
@@ -47,17 +75,47 @@ describe('API keys table', () => {
   });
 
   test('pk_t_: public, tenant-scoped, browser-safe, limited to the public read-only subset', async () => {
-    const k = await createKey(server, s.ownerKey, '--type', 'public', '--tenant', '--projects', s.projectId, '--scopes', 'records:read');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'public',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'records:read',
+    );
     expect(k.key).toMatch(/^pk_t_[0-9a-f]{48}$/);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://shop.example' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ kind: 'pk_t', projectId: s.projectId });
-    const bad = await tryCreateKey(server, s.ownerKey, '--type', 'public', '--tenant', '--projects', s.projectId, '--scopes', 'records:write');
+    const bad = await tryCreateKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'public',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'records:write',
+    );
     expect(bad.err).toContain('scope "records:write" cannot be granted to a public key');
   });
 
   test('sk_t_: secret, tenant-scoped, rejected from a browser, may hold provision', async () => {
-    const k = await createKey(server, s.ownerKey, '--type', 'secret', '--tenant', '--projects', s.projectId, '--scopes', 'provision,records:read');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'provision,records:read',
+    );
     expect(k.key).toMatch(/^sk_t_[0-9a-f]{48}$/);
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId })).status).toBe(200);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://x.example' });
@@ -101,7 +159,17 @@ describe('API keys rules', () => {
   test('rule 3: a tenant key needs X-Project-Id on its allow-list (400 missing, 403 not listed)', async () => {
     const listed = await secondProject('listed');
     const unlisted = await secondProject('unlisted');
-    const k = await createKey(server, s.ownerKey, '--type', 'secret', '--tenant', '--projects', `${s.projectId},${listed}`, '--scopes', 'records:read');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      `${s.projectId},${listed}`,
+      '--scopes',
+      'records:read',
+    );
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': listed })).body.projectId).toBe(listed);
     const missing = await whoami(server, { 'x-api-key': k.key });
     expect(missing.status).toBe(400);
@@ -115,22 +183,65 @@ describe('API keys rules', () => {
 
   test('rule 3: the allow-list is fixed at creation and always within the key’s own tenant', async () => {
     const t2 = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'elsewhere', '--json');
-    const foreign = (await cli(server, t2.json.controlKey, 'projects', 'create', '--name', 'foreign', '--json')).json.projectId;
-    const bad = await tryCreateKey(server, s.ownerKey, '--type', 'secret', '--tenant', '--projects', `${s.projectId},${foreign}`, '--scopes', 'records:read');
+    const foreign = (await cli(server, t2.json.controlKey, 'projects', 'create', '--name', 'foreign', '--json')).json
+      .projectId;
+    const bad = await tryCreateKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      `${s.projectId},${foreign}`,
+      '--scopes',
+      'records:read',
+    );
     expect(bad.code).toBe(1);
     expect(bad.err).toContain(`projects: ${foreign} not found in this tenant`);
-    const k = await createKey(server, s.ownerKey, '--type', 'secret', '--tenant', '--projects', s.projectId, '--scopes', 'records:read');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'records:read',
+    );
     const patch = await fetch(`${server.apiUrl}/v1/control/api-keys/${k.id}`, {
-      method: 'PATCH', headers: { authorization: `Bearer ${s.ownerKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ projects: [foreign] }),
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${s.ownerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ projects: [foreign] }),
     });
     expect(patch.status).toBe(400);
     expect(((await patch.json()) as { message: string }).message).toContain('fixed at creation');
   });
 
   test('rule 4: tenant keys take the same scopes as their project-bound siblings; pk_t_ only the public subset', async () => {
-    const k = await createKey(server, s.ownerKey, '--type', 'secret', '--tenant', '--projects', s.projectId, '--scopes', 'records:write,drafts:read,secrets:read.project');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'records:write,drafts:read,secrets:read.project',
+    );
     expect(k.key).toMatch(/^sk_t_/);
-    const bad = await tryCreateKey(server, s.ownerKey, '--type', 'public', '--tenant', '--projects', s.projectId, '--scopes', 'secrets:read.project');
+    const bad = await tryCreateKey(
+      server,
+      s.ownerKey,
+      '--type',
+      'public',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'secrets:read.project',
+    );
     expect(bad.err).toContain('cannot be granted to a public key');
   });
 
@@ -143,11 +254,22 @@ describe('API keys rules', () => {
   });
 
   test('rule 6: a domain-restricted public key is refused from other origins with PERMISSION_DENIED', async () => {
-    const k = await createKey(server, s.ownerKey, ...pub(), '--origins', 'https://shop.example,https://*.brand.example');
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      ...pub(),
+      '--origins',
+      'https://shop.example,https://*.brand.example',
+    );
     for (const origin of ['https://shop.example', 'https://eu.brand.example']) {
       expect((await whoami(server, { 'x-api-key': k.key, origin })).status).toBe(200);
     }
-    for (const h of [{ origin: 'https://evil.example' }, { origin: 'http://shop.example' }, { origin: 'https://brand.example' }, {}] as Record<string, string>[]) {
+    for (const h of [
+      { origin: 'https://evil.example' },
+      { origin: 'http://shop.example' },
+      { origin: 'https://brand.example' },
+      {},
+    ] as Record<string, string>[]) {
       const r = await whoami(server, { 'x-api-key': k.key, ...h });
       expect(r.status).toBe(403);
       expect(r.body).toEqual(DENIED);
@@ -159,11 +281,16 @@ describe('API keys rules', () => {
   test('rule 6: rotation — new key with the same scopes, switch, verify, disable the old, delete it later', async () => {
     const old = await createKey(server, s.ownerKey, ...sec('records:read', 'records:write'));
     const fresh = await createKey(server, s.ownerKey, ...sec('records:read', 'records:write'));
-    expect((await whoami(server, { 'x-api-key': fresh.key })).body.scopes).toEqual((await whoami(server, { 'x-api-key': old.key })).body.scopes);
+    expect((await whoami(server, { 'x-api-key': fresh.key })).body.scopes).toEqual(
+      (await whoami(server, { 'x-api-key': old.key })).body.scopes,
+    );
     expect((await cli(server, s.ownerKey, 'api-keys', 'disable', old.id, '--json')).code).toBe(0);
     expect((await whoami(server, { 'x-api-key': old.key })).body).toEqual(AUTH);
     expect((await whoami(server, { 'x-api-key': fresh.key })).status).toBe(200);
-    expect((await cli(server, s.ownerKey, 'api-keys', 'delete', old.id, '--json')).json).toEqual({ id: old.id, deleted: true });
+    expect((await cli(server, s.ownerKey, 'api-keys', 'delete', old.id, '--json')).json).toEqual({
+      id: old.id,
+      deleted: true,
+    });
     const list = await cli(server, s.ownerKey, 'api-keys', 'list', '--project', s.projectId, '--json');
     expect(list.json.keys.map((k: { id: string }) => k.id)).not.toContain(old.id);
     expect(list.json.keys.map((k: { id: string }) => k.id)).toContain(fresh.id);
@@ -173,7 +300,13 @@ describe('API keys rules', () => {
 describe('Errors table', () => {
   test('missing, invalid, expired, disabled or deleted key: UNAUTHENTICATED Authentication required', async () => {
     const k = await createKey(server, s.ownerKey, ...pub());
-    const expiring = await createKey(server, s.ownerKey, ...pub(), '--expires-at', new Date(Date.now() + 1500).toISOString());
+    const expiring = await createKey(
+      server,
+      s.ownerKey,
+      ...pub(),
+      '--expires-at',
+      new Date(Date.now() + 1500).toISOString(),
+    );
     const disabled = await createKey(server, s.ownerKey, ...pub());
     const deleted = await createKey(server, s.ownerKey, ...pub());
     expect((await whoami(server, { 'x-api-key': expiring.key })).status).toBe(200);
@@ -181,7 +314,15 @@ describe('Errors table', () => {
     await cli(server, s.ownerKey, 'api-keys', 'delete', deleted.id);
     await Bun.sleep(1600);
     const invalid = 'pk_' + 'a'.repeat(48);
-    for (const value of [undefined, invalid, expiring.key, disabled.key, deleted.key, k.key.slice(0, -1), k.key.replace('pk_', 'sk_')]) {
+    for (const value of [
+      undefined,
+      invalid,
+      expiring.key,
+      disabled.key,
+      deleted.key,
+      k.key.slice(0, -1),
+      k.key.replace('pk_', 'sk_'),
+    ]) {
       const r = await whoami(server, value === undefined ? {} : { 'x-api-key': value });
       expect(r.status).toBe(401);
       expect(r.body).toEqual(AUTH);
@@ -197,7 +338,17 @@ describe('Errors table', () => {
   });
 
   test('malformed keys and 10 KB header values get the table’s error, never a 500', async () => {
-    for (const value of ['', ' ', 'pk_', 'PK_' + 'a'.repeat(48), 'pk_' + 'g'.repeat(48), 'sk_t_' + 'a'.repeat(47), 'x'.repeat(10_240), "pk_'; drop table api_keys; --", 'ck_' + 'a'.repeat(64)]) {
+    for (const value of [
+      '',
+      ' ',
+      'pk_',
+      'PK_' + 'a'.repeat(48),
+      'pk_' + 'g'.repeat(48),
+      'sk_t_' + 'a'.repeat(47),
+      'x'.repeat(10_240),
+      "pk_'; drop table api_keys; --",
+      'ck_' + 'a'.repeat(64),
+    ]) {
       const r = await whoami(server, { 'x-api-key': value });
       expect(r.status).toBe(401);
       expect(r.body).toEqual(AUTH);
@@ -209,14 +360,24 @@ describe('Errors table', () => {
       new Promise<string>((resolve, reject) => {
         const u = new URL(server.apiUrl);
         const sock = tcpConnect(Number(u.port), u.hostname, () => {
-          sock.write(Buffer.concat([Buffer.from('GET /v1/whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nx-api-key: '), key, Buffer.from('\r\n\r\n')]));
+          sock.write(
+            Buffer.concat([
+              Buffer.from('GET /v1/whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nx-api-key: '),
+              key,
+              Buffer.from('\r\n\r\n'),
+            ]),
+          );
         });
         let out = '';
         sock.on('data', (d) => (out += d.toString('latin1')));
         sock.on('end', () => resolve(out));
         sock.on('error', reject);
       });
-    for (const key of [Buffer.from('pk_\u00ff\u00fe', 'latin1'), Buffer.from('pk_é🔑', 'utf8'), Buffer.from('pk_\t' + 'a'.repeat(47))]) {
+    for (const key of [
+      Buffer.from('pk_\u00ff\u00fe', 'latin1'),
+      Buffer.from('pk_é🔑', 'utf8'),
+      Buffer.from('pk_\t' + 'a'.repeat(47)),
+    ]) {
       const res = await raw(key);
       const status = Number(res.split(' ')[1]);
       expect([400, 401]).toContain(status);
@@ -227,13 +388,34 @@ describe('Errors table', () => {
 
 describe('svc api-keys', () => {
   test('create prints { id, key } with --json and the value is never listed', async () => {
-    const r = await cli(server, s.ownerKey, 'api-keys', 'create', '--name', 'site', '--type', 'public', '--scopes', 'records:read', '--models', 'blogPost,author', '--project', s.projectId, '--json');
+    const r = await cli(
+      server,
+      s.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'site',
+      '--type',
+      'public',
+      '--scopes',
+      'records:read',
+      '--models',
+      'blogPost,author',
+      '--project',
+      s.projectId,
+      '--json',
+    );
     expect(r.code).toBe(0);
     expect(Object.keys(r.json).sort()).toEqual(['id', 'key']);
     expect((await whoami(server, { 'x-api-key': r.json.key })).body.allowedModels).toEqual(['blogPost', 'author']);
     const list = await cli(server, s.ownerKey, 'api-keys', 'list', '--json');
     expect(list.out).not.toContain(r.json.key);
-    expect(list.json.keys.find((k: { id: string }) => k.id === r.json.id)).toMatchObject({ name: 'site', kind: 'pk', disabled: false, allowedModels: ['blogPost', 'author'] });
+    expect(list.json.keys.find((k: { id: string }) => k.id === r.json.id)).toMatchObject({
+      name: 'site',
+      kind: 'pk',
+      disabled: false,
+      allowedModels: ['blogPost', 'author'],
+    });
     expect((await cli(server, s.ownerKey, 'api-keys', 'list')).out).toContain(r.json.id);
   });
 
@@ -241,12 +423,21 @@ describe('svc api-keys', () => {
     const cases: [string[], string][] = [
       // Outside a config folder pinned to a project (CONTRACT §3: the pin is the default).
       [['--type', 'public', '--scopes', 'records:read'], 'no project: pass --project or pin project.id'],
-      [['--type', 'public', '--scopes', 'records:read', '--project', s.projectId, '--models', 'bad model'], 'is not a model key'],
+      [
+        ['--type', 'public', '--scopes', 'records:read', '--project', s.projectId, '--models', 'bad model'],
+        'is not a model key',
+      ],
       [['--type', 'shared', '--scopes', 'records:read', '--project', s.projectId], 'type must be public or secret'],
-      [['--type', 'secret', '--scopes', 'records:read,unknown:scope', '--project', s.projectId], 'unknown scope "unknown:scope"'],
+      [
+        ['--type', 'secret', '--scopes', 'records:read,unknown:scope', '--project', s.projectId],
+        'unknown scope "unknown:scope"',
+      ],
       [['--type', 'secret', '--scopes', 'records:read records:write', '--project', s.projectId], 'contains whitespace'],
       [['--type', 'secret', '--tenant', '--scopes', 'records:read'], 'a tenant key needs a project allow-list'],
-      [['--type', 'secret', '--scopes', 'records:read', '--project', s.projectId, '--projects', s.projectId], 'only for tenant keys'],
+      [
+        ['--type', 'secret', '--scopes', 'records:read', '--project', s.projectId, '--projects', s.projectId],
+        'only for tenant keys',
+      ],
     ];
     for (const [args, msg] of cases) {
       const r = await tryCreateKey(server, s.ownerKey, ...args);
@@ -257,16 +448,55 @@ describe('svc api-keys', () => {
   });
 
   test('editors and viewers may not manage keys; a project admin may not create tenant keys', async () => {
-    const ed = await cli(server, s.ownerKey, 'members', 'add', '--email', 'ed@k.test', '--role', 'editor', '--project', s.projectId, '--json');
+    const ed = await cli(
+      server,
+      s.ownerKey,
+      'members',
+      'add',
+      '--email',
+      'ed@k.test',
+      '--role',
+      'editor',
+      '--project',
+      s.projectId,
+      '--json',
+    );
     expect((await tryCreateKey(server, ed.json.controlKey, ...pub())).err).toContain('403');
-    const ad = await cli(server, s.ownerKey, 'members', 'add', '--email', 'ad@k.test', '--role', 'admin', '--project', s.projectId, '--json');
+    const ad = await cli(
+      server,
+      s.ownerKey,
+      'members',
+      'add',
+      '--email',
+      'ad@k.test',
+      '--role',
+      'admin',
+      '--project',
+      s.projectId,
+      '--json',
+    );
     const own = await tryCreateKey(server, ad.json.controlKey, ...pub());
     expect(own.code).toBe(0);
     const listed = await cli(server, ad.json.controlKey, 'api-keys', 'list', '--json');
     expect(listed.code).toBe(0);
     expect(listed.json.keys.map((k: { id: string }) => k.id)).toContain(own.json.id);
-    expect(listed.json.keys.every((k: { projectId: string | null; projectIds: string[] }) => k.projectId === s.projectId || k.projectIds.includes(s.projectId))).toBe(true);
-    const t = await tryCreateKey(server, ad.json.controlKey, '--type', 'secret', '--tenant', '--projects', s.projectId, '--scopes', 'records:read');
+    expect(
+      listed.json.keys.every(
+        (k: { projectId: string | null; projectIds: string[] }) =>
+          k.projectId === s.projectId || k.projectIds.includes(s.projectId),
+      ),
+    ).toBe(true);
+    const t = await tryCreateKey(
+      server,
+      ad.json.controlKey,
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      s.projectId,
+      '--scopes',
+      'records:read',
+    );
     expect(t.err).toContain('403');
   });
 

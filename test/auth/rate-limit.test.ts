@@ -17,7 +17,15 @@ afterAll(async () => {
   await a.stop();
 });
 
-const pub = (...extra: string[]) => ['--type', 'public', '--scopes', 'records:read', '--project', s.projectId, ...extra];
+const pub = (...extra: string[]) => [
+  '--type',
+  'public',
+  '--scopes',
+  'records:read',
+  '--project',
+  s.projectId,
+  ...extra,
+];
 
 describe('Limits: rate limit', () => {
   test('default: 10,000 requests per hour per key, with the three headers on every response', async () => {
@@ -157,10 +165,14 @@ describe('Key cache safety net', () => {
     expect((await whoami(b, { 'x-api-key': k.key })).status).toBe(200);
     // Both processes serve the key from memory; the listener connections go away.
     const reconnected = [a, b].map((srv) => new Promise<void>((resolve) => srv.svc.bus.onReconnect(resolve)));
-    await a.svc.sql`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and pid <> pg_backend_pid()`;
+    await a.svc
+      .sql`select pg_terminate_backend(pid) from pg_stat_activity where query ilike 'listen%' and pid <> pg_backend_pid()`;
     // Disabled behind the service's back: no key.changed is ever published.
     await a.svc.sql`update api_keys set disabled_at = now() where id = ${k.id}`;
-    await Promise.race([Promise.all(reconnected), Bun.sleep(5000).then(() => Promise.reject(new Error('no reconnect within 5 s')))]);
+    await Promise.race([
+      Promise.all(reconnected),
+      Bun.sleep(5000).then(() => Promise.reject(new Error('no reconnect within 5 s'))),
+    ]);
     expect((await whoami(a, { 'x-api-key': k.key })).status).toBe(401);
     expect((await whoami(b, { 'x-api-key': k.key })).status).toBe(401);
     // And the bus works again after the reconnect: a change made on A reaches B.

@@ -65,7 +65,13 @@ describe('Scopes table: each scope is known and grants what its row says', () =>
 
   test('*: full access', () => {
     expect(parseScopes('sk', ['*'])).toEqual(['*']);
-    for (const s of ['records:write', 'drafts:read', 'secrets:put.project', 'operations:execute:sendMail', 'records:read:blogPost']) {
+    for (const s of [
+      'records:write',
+      'drafts:read',
+      'secrets:put.project',
+      'operations:execute:sendMail',
+      'records:read:blogPost',
+    ]) {
       expect(hasScope(key('sk', '*'), s)).toBe(true);
     }
   });
@@ -141,22 +147,57 @@ describe('Errors table: key lacks a required scope', () => {
 
 describe('Public-key grants (API keys rule 5)', () => {
   const refused = [
-    'drafts:read', 'records:write', 'records:delete', 'records:publish', 'records:write:blogPost', 'files:list.all', 'files:write',
-    'files:delete', 'search:semantic:write', 'notifications:write', 'schedules:write', 'secrets:read.project', 'secrets:put.project',
-    'secrets:delete.project', 'provision',
+    'drafts:read',
+    'records:write',
+    'records:delete',
+    'records:publish',
+    'records:write:blogPost',
+    'files:list.all',
+    'files:write',
+    'files:delete',
+    'search:semantic:write',
+    'notifications:write',
+    'schedules:write',
+    'secrets:read.project',
+    'secrets:put.project',
+    'secrets:delete.project',
+    'provision',
   ];
   for (const kind of ['pk', 'pk_t'] as KeyKind[]) {
     test(`${kind}_ cannot be granted drafts:read, write, delete, publish, files:list.all, secrets:* or provision`, () => {
-      for (const s of refused) expect(() => parseScopes(kind, [s])).toThrow(`scope "${s}" cannot be granted to a public key`);
+      for (const s of refused)
+        expect(() => parseScopes(kind, [s])).toThrow(`scope "${s}" cannot be granted to a public key`);
     });
     test(`${kind}_ cannot be granted a prefix that covers a secret-only scope (*, secrets:*, bare auth:login_with_svc)`, () => {
-      for (const s of ['*', 'secrets:*', 'records:*', 'files:*', 'search:*', 'auth:login_with_svc', 'auth:login_with_svc:*', 'auth:login_with_svc:admin']) {
+      for (const s of [
+        '*',
+        'secrets:*',
+        'records:*',
+        'files:*',
+        'search:*',
+        'auth:login_with_svc',
+        'auth:login_with_svc:*',
+        'auth:login_with_svc:admin',
+      ]) {
         expect(() => parseScopes(kind, [s])).toThrow(`scope "${s}" cannot be granted to a public key`);
       }
     });
     test(`${kind}_ may hold the safe read-only subset`, () => {
-      const ok = ['records:read', 'records:read:blogPost', 'records:read:*', 'files:read', 'files:list', 'search:read', 'search:semantic:read',
-        'schemas:read', 'operations:execute:subscribe', 'operations:read', 'notifications:read', 'schedules:read', 'auth:login_with_svc:customer'];
+      const ok = [
+        'records:read',
+        'records:read:blogPost',
+        'records:read:*',
+        'files:read',
+        'files:list',
+        'search:read',
+        'search:semantic:read',
+        'schemas:read',
+        'operations:execute:subscribe',
+        'operations:read',
+        'notifications:read',
+        'schedules:read',
+        'auth:login_with_svc:customer',
+      ];
       expect(parseScopes(kind, ok)).toEqual(ok);
     });
   }
@@ -176,7 +217,9 @@ describe('Model-restricted keys', () => {
     expect(fp('pk', ['records:read'], null)).not.toBe(base);
     expect(fp('sk', ['records:read'], ['blogPost'])).not.toBe(base);
     expect(fp('pk', ['records:read', 'search:read'], ['blogPost'])).not.toBe(base);
-    expect(fp('pk', ['search:read', 'records:read'], ['author', 'blogPost'])).toBe(fp('pk', ['records:read', 'search:read'], ['blogPost', 'author']));
+    expect(fp('pk', ['search:read', 'records:read'], ['author', 'blogPost'])).toBe(
+      fp('pk', ['records:read', 'search:read'], ['blogPost', 'author']),
+    );
   });
 
   test('rule 4: semantic-search scopes are not model-bounded', () => {

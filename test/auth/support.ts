@@ -11,7 +11,11 @@ export async function setup(server: TestServer, name = 'site'): Promise<Setup> {
   return bootstrapProject(server, name);
 }
 
-export async function createKey(server: TestServer, token: string, ...args: string[]): Promise<{ id: string; key: string }> {
+export async function createKey(
+  server: TestServer,
+  token: string,
+  ...args: string[]
+): Promise<{ id: string; key: string }> {
   const r = await cli(server, token, 'api-keys', 'create', '--name', 'k', ...args, '--json');
   if (r.code !== 0) throw new Error(r.err);
   return r.json;
@@ -21,7 +25,10 @@ export async function tryCreateKey(server: TestServer, token: string, ...args: s
   return cli(server, token, 'api-keys', 'create', '--name', 'k', ...args, '--json');
 }
 
-export async function whoami(server: { apiUrl: string }, headers: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+export async function whoami(
+  server: { apiUrl: string },
+  headers: Record<string, string>,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(`${server.apiUrl}/v1/whoami`, { headers });
   const text = await res.text();
   let body: unknown;

@@ -19,11 +19,27 @@ const tempDir = perTestDirs();
  * honestly.
  */
 const ROOT = resolve(import.meta.dir, '..', '..');
-const COLUMNS = ['scenario', 'req/s', 'errors', 'p50 ms', 'p99 ms', 'peak RSS MB', '× ceiling-jit', '× postgraphile', '× yoga-jit', '× yoga-cached', '× write-ceiling'];
+const COLUMNS = [
+  'scenario',
+  'req/s',
+  'errors',
+  'p50 ms',
+  'p99 ms',
+  'peak RSS MB',
+  '× ceiling-jit',
+  '× postgraphile',
+  '× yoga-jit',
+  '× yoga-cached',
+  '× write-ceiling',
+];
 const scratch = () => tempDir('svc-bench-test-');
 
 function cells(line: string): string[] {
-  return line.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+  return line
+    .trim()
+    .replace(/^\||\|$/g, '')
+    .split('|')
+    .map((c) => c.trim());
 }
 
 describe('bun bench', () => {
@@ -32,12 +48,24 @@ describe('bun bench', () => {
     const md = join(dir, 'RESULTS.md');
     const proc = Bun.spawn([process.execPath, join(ROOT, 'bench', 'run.ts'), 'ceiling-static', '--quick'], {
       cwd: ROOT,
-      env: { ...process.env, BENCH_DURATION: '2', BENCH_CONNECTIONS: '8', BENCH_RESULTS_DIR: dir, BENCH_RESULTS_MD: md, BENCH_TIMEOUT: '50', TMPDIR: dir },
+      env: {
+        ...process.env,
+        BENCH_DURATION: '2',
+        BENCH_CONNECTIONS: '8',
+        BENCH_RESULTS_DIR: dir,
+        BENCH_RESULTS_MD: md,
+        BENCH_TIMEOUT: '50',
+        TMPDIR: dir,
+      },
       stdout: 'pipe',
       stderr: 'pipe',
     });
     const timer = setTimeout(() => proc.kill('SIGINT'), 55_000);
-    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    const [out, err, code] = await Promise.all([
+      new Response(proc.stdout).text(),
+      new Response(proc.stderr).text(),
+      proc.exited,
+    ]);
     clearTimeout(timer);
     expect({ code, err: code === 0 ? '' : err }).toEqual({ code: 0, err: '' });
 
@@ -91,7 +119,15 @@ describe('honest counting', () => {
     });
     process.env.BENCH_REQUEST_TIMEOUT_MS = '300';
     try {
-      const r = await runPlan({ url: `http://127.0.0.1:${server.port}/`, mode: 'request', body: '{}', headerSets: [{}], connections: 4, warmupMs: 0, durationMs: 1_500 });
+      const r = await runPlan({
+        url: `http://127.0.0.1:${server.port}/`,
+        mode: 'request',
+        body: '{}',
+        headerSets: [{}],
+        connections: 4,
+        warmupMs: 0,
+        durationMs: 1_500,
+      });
       expect(r.errors).toBeGreaterThan(0);
       expect(r.requests).toBeGreaterThan(0);
       // Every fourth request succeeds: successes can never exceed a third of the errors' count + 1 per loop.
@@ -114,7 +150,15 @@ describe('honest counting', () => {
     const base = { editors: 2000, delivered: 0, p50: NaN, p99: NaN, errors: 0, cores: 0.1, rssMb: 100 };
     const f = collabFigures({
       service: { ...base, updatesPerSecond: 3000, deliveredPerSecond: 0, savesPerSecond: 8, pgCores: 0 },
-      reference: { ...base, updatesPerSecond: 3000, deliveredPerSecond: 2950, delivered: 14750, p50: 2, p99: 9, errors: 1 },
+      reference: {
+        ...base,
+        updatesPerSecond: 3000,
+        deliveredPerSecond: 2950,
+        delivered: 14750,
+        p50: 2,
+        p99: 9,
+        errors: 1,
+      },
       hocuspocus: 'did not start',
     });
     expect(f['collab/updates-per-cpu-second']).toEqual({ value: 0, unit: 'updates/CPU-s', errors: 3000 });
@@ -150,9 +194,24 @@ describe('results as data', () => {
     quick: true,
     commit: 'a'.repeat(40),
     dirty: false,
-    machine: { cores: 2, cpuModel: 'Test CPU', cpuMHz: 2600, memoryGiB: 4, bun: '1.4.4', node: '20.0.0', postgres: '15.0', database: 'DATABASE_URL', loadgen: 'bun bench/load.ts' },
+    machine: {
+      cores: 2,
+      cpuModel: 'Test CPU',
+      cpuMHz: 2600,
+      memoryGiB: 4,
+      bun: '1.4.4',
+      node: '20.0.0',
+      postgres: '15.0',
+      database: 'DATABASE_URL',
+      loadgen: 'bun bench/load.ts',
+    },
     conditions: {
-      before: { at: started, loadavg: [1, 1, 1], cpu: { userPct: 10, systemPct: 5, idlePct: 80, iowaitPct: 0, stealPct: 3.5, sampleMs: 1000 }, calibration: { wallMs: 40, cpuMs: 30 } },
+      before: {
+        at: started,
+        loadavg: [1, 1, 1],
+        cpu: { userPct: 10, systemPct: 5, idlePct: 80, iowaitPct: 0, stealPct: 3.5, sampleMs: 1000 },
+        calibration: { wallMs: 40, cpuMs: 30 },
+      },
       after: { at: started, loadavg: [2, 1, 1], calibration: { wallMs: 41, cpuMs: 30 } },
       warmupMs: 1000,
       durationMs: 3000,
@@ -166,7 +225,12 @@ describe('results as data', () => {
   });
 
   test('ratios against the same run, targets met or not, and errors never meet a target', () => {
-    const s = evaluate({ 'read-cached': { value: 900, unit: 'req/s' }, 'ceiling-static': { value: 1000, unit: 'req/s' }, 'read-uncached': { value: 100, unit: 'req/s', errors: 2 }, 'ceiling-jit': { value: 150, unit: 'req/s' } });
+    const s = evaluate({
+      'read-cached': { value: 900, unit: 'req/s' },
+      'ceiling-static': { value: 1000, unit: 'req/s' },
+      'read-uncached': { value: 100, unit: 'req/s', errors: 2 },
+      'ceiling-jit': { value: 150, unit: 'req/s' },
+    });
     const byId = new Map(s.map((x) => [x.id, x]));
     expect(byId.get('read-cached/ceiling-static')).toMatchObject({ ratio: 0.9, met: true, target: '≥ 0.8 ×' });
     expect(byId.get('read-cached/postgraphile')).toMatchObject({ na: 'postgraphile not in this run' });
@@ -178,11 +242,32 @@ describe('results as data', () => {
 
   test('RESULTS.md is generated from the newest result of each scenario', () => {
     const dir = scratch();
-    writeFileSync(join(dir, '2026-01-01T00-00-00Z.json'), JSON.stringify(file('2026-01-01T00:00:00.000Z', { 'read-cached': { value: 500, unit: 'req/s' }, 'ceiling-static': { value: 1000, unit: 'req/s' }, write: { value: 300, unit: 'ops/s' }, 'postgraphile/write': { value: 100, unit: 'ops/s' } })));
-    writeFileSync(join(dir, '2026-02-01T00-00-00Z.json'), JSON.stringify(file('2026-02-01T00:00:00.000Z', { 'read-cached': { value: 950, unit: 'req/s', errors: 4 }, 'ceiling-static': { value: 1000, unit: 'req/s' } })));
+    writeFileSync(
+      join(dir, '2026-01-01T00-00-00Z.json'),
+      JSON.stringify(
+        file('2026-01-01T00:00:00.000Z', {
+          'read-cached': { value: 500, unit: 'req/s' },
+          'ceiling-static': { value: 1000, unit: 'req/s' },
+          write: { value: 300, unit: 'ops/s' },
+          'postgraphile/write': { value: 100, unit: 'ops/s' },
+        }),
+      ),
+    );
+    writeFileSync(
+      join(dir, '2026-02-01T00-00-00Z.json'),
+      JSON.stringify(
+        file('2026-02-01T00:00:00.000Z', {
+          'read-cached': { value: 950, unit: 'req/s', errors: 4 },
+          'ceiling-static': { value: 1000, unit: 'req/s' },
+        }),
+      ),
+    );
     writeFileSync(join(dir, 'not-json.json'), '{');
     const md = resultsMarkdown(readResults(dir));
-    const rows = md.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| scenario')).map(cells);
+    const rows = md
+      .split('\n')
+      .filter((l) => l.startsWith('| ') && !l.startsWith('| scenario'))
+      .map(cells);
     const cached = rows.find((c) => c[0] === 'read-cached' && c[3]!.startsWith('ceiling-static'))!;
     // The February run is newer: its figure, its errors mark, its ratio; met is "not met" because of the errors.
     expect(cached[1]).toContain('2026-02-01 00:00 quick');

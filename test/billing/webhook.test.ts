@@ -27,7 +27,17 @@ beforeAll(async () => {
   const [port, rport] = [await freePort(), await freePort()];
   proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_READ_POOL: '1', SVC_LOG: 'off', PORT: String(port), REALTIME_PORT: String(rport), SVC_BILLING_STRIPE_SECRET: SECRET },
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      SVC_BILLING_STRIPE_SECRET: SECRET,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -41,20 +51,46 @@ afterAll(async () => {
 });
 
 let seq = 0;
-function subscriptionEvent(type: string, sub: Record<string, unknown>, created = Math.floor(Date.now() / 1000)): Record<string, unknown> {
-  return { id: `evt_test_${Date.now()}_${++seq}`, object: 'event', type, created, api_version: '2024-06-20', data: { object: { object: 'subscription', ...sub } } };
+function subscriptionEvent(
+  type: string,
+  sub: Record<string, unknown>,
+  created = Math.floor(Date.now() / 1000),
+): Record<string, unknown> {
+  return {
+    id: `evt_test_${Date.now()}_${++seq}`,
+    object: 'event',
+    type,
+    created,
+    api_version: '2024-06-20',
+    data: { object: { object: 'subscription', ...sub } },
+  };
 }
 
 function priced(lookupKey: string) {
   return { items: { object: 'list', data: [{ price: { id: 'price_1', lookup_key: lookupKey, metadata: {} } }] } };
 }
 
-async function deliver(apiUrl: string, event: unknown, opts: { secret?: string; timestamp?: number; header?: string | null; provider?: string } = {}): Promise<{ status: number; body: any }> {
+async function deliver(
+  apiUrl: string,
+  event: unknown,
+  opts: { secret?: string; timestamp?: number; header?: string | null; provider?: string } = {},
+): Promise<{ status: number; body: any }> {
   const payload = JSON.stringify(event);
-  const header = opts.header !== undefined ? opts.header : await stripe.webhooks.generateTestHeaderStringAsync({ payload, secret: opts.secret ?? SECRET, timestamp: opts.timestamp });
+  const header =
+    opts.header !== undefined
+      ? opts.header
+      : await stripe.webhooks.generateTestHeaderStringAsync({
+          payload,
+          secret: opts.secret ?? SECRET,
+          timestamp: opts.timestamp,
+        });
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (header !== null) headers['stripe-signature'] = header;
-  const res = await fetch(`${apiUrl}/v1/webhooks/${opts.provider ?? 'stripe'}`, { method: 'POST', headers, body: payload });
+  const res = await fetch(`${apiUrl}/v1/webhooks/${opts.provider ?? 'stripe'}`, {
+    method: 'POST',
+    headers,
+    body: payload,
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -99,11 +135,25 @@ describe('POST /v1/webhooks/stripe', () => {
   test('a subscription moves the tenant onto its plan; a replay to the other process is answered 200 and ignored', async () => {
     const t = await bootstrapProject(server, 'billing');
     expect((await billing(server.apiUrl, t.ownerKey)).plan).toBe('free');
-    const created = subscriptionEvent('customer.subscription.created', { id: 'sub_1', customer: 'cus_A', status: 'active', metadata: { svc_tenant_id: t.tenantId }, current_period_end: 1_900_000_000, ...priced('pro') });
+    const created = subscriptionEvent('customer.subscription.created', {
+      id: 'sub_1',
+      customer: 'cus_A',
+      status: 'active',
+      metadata: { svc_tenant_id: t.tenantId },
+      current_period_end: 1_900_000_000,
+      ...priced('pro'),
+    });
     const first = await deliver(server.apiUrl, created);
     expect(first).toEqual({ status: 200, body: { received: true, outcome: 'applied', tenantId: t.tenantId } });
     const plan = await billing(other, t.ownerKey);
-    expect(plan).toMatchObject({ tenantId: t.tenantId, plan: 'pro', status: 'active', customerId: 'cus_A', subscriptionId: 'sub_1', periodEnd: '2030-03-17T17:46:40.000Z' });
+    expect(plan).toMatchObject({
+      tenantId: t.tenantId,
+      plan: 'pro',
+      status: 'active',
+      customerId: 'cus_A',
+      subscriptionId: 'sub_1',
+      periodEnd: '2030-03-17T17:46:40.000Z',
+    });
     expect(plan.limits).toEqual({ projects: 50, members: 50, apiRequestsPerHour: 250_000, storageMb: 102_400 });
 
     // Stripe re-delivers the same event (same id) to the other process: stored once, no effect.
@@ -114,36 +164,111 @@ describe('POST /v1/webhooks/stripe', () => {
 
     // Later events find the tenant by its Stripe customer; an older one arriving late changes nothing.
     const now = Math.floor(Date.now() / 1000);
-    const upgraded = await deliver(other, subscriptionEvent('customer.subscription.updated', { id: 'sub_1', customer: 'cus_A', status: 'active', ...priced('enterprise') }, now + 10));
+    const upgraded = await deliver(
+      other,
+      subscriptionEvent(
+        'customer.subscription.updated',
+        { id: 'sub_1', customer: 'cus_A', status: 'active', ...priced('enterprise') },
+        now + 10,
+      ),
+    );
     expect(upgraded.body.outcome).toBe('applied');
-    const late = await deliver(server.apiUrl, subscriptionEvent('customer.subscription.updated', { id: 'sub_1', customer: 'cus_A', status: 'active', ...priced('starter') }, now - 100));
+    const late = await deliver(
+      server.apiUrl,
+      subscriptionEvent(
+        'customer.subscription.updated',
+        { id: 'sub_1', customer: 'cus_A', status: 'active', ...priced('starter') },
+        now - 100,
+      ),
+    );
     expect(late.body.outcome).toBe('out_of_order');
     expect((await billing(server.apiUrl, t.ownerKey)).plan).toBe('enterprise');
     expect((await billing(server.apiUrl, t.ownerKey)).limits.projects).toBeNull();
 
-    const pastDue = await deliver(server.apiUrl, subscriptionEvent('customer.subscription.updated', { id: 'sub_1', customer: 'cus_A', status: 'past_due', ...priced('enterprise') }, now + 20));
+    const pastDue = await deliver(
+      server.apiUrl,
+      subscriptionEvent(
+        'customer.subscription.updated',
+        { id: 'sub_1', customer: 'cus_A', status: 'past_due', ...priced('enterprise') },
+        now + 20,
+      ),
+    );
     expect(pastDue.body.outcome).toBe('applied');
     expect(await billing(server.apiUrl, t.ownerKey)).toMatchObject({ plan: 'enterprise', status: 'past_due' });
-    await deliver(server.apiUrl, subscriptionEvent('customer.subscription.deleted', { id: 'sub_1', customer: 'cus_A', status: 'canceled', ...priced('enterprise') }, now + 30));
-    expect(await billing(other, t.ownerKey)).toMatchObject({ plan: 'free', status: 'canceled', limits: { projects: 3 } });
+    await deliver(
+      server.apiUrl,
+      subscriptionEvent(
+        'customer.subscription.deleted',
+        { id: 'sub_1', customer: 'cus_A', status: 'canceled', ...priced('enterprise') },
+        now + 30,
+      ),
+    );
+    expect(await billing(other, t.ownerKey)).toMatchObject({
+      plan: 'free',
+      status: 'canceled',
+      limits: { projects: 3 },
+    });
   }, 30_000);
 
   test('checkout links a customer to the tenant named by client_reference_id; unknown plans and customers change nothing', async () => {
     const t = await bootstrapProject(server, 'checkout');
-    const linked = await deliver(server.apiUrl, { id: `evt_co_${Date.now()}`, type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000), data: { object: { object: 'checkout.session', client_reference_id: t.tenantId, customer: 'cus_B', subscription: 'sub_B' } } });
+    const linked = await deliver(server.apiUrl, {
+      id: `evt_co_${Date.now()}`,
+      type: 'checkout.session.completed',
+      created: Math.floor(Date.now() / 1000),
+      data: {
+        object: {
+          object: 'checkout.session',
+          client_reference_id: t.tenantId,
+          customer: 'cus_B',
+          subscription: 'sub_B',
+        },
+      },
+    });
     expect(linked.body).toEqual({ received: true, outcome: 'linked', tenantId: t.tenantId });
-    const odd = await deliver(server.apiUrl, subscriptionEvent('customer.subscription.updated', { id: 'sub_B', customer: 'cus_B', status: 'active', ...priced('platinum') }));
+    const odd = await deliver(
+      server.apiUrl,
+      subscriptionEvent('customer.subscription.updated', {
+        id: 'sub_B',
+        customer: 'cus_B',
+        status: 'active',
+        ...priced('platinum'),
+      }),
+    );
     expect(odd.body.outcome).toBe('unknown_plan');
-    const stranger = await deliver(server.apiUrl, subscriptionEvent('customer.subscription.updated', { id: 'sub_Z', customer: 'cus_nobody', status: 'active', ...priced('pro') }));
+    const stranger = await deliver(
+      server.apiUrl,
+      subscriptionEvent('customer.subscription.updated', {
+        id: 'sub_Z',
+        customer: 'cus_nobody',
+        status: 'active',
+        ...priced('pro'),
+      }),
+    );
     expect(stranger.body.outcome).toBe('no_tenant');
-    const ignored = await deliver(server.apiUrl, { id: `evt_inv_${Date.now()}`, type: 'invoice.paid', created: 1, data: { object: { object: 'invoice' } } });
+    const ignored = await deliver(server.apiUrl, {
+      id: `evt_inv_${Date.now()}`,
+      type: 'invoice.paid',
+      created: 1,
+      data: { object: { object: 'invoice' } },
+    });
     expect(ignored.body.outcome).toBe('ignored');
-    expect(await billing(server.apiUrl, t.ownerKey)).toMatchObject({ plan: 'free', customerId: 'cus_B', subscriptionId: 'sub_B' });
+    expect(await billing(server.apiUrl, t.ownerKey)).toMatchObject({
+      plan: 'free',
+      customerId: 'cus_B',
+      subscriptionId: 'sub_B',
+    });
   });
 
   test('unsigned, wrongly signed, stale, malformed and unknown-provider deliveries are 4xx with nothing stored', async () => {
     const t = await bootstrapProject(server, 'refused');
-    const event = subscriptionEvent('customer.subscription.created', { id: 'sub_X', customer: 'cus_X', status: 'active', metadata: { svc_tenant_id: t.tenantId }, ...priced('pro') });
+    const event = subscriptionEvent('customer.subscription.created', {
+      id: 'sub_X',
+      customer: 'cus_X',
+      status: 'active',
+      metadata: { svc_tenant_id: t.tenantId },
+      ...priced('pro'),
+    });
     const before = await eventCount();
     const cases: [string, Promise<{ status: number; body: any }>][] = [
       ['unsigned', deliver(server.apiUrl, event, { header: null })],
@@ -169,7 +294,10 @@ describe('POST /v1/webhooks/stripe', () => {
   test('without a configured secret the receiver answers 404 and stores nothing', async () => {
     const bare = await startTestServer({ DATABASE_URL: server.databaseUrl });
     try {
-      const r = await deliver(bare.apiUrl, subscriptionEvent('customer.subscription.created', { id: 'sub_Q', customer: 'cus_Q', status: 'active' }));
+      const r = await deliver(
+        bare.apiUrl,
+        subscriptionEvent('customer.subscription.created', { id: 'sub_Q', customer: 'cus_Q', status: 'active' }),
+      );
       expect([r.status, r.body.error]).toEqual([404, 'NOT_FOUND']);
     } finally {
       await bare.stop();

@@ -159,11 +159,16 @@ describe('event bus', () => {
 
   /** A record write's way: outbox rows in the transaction (`statements`), the relay after the commit (`deliverLocal`). */
   async function writeTx(bus: EventBus, sql: Sql, events: BusEvent[], opts: { fail?: boolean } = {}): Promise<void> {
-    const text = ['begin', ...bus.statements(events, literal), opts.fail ? 'select 1/0' : 'select 1', 'commit'].join(';\n');
-    const ok = await sql.unsafe(text).then(() => true, async () => {
-      await sql.unsafe('rollback').catch(() => {});
-      return false;
-    });
+    const text = ['begin', ...bus.statements(events, literal), opts.fail ? 'select 1/0' : 'select 1', 'commit'].join(
+      ';\n',
+    );
+    const ok = await sql.unsafe(text).then(
+      () => true,
+      async () => {
+        await sql.unsafe('rollback').catch(() => {});
+        return false;
+      },
+    );
     if (ok) bus.deliverLocal(events);
   }
 

@@ -32,7 +32,14 @@ afterAll(async () => {
   await nats.stop();
 });
 
-const event = (projectId: string, modelKey = 'post'): BusEvent => ({ type: 'record.changed', projectId, action: 'created', recordId: `r${n++}`, modelKey, userId: null });
+const event = (projectId: string, modelKey = 'post'): BusEvent => ({
+  type: 'record.changed',
+  projectId,
+  action: 'created',
+  recordId: `r${n++}`,
+  modelKey,
+  userId: null,
+});
 /** A deployment name of its own per test: its subjects and stream do not overlap another's. */
 const stream = () => `t${Math.random().toString(36).slice(2, 8)}`;
 
@@ -45,9 +52,11 @@ async function pair(name = stream()) {
 }
 
 const commitStaged = (sql: Sql, bus: EventBus, events: BusEvent[]) =>
-  sql.begin(async (tx) => {
-    await bus.stage((t, p) => tx.unsafe(t, p as never[]) as unknown as Promise<unknown[]>, events);
-  }).then(() => bus.deliverLocal(events));
+  sql
+    .begin(async (tx) => {
+      await bus.stage((t, p) => tx.unsafe(t, p as never[]) as unknown as Promise<unknown[]>, events);
+    })
+    .then(() => bus.deliverLocal(events));
 
 describe('event bus on NATS JetStream', () => {
   test('subjects name the project and the model, so a consumer can take only what it serves', () => {
@@ -136,7 +145,9 @@ describe('event bus on NATS JetStream', () => {
     await writer.attachTransport(new NatsTransport(`${nats.url}/${name}`, sqlA));
     await gateway.attachTransport(new NatsTransport(`${nats.url}/${name}`, sqlB, { narrow: true }));
     const heard: string[] = [];
-    gateway.subscribeCommitted((e) => heard.push(e.type === 'record.changed' ? `${e.projectId}:${e.recordId}` : e.type));
+    gateway.subscribeCommitted((e) =>
+      heard.push(e.type === 'record.changed' ? `${e.projectId}:${e.recordId}` : e.type),
+    );
     const release = await gateway.watch('p-watched');
     const expected: string[] = [];
     const write = async (projectId: string) => {
@@ -171,20 +182,33 @@ describe('event bus on NATS JetStream', () => {
     const nc = await natsConnect({ servers: nats.url });
     const jsm = await nc.jetstreamManager();
     const name = stream();
-    await jsm.streams.add({ name: `${name.toUpperCase()}_BUS`, subjects: [`${name}.>`], storage: StorageType.Memory, retention: RetentionPolicy.Limits });
+    await jsm.streams.add({
+      name: `${name.toUpperCase()}_BUS`,
+      subjects: [`${name}.>`],
+      storage: StorageType.Memory,
+      retention: RetentionPolicy.Limits,
+    });
     const js = nc.jetstream();
     const enc = new TextEncoder();
     let id = 0;
     const publish = (projectId: string) => {
       const e = event(projectId);
       const n = ++id;
-      return js.publish(`${name}.${subjectOf(e, '').slice(1)}`, enc.encode(JSON.stringify({ o: 'writer', at: Date.now(), e })), { msgID: `db.${n}` }).then(() => (e as { recordId: string }).recordId);
+      return js
+        .publish(
+          `${name}.${subjectOf(e, '').slice(1)}`,
+          enc.encode(JSON.stringify({ o: 'writer', at: Date.now(), e })),
+          { msgID: `db.${n}` },
+        )
+        .then(() => (e as { recordId: string }).recordId);
     };
     const heard: string[] = [];
     const since = Date.now();
     // Published while the listener was not there.
     const missed = [await publish('p1'), await publish('p2'), await publish('p1')];
-    const listener = new NarrowListener(nc, js, `${name.toUpperCase()}_BUS`, name, (w) => heard.push((w.e as { recordId: string }).recordId));
+    const listener = new NarrowListener(nc, js, `${name.toUpperCase()}_BUS`, name, (w) =>
+      heard.push((w.e as { recordId: string }).recordId),
+    );
     await listener.start();
     await listener.watch('p1');
     listener.gap(since);

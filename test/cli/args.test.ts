@@ -15,7 +15,9 @@ const usage = (argv: string[]) => {
 
 describe('cli argv', () => {
   test('flags, values, lists and positionals', () => {
-    expect(parseArgs(['push', '--name', 'a', '--force', '--scopes', 'x, y,,z', '-5', '--json', '--', '--name'], SPEC)).toEqual({
+    expect(
+      parseArgs(['push', '--name', 'a', '--force', '--scopes', 'x, y,,z', '-5', '--json', '--', '--name'], SPEC),
+    ).toEqual({
       positionals: ['push', '-5', '--name'],
       flags: { name: 'a', force: true, scopes: ['x', 'y', 'z'], json: true },
     });
@@ -31,7 +33,13 @@ describe('cli argv', () => {
   });
 
   test('fuzz: any argv parses or is a UsageError', () => {
-    const word = fc.oneof(fc.string(), fc.constantFrom('--', '-', '--name', '--force', '--scopes', '--x=\0', '-\uD800', '--é', '--name=\uDFFF'));
-    fc.assert(fc.property(fc.array(word, { maxLength: 20 }), (argv) => void usage(argv)), { numRuns: 500 });
+    const word = fc.oneof(
+      fc.string(),
+      fc.constantFrom('--', '-', '--name', '--force', '--scopes', '--x=\0', '-\uD800', '--é', '--name=\uDFFF'),
+    );
+    fc.assert(
+      fc.property(fc.array(word, { maxLength: 20 }), (argv) => void usage(argv)),
+      { numRuns: 500 },
+    );
   });
 });

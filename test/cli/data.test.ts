@@ -38,7 +38,10 @@ describe('svc data rm', () => {
   test('the embedded default: refused while svc runs; after SIGTERM, lists without --yes, then removes the cluster and the data dir', async () => {
     const dataDir = join(tempDir('svc-datarm-'), 'data');
     // DATABASE_URL empty is unset: the embedded PostgreSQL, in the data dir.
-    const s = await spawnService({ DATABASE_URL: '', SVC_ROOT_TOKEN: '', SVC_DATA_DIR: dataDir, SVC_LOG: 'off' }, { role: 'all', cwd: ROOT, timeoutMs: 90_000 });
+    const s = await spawnService(
+      { DATABASE_URL: '', SVC_ROOT_TOKEN: '', SVC_DATA_DIR: dataDir, SVC_LOG: 'off' },
+      { role: 'all', cwd: ROOT, timeoutMs: 90_000 },
+    );
     procs.push(s.proc);
     expect(readdirSync(dataDir)).toEqual(expect.arrayContaining(['pg-password', 'root-token', 'svc-processes']));
     // As root, the data dir's parent (a 0700 temp folder) is closed to the `postgres` user: the
@@ -50,7 +53,9 @@ describe('svc data rm', () => {
 
     const busy = await svc('data', 'rm', '--data-dir', dataDir, '--yes');
     expect(busy.code).toBe(1);
-    expect(busy.err.trim()).toBe(`svc: ${JSON.stringify(dataDir)} is in use: svc is running on it (pid ${s.proc.pid}); stop svc first`);
+    expect(busy.err.trim()).toBe(
+      `svc: ${JSON.stringify(dataDir)} is in use: svc is running on it (pid ${s.proc.pid}); stop svc first`,
+    );
     expect(existsSync(join(cluster, 'PG_VERSION'))).toBe(true);
 
     s.proc.kill('SIGTERM');
@@ -71,15 +76,24 @@ describe('svc data rm', () => {
 
   test('two processes on one data dir (api and gateway): refused until both have stopped', async () => {
     const dataDir = tempDir('svc-datarm2-');
-    const env = { DATABASE_URL: await freshDatabase('datarm'), SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: 'rt_datarm_test', SVC_LOG: 'off' };
+    const env = {
+      DATABASE_URL: await freshDatabase('datarm'),
+      SVC_DATA_DIR: dataDir,
+      SVC_ROOT_TOKEN: 'rt_datarm_test',
+      SVC_LOG: 'off',
+    };
     const api = await spawnService(env, { role: 'api', cwd: ROOT });
     const gateway = await spawnService(env, { role: 'gateway', cwd: ROOT });
     procs.push(api.proc, gateway.proc);
-    expect((await svc('data', 'rm', '--data-dir', dataDir, '--yes')).err).toMatch(/is in use: svc is running on it \(pid (\d+)\)/);
+    expect((await svc('data', 'rm', '--data-dir', dataDir, '--yes')).err).toMatch(
+      /is in use: svc is running on it \(pid (\d+)\)/,
+    );
     api.proc.kill('SIGTERM');
     await api.proc.exited;
     const still = await svc('data', 'rm', '--data-dir', dataDir, '--yes');
-    expect(still.err.trim()).toBe(`svc: ${JSON.stringify(dataDir)} is in use: svc is running on it (pid ${gateway.proc.pid}); stop svc first`);
+    expect(still.err.trim()).toBe(
+      `svc: ${JSON.stringify(dataDir)} is in use: svc is running on it (pid ${gateway.proc.pid}); stop svc first`,
+    );
     gateway.proc.kill('SIGTERM');
     await gateway.proc.exited;
     procs.length = 0;
@@ -120,12 +134,16 @@ describe('svc data rm', () => {
     writeFileSync(join(live, 'pg-password'), 'x');
     mkdirSync(join(live, 'pg'));
     writeFileSync(join(live, 'pg', 'postmaster.pid'), `${process.pid}\n/x\n`);
-    expect((await svc('data', 'rm', '--data-dir', live, '--yes')).err).toContain(`its PostgreSQL is running (pid ${process.pid})`);
+    expect((await svc('data', 'rm', '--data-dir', live, '--yes')).err).toContain(
+      `its PostgreSQL is running (pid ${process.pid})`,
+    );
     expect(existsSync(join(live, 'pg'))).toBe(true);
 
     const odd = tempDir('svc-datarm6-');
     writeFileSync(join(odd, 'pg-location'), `${foreign}\n`);
-    expect((await svc('data', 'rm', '--data-dir', odd, '--yes')).err).toContain('is not a PostgreSQL cluster; refusing');
+    expect((await svc('data', 'rm', '--data-dir', odd, '--yes')).err).toContain(
+      'is not a PostgreSQL cluster; refusing',
+    );
     expect(readdirSync(foreign).sort()).toEqual(['files', 'important.doc', 'mail', 'pg', 'run']);
   });
 
@@ -135,7 +153,10 @@ describe('svc data rm', () => {
     const sandbox = tempDir('svc-datarm7-');
     for (const d of ['files', 'pg', 'mail', 'svc-processes']) mkdirSync(join(sandbox, d));
     writeFileSync(join(sandbox, 'keep.txt'), 'x');
-    const inside = fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.constantFrom('', '.', 'pg', 'files', '\0x', '\uD800', 'é/ü', 'x'.repeat(5000)));
+    const inside = fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 300 }),
+      fc.constantFrom('', '.', 'pg', 'files', '\0x', '\uD800', 'é/ü', 'x'.repeat(5000)),
+    );
     await fc.assert(
       fc.asyncProperty(inside, fc.boolean(), async (p, yes) => {
         const dir = `${sandbox}/${p.replace(/\.\./g, '')}`;

@@ -13,7 +13,11 @@ let dir: string;
 async function run(env: Record<string, string | undefined>, ...argv: string[]) {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') }, { SVC_URL: server.apiUrl, ...env });
+  const code = await runCli(
+    argv,
+    { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') },
+    { SVC_URL: server.apiUrl, ...env },
+  );
   let json: any;
   try {
     json = JSON.parse(out);
@@ -22,7 +26,19 @@ async function run(env: Record<string, string | undefined>, ...argv: string[]) {
 }
 
 async function member(role: string): Promise<string> {
-  const m = await cli(server, p.ownerKey, 'members', 'add', '--email', `${role}${Math.random()}@x.test`, '--role', role, '--project', p.projectId, '--json');
+  const m = await cli(
+    server,
+    p.ownerKey,
+    'members',
+    'add',
+    '--email',
+    `${role}${Math.random()}@x.test`,
+    '--role',
+    role,
+    '--project',
+    p.projectId,
+    '--json',
+  );
   if (m.code !== 0) throw new Error(m.err);
   return m.json.controlKey;
 }
@@ -32,16 +48,41 @@ beforeAll(async () => {
   p = await bootstrapProject(server, 'pinned');
   // A config folder pinned to the project, with one model.
   dir = folder({
-    'svc.config.json': minimal(p, { models: [{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', required: true }, { key: 'secret', type: 'text', access: { write: ['service'] } }] }] }),
+    'svc.config.json': minimal(p, {
+      models: [
+        {
+          key: 'page',
+          name: 'Page',
+          fields: [
+            { key: 'title', type: 'text', required: true },
+            { key: 'secret', type: 'text', access: { write: ['service'] } },
+          ],
+        },
+      ],
+    }),
   });
   const pushed = await cli(server, p.ownerKey, 'push', '--dir', dir, '--json');
   if (pushed.code !== 0) throw new Error(pushed.err);
 });
 afterAll(() => server.stop());
 
-describe('project-scoped commands use the folder\'s pinned project', () => {
+describe("project-scoped commands use the folder's pinned project", () => {
   test('api-keys create without --tenant or --project makes a key of the pinned project', async () => {
-    const r = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', 'site', '--type', 'public', '--scopes', 'records:read', '--dir', dir, '--json');
+    const r = await cli(
+      server,
+      p.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'site',
+      '--type',
+      'public',
+      '--scopes',
+      'records:read',
+      '--dir',
+      dir,
+      '--json',
+    );
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     const who = await fetch(`${server.apiUrl}/v1/whoami`, { headers: { 'x-api-key': r.json.key } });
@@ -52,7 +93,20 @@ describe('project-scoped commands use the folder\'s pinned project', () => {
   });
 
   test('outside a config folder, a project-bound key still needs a project', async () => {
-    const r = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', 'site', '--type', 'public', '--scopes', 'records:read', '--dir', folder({}));
+    const r = await cli(
+      server,
+      p.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'site',
+      '--type',
+      'public',
+      '--scopes',
+      'records:read',
+      '--dir',
+      folder({}),
+    );
     expect(r.code).toBe(1);
     expect(r.err).toContain('no project: pass --project');
   });
@@ -63,18 +117,73 @@ describe('svc records save|publish as the calling member', () => {
     const file = join(dir, 'home.json');
     for (const [i, key] of [p.ownerKey, await member('admin'), await member('editor')].entries()) {
       writeFileSync(file, JSON.stringify({ title: `Home ${i}` }));
-      const saved = await run({ SVC_TOKEN: key }, 'records', 'save', '--model', 'page', '--natural-key', `home-${i}`, '--file', 'home.json', '--dir', dir, '--json');
+      const saved = await run(
+        { SVC_TOKEN: key },
+        'records',
+        'save',
+        '--model',
+        'page',
+        '--natural-key',
+        `home-${i}`,
+        '--file',
+        'home.json',
+        '--dir',
+        dir,
+        '--json',
+      );
       expect(saved.err).toBe('');
       expect(saved.json).toEqual({ _id: expect.stringMatching(/^rec_/) });
       writeFileSync(file, JSON.stringify({ title: `Home ${i} again` }));
-      const again = await run({}, 'records', 'save', '--token', key, '--model', 'page', '--natural-key', `home-${i}`, '--file', 'home.json', '--dir', dir, '--json');
+      const again = await run(
+        {},
+        'records',
+        'save',
+        '--token',
+        key,
+        '--model',
+        'page',
+        '--natural-key',
+        `home-${i}`,
+        '--file',
+        'home.json',
+        '--dir',
+        dir,
+        '--json',
+      );
       expect(again.json._id).toBe(saved.json._id);
-      const pub = await run({ SVC_TOKEN: key }, 'records', 'publish', '--model', 'page', '--id', saved.json._id, '--dir', dir, '--json');
+      const pub = await run(
+        { SVC_TOKEN: key },
+        'records',
+        'publish',
+        '--model',
+        'page',
+        '--id',
+        saved.json._id,
+        '--dir',
+        dir,
+        '--json',
+      );
       expect(pub.json).toEqual({ _id: saved.json._id, published: true });
     }
-    const pk = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', 'read', '--type', 'public', '--scopes', 'records:read', '--dir', dir, '--json');
+    const pk = await cli(
+      server,
+      p.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'read',
+      '--type',
+      'public',
+      '--scopes',
+      'records:read',
+      '--dir',
+      dir,
+      '--json',
+    );
     const res = await fetch(`${server.apiUrl}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk.json.key }, body: JSON.stringify({ query: '{ page(naturalKey: "home-2") { title } }' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': pk.json.key },
+      body: JSON.stringify({ query: '{ page(naturalKey: "home-2") { title } }' }),
     });
     expect(((await res.json()) as any).data.page.title).toBe('Home 2 again');
   });
@@ -82,29 +191,104 @@ describe('svc records save|publish as the calling member', () => {
   test('a viewer may not save or publish; field access rules hold for members', async () => {
     const viewer = await member('viewer');
     writeFileSync(join(dir, 'v.json'), JSON.stringify({ title: 'V' }));
-    const r = await run({ SVC_TOKEN: viewer }, 'records', 'save', '--model', 'page', '--natural-key', 'v', '--file', 'v.json', '--dir', dir);
+    const r = await run(
+      { SVC_TOKEN: viewer },
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      'v',
+      '--file',
+      'v.json',
+      '--dir',
+      dir,
+    );
     expect(r.code).toBe(1);
     expect(r.err).toContain('403 PERMISSION_DENIED');
     writeFileSync(join(dir, 's.json'), JSON.stringify({ title: 'S', secret: 'x' }));
-    const s = await run({ SVC_TOKEN: p.ownerKey }, 'records', 'save', '--model', 'page', '--natural-key', 's', '--file', 's.json', '--dir', dir);
+    const s = await run(
+      { SVC_TOKEN: p.ownerKey },
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      's',
+      '--file',
+      's.json',
+      '--dir',
+      dir,
+    );
     expect(s.code).toBe(1);
     expect(s.err).toContain('403 PERMISSION_DENIED');
   });
 
   test('bad data is one line naming the field; an unknown model is named', async () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ title: 5 }));
-    const r = await run({ SVC_TOKEN: p.ownerKey }, 'records', 'save', '--model', 'page', '--natural-key', 'bad', '--file', 'bad.json', '--dir', dir);
+    const r = await run(
+      { SVC_TOKEN: p.ownerKey },
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      'bad',
+      '--file',
+      'bad.json',
+      '--dir',
+      dir,
+    );
     expect(r.code).toBe(1);
     expect(r.err).toContain('400 BAD_USER_INPUT');
     expect(r.err).toContain('title');
-    const m = await run({ SVC_TOKEN: p.ownerKey }, 'records', 'save', '--model', 'nope', '--natural-key', 'bad', '--file', 'bad.json', '--dir', dir);
+    const m = await run(
+      { SVC_TOKEN: p.ownerKey },
+      'records',
+      'save',
+      '--model',
+      'nope',
+      '--natural-key',
+      'bad',
+      '--file',
+      'bad.json',
+      '--dir',
+      dir,
+    );
     expect(m.err).toContain('model "nope" is not a model of this project');
   });
 
   test('a secret key in SVC_API_KEY is used even when SVC_TOKEN holds a control key', async () => {
-    const sk = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', 'cli', '--type', 'secret', '--scopes', 'records:read,records:write,records:publish,drafts:read', '--dir', dir, '--json');
+    const sk = await cli(
+      server,
+      p.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'cli',
+      '--type',
+      'secret',
+      '--scopes',
+      'records:read,records:write,records:publish,drafts:read',
+      '--dir',
+      dir,
+      '--json',
+    );
     writeFileSync(join(dir, 'k.json'), JSON.stringify({ title: 'K' }));
-    const r = await run({ SVC_TOKEN: p.ownerKey, SVC_API_KEY: sk.json.key }, 'records', 'save', '--model', 'page', '--natural-key', 'k', '--file', 'k.json', '--dir', dir, '--json');
+    const r = await run(
+      { SVC_TOKEN: p.ownerKey, SVC_API_KEY: sk.json.key },
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      'k',
+      '--file',
+      'k.json',
+      '--dir',
+      dir,
+      '--json',
+    );
     expect(r.err).toBe('');
     const rows = await server.svc.sql`select created_by from records where id = ${r.json._id}`;
     expect(rows[0]!.created_by).toBe(sk.json.id);

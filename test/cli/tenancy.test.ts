@@ -10,7 +10,17 @@ afterAll(() => server.stop());
 
 describe('svc tenants create', () => {
   test('the root token creates a tenant with an owner and a control key shown once', async () => {
-    const r = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'Acme', '--owner-email', 'o@acme.test', '--json');
+    const r = await cli(
+      server,
+      server.rootToken,
+      'tenants',
+      'create',
+      '--name',
+      'Acme',
+      '--owner-email',
+      'o@acme.test',
+      '--json',
+    );
     expect(r.code).toBe(0);
     expect(Object.keys(r.json).sort()).toEqual(['controlKey', 'memberId', 'tenantId']);
     expect(r.json.controlKey).toMatch(/^ck_[0-9a-f]{64}$/);
@@ -83,7 +93,19 @@ describe('svc projects create and members add', () => {
     expect(p.code).toBe(0);
     expect(p.json).toEqual({ projectId: expect.stringMatching(/^prj_/), tenantId: t.json.tenantId });
     for (const role of ['admin', 'editor', 'viewer']) {
-      const m = await cli(server, t.json.controlKey, 'members', 'add', '--email', `${role}@p.test`, '--role', role, '--project', p.json.projectId, '--json');
+      const m = await cli(
+        server,
+        t.json.controlKey,
+        'members',
+        'add',
+        '--email',
+        `${role}@p.test`,
+        '--role',
+        role,
+        '--project',
+        p.json.projectId,
+        '--json',
+      );
       expect(m.code).toBe(0);
       expect(m.json.controlKey).toMatch(/^ck_/);
     }
@@ -92,8 +114,35 @@ describe('svc projects create and members add', () => {
   test('an editor may neither add members nor create projects', async () => {
     const t = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'E', '--json');
     const p = await cli(server, t.json.controlKey, 'projects', 'create', '--name', 'Site', '--json');
-    const ed = await cli(server, t.json.controlKey, 'members', 'add', '--email', 'ed@e.test', '--role', 'editor', '--project', p.json.projectId, '--json');
-    expect((await cli(server, ed.json.controlKey, 'members', 'add', '--email', 'x@e.test', '--role', 'viewer', '--project', p.json.projectId)).err).toContain('403');
+    const ed = await cli(
+      server,
+      t.json.controlKey,
+      'members',
+      'add',
+      '--email',
+      'ed@e.test',
+      '--role',
+      'editor',
+      '--project',
+      p.json.projectId,
+      '--json',
+    );
+    expect(
+      (
+        await cli(
+          server,
+          ed.json.controlKey,
+          'members',
+          'add',
+          '--email',
+          'x@e.test',
+          '--role',
+          'viewer',
+          '--project',
+          p.json.projectId,
+        )
+      ).err,
+    ).toContain('403');
     expect((await cli(server, ed.json.controlKey, 'projects', 'create', '--name', 'n')).err).toContain('403');
   });
 
@@ -101,15 +150,30 @@ describe('svc projects create and members add', () => {
     const a = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'TA', '--json');
     const b = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'TB', '--json');
     const pb = await cli(server, b.json.controlKey, 'projects', 'create', '--name', 'B site', '--json');
-    const r = await cli(server, a.json.controlKey, 'members', 'add', '--email', 'x@a.test', '--role', 'viewer', '--project', pb.json.projectId);
+    const r = await cli(
+      server,
+      a.json.controlKey,
+      'members',
+      'add',
+      '--email',
+      'x@a.test',
+      '--role',
+      'viewer',
+      '--project',
+      pb.json.projectId,
+    );
     expect(r.code).toBe(1);
     expect(r.err).toContain('404 NOT_FOUND: Project not found');
   });
 
   test('an unknown role or a bad email is refused', async () => {
     const t = await cli(server, server.rootToken, 'tenants', 'create', '--name', 'R', '--json');
-    expect((await cli(server, t.json.controlKey, 'members', 'add', '--email', 'x@r.test', '--role', 'god')).err).toContain('role must be one of');
-    expect((await cli(server, t.json.controlKey, 'members', 'add', '--email', 'nope', '--role', 'viewer')).err).toContain('email');
+    expect(
+      (await cli(server, t.json.controlKey, 'members', 'add', '--email', 'x@r.test', '--role', 'god')).err,
+    ).toContain('role must be one of');
+    expect(
+      (await cli(server, t.json.controlKey, 'members', 'add', '--email', 'nope', '--role', 'viewer')).err,
+    ).toContain('email');
   });
 });
 

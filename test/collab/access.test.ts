@@ -78,7 +78,9 @@ describe('joining a room', () => {
     await eventually(() => looker.text('title').toString().includes('tXY'), 5000);
     expect(w.text('title').toString()).toBe('tXY');
     // Read-only still needs read access: a versioned model without drafts:read stays 403.
-    expect((await tryJoin(server.gatewayUrl, roomOf('article', article), { apiKey: reader, readOnly: '1' })).status).toBe(403);
+    expect(
+      (await tryJoin(server.gatewayUrl, roomOf('article', article), { apiKey: reader, readOnly: '1' })).status,
+    ).toBe(403);
     w.close();
     r.close();
     looker.close();
@@ -112,7 +114,9 @@ describe('joining a room', () => {
   }, 30_000);
 
   test('GET /collab/info names the room, the gateway and the auth parameters', async () => {
-    const info = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, { headers: { 'x-api-key': key } });
+    const info = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, {
+      headers: { 'x-api-key': key },
+    });
     expect(info.status).toBe(200);
     expect(await info.json()).toEqual({
       enabled: true,
@@ -122,14 +126,23 @@ describe('joining a room', () => {
       auth: { method: 'query-param', params: 'token,apiKey' },
     });
     const pk = await p.key('pk', ['records:read']);
-    const ro = await fetch(`${server.apiUrl}/collab/info?recordId=${article}&modelKey=article`, { headers: { 'x-api-key': pk } });
+    const ro = await fetch(`${server.apiUrl}/collab/info?recordId=${article}&modelKey=article`, {
+      headers: { 'x-api-key': pk },
+    });
     expect(((await ro.json()) as { enabled: boolean }).enabled).toBe(false);
     // A read-only key may join only with readOnly=1: info says so.
-    const look = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, { headers: { 'x-api-key': pk } });
+    const look = await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`, {
+      headers: { 'x-api-key': pk },
+    });
     expect(await look.json()).toMatchObject({ enabled: false, readOnly: true });
     expect((await fetch(`${server.apiUrl}/collab/info?recordId=${note}&modelKey=note`)).status).toBe(401);
-    expect((await fetch(`${server.apiUrl}/collab/info?modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(400);
-    expect((await fetch(`${server.apiUrl}/collab/info?recordId=rec_nope&modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(404);
+    expect((await fetch(`${server.apiUrl}/collab/info?modelKey=note`, { headers: { 'x-api-key': key } })).status).toBe(
+      400,
+    );
+    expect(
+      (await fetch(`${server.apiUrl}/collab/info?recordId=rec_nope&modelKey=note`, { headers: { 'x-api-key': key } }))
+        .status,
+    ).toBe(404);
   });
 });
 
@@ -139,15 +152,31 @@ describe('joining with a customer access token', () => {
     const { tokenService } = await import('../../src/identity/tokens.ts');
     const { createSession } = await import('../../src/identity/customer-sessions.ts');
     const customerId = newId('cus');
-    await server.svc.sql`insert into customers (id, project_id, email) values (${customerId}, ${p.projectId}, ${`c${customerId}@example.com`})`;
-    const { accessToken } = await createSession(server.svc.sql, tokenService(server.svc), { projectId: p.projectId, customerId, email: `c${customerId}@example.com`, scopes: ['records:read'], roles: [] });
-    const mine = (await p.gql(key, `mutation { createNote(data: { title: "mine" }) { _id } }`)).body.data.createNote._id as string;
+    await server.svc
+      .sql`insert into customers (id, project_id, email) values (${customerId}, ${p.projectId}, ${`c${customerId}@example.com`})`;
+    const { accessToken } = await createSession(server.svc.sql, tokenService(server.svc), {
+      projectId: p.projectId,
+      customerId,
+      email: `c${customerId}@example.com`,
+      scopes: ['records:read'],
+      roles: [],
+    });
+    const mine = (await p.gql(key, `mutation { createNote(data: { title: "mine" }) { _id } }`)).body.data.createNote
+      ._id as string;
     await server.svc.sql`update records set owner_customer_id = ${customerId} where id = ${mine}`;
     const e = editor(server.gatewayUrl, roomOf('note', mine), { token: accessToken });
     open.push(e);
     await synced(e);
     e.text('title').insert(4, '!');
-    await eventually(() => server.svc.collab.registry.peek(`${p.projectId}/${roomOf('note', mine)}`)?.doc.getMap('content').get('title')?.toString() === 'mine!', 10_000);
+    await eventually(
+      () =>
+        server.svc.collab.registry
+          .peek(`${p.projectId}/${roomOf('note', mine)}`)
+          ?.doc.getMap('content')
+          .get('title')
+          ?.toString() === 'mine!',
+      10_000,
+    );
     e.close();
     // Not its record, and its role stamps no records:write: read-only needs drafts:read on a versioned model.
     expect((await tryJoin(server.gatewayUrl, roomOf('article', article), { token: accessToken })).status).toBe(403);

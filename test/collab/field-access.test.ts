@@ -32,10 +32,23 @@ beforeAll(async () => {
         { key: 'status', type: 'text', access: { write: ['service'] } },
       ],
     },
-    { key: 'memo', name: 'Memo', versioned: false, fields: [{ key: 'text', type: 'text' }, { key: 'internal', type: 'text', access: { read: ['service'] } }] },
+    {
+      key: 'memo',
+      name: 'Memo',
+      versioned: false,
+      fields: [
+        { key: 'text', type: 'text' },
+        { key: 'internal', type: 'text', access: { read: ['service'] } },
+      ],
+    },
   ]));
   sk = await p.key('sk', ['records:read', 'records:write', 'drafts:read']);
-  await upsertRole(server.svc.sql, p.projectId, { key: 'member', name: 'Member', permissions: ['self:*'], isDefault: true });
+  await upsertRole(server.svc.sql, p.projectId, {
+    key: 'member',
+    name: 'Member',
+    permissions: ['self:*'],
+    isDefault: true,
+  });
   console.warn = (...args: unknown[]) => void warnings.push(args.map(String).join(' '));
 });
 afterAll(async () => {
@@ -46,7 +59,11 @@ afterAll(async () => {
 
 async function customer(): Promise<{ id: string; token: string }> {
   const e = `c${Math.random().toString(16).slice(2, 10)}@example.com`;
-  const r = await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "collab pw 1") { accessToken customer { id } } }`, { e });
+  const r = await p.gql(
+    pk,
+    `mutation($e: String!) { registerCustomer(email: $e, password: "collab pw 1") { accessToken customer { id } } }`,
+    { e },
+  );
   return { id: r.body.data.registerCustomer.customer.id, token: r.body.data.registerCustomer.accessToken };
 }
 
@@ -75,7 +92,12 @@ const ed = (room: string, params: Record<string, string>) => {
 describe('field access.write inside a room', () => {
   test('a customer edits the fields it may write; its edit of a service-only field is refused, told, never seen or saved', async () => {
     const c = await customer();
-    const created = await p.gql(pk, `mutation { createTicket(data: { title: "Printer", body: "jams" }) { _id } }`, undefined, { authorization: `Bearer ${c.token}` });
+    const created = await p.gql(
+      pk,
+      `mutation { createTicket(data: { title: "Printer", body: "jams" }) { _id } }`,
+      undefined,
+      { authorization: `Bearer ${c.token}` },
+    );
     expect(created.body.errors).toBeUndefined();
     const id = created.body.data.createTicket._id as string;
     await p.gql(sk, `mutation($id: ID!) { updateTicket(_id: $id, data: { status: "open" }) { _id } }`, { id });
@@ -93,7 +115,10 @@ describe('field access.write inside a room', () => {
     const before = warnings.length;
     owner.text('status').delete(0, 4);
     owner.text('status').insert(0, 'closed');
-    await eventually(() => warnings.slice(before).some((w) => w.includes('Permission denied') && w.includes('status')), 10_000);
+    await eventually(
+      () => warnings.slice(before).some((w) => w.includes('Permission denied') && w.includes('status')),
+      10_000,
+    );
 
     // The owner's next edits still apply (its refused updates leave no gap in its clock).
     owner.text('title').insert(7, ' on floor 2');
@@ -106,7 +131,12 @@ describe('field access.write inside a room', () => {
 
     owner.close();
     staff.close();
-    expect(await until(() => content(id), (c) => c.title === 'Printer on floor 2')).toMatchObject({ title: 'Printer on floor 2', body: 'jams daily', status: 'open (triaged)' });
+    expect(
+      await until(
+        () => content(id),
+        (c) => c.title === 'Printer on floor 2',
+      ),
+    ).toMatchObject({ title: 'Printer on floor 2', body: 'jams daily', status: 'open (triaged)' });
 
     // A newcomer gets the room's state: the refused edit is nowhere.
     const later = ed(roomOf('ticket', id), { apiKey: sk });
@@ -141,7 +171,9 @@ describe('field access.write inside a room', () => {
     const refused = await tryJoin(server.gatewayUrl, roomOf('memo', id), { token: c.token });
     expect(refused.status).toBe(403);
     expect(refused.body.message).toContain('internal');
-    const info = await fetch(`${server.apiUrl}/collab/info?recordId=${id}&modelKey=memo`, { headers: { 'x-api-key': pk } });
+    const info = await fetch(`${server.apiUrl}/collab/info?recordId=${id}&modelKey=memo`, {
+      headers: { 'x-api-key': pk },
+    });
     expect(((await info.json()) as { enabled: boolean }).enabled).toBe(false);
     // The service key reads every field: it joins.
     const staff = ed(roomOf('memo', id), { apiKey: sk });

@@ -35,17 +35,52 @@ const text = (d: Y.Doc, k: string) => d.getMap('content').get(k) as Y.Text;
 describe('touchedPlaces', () => {
   test('typing in the middle, at the end, deleting: the field of the neighbour', () => {
     const { client, capture, server } = pair();
-    expect([...touchedPlaces(server, capture(() => text(client, 'title').insert(5, ',')))]).toEqual(['title']);
-    expect([...touchedPlaces(server, capture(() => text(client, 'secret').insert(10, '!')))]).toEqual(['secret']);
-    expect([...touchedPlaces(server, capture(() => text(client, 'secret').delete(0, 3)))]).toEqual(['secret']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => text(client, 'title').insert(5, ',')),
+      ),
+    ]).toEqual(['title']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => text(client, 'secret').insert(10, '!')),
+      ),
+    ]).toEqual(['secret']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => text(client, 'secret').delete(0, 3)),
+      ),
+    ]).toEqual(['secret']);
   });
 
   test('replacing a value, a new key, another root type', () => {
     const { client, capture, server } = pair();
-    expect([...touchedPlaces(server, capture(() => client.getMap('content').set('count', 2)))]).toEqual(['count']);
-    expect([...touchedPlaces(server, capture(() => client.getMap('content').set('secret', 'plain')))]).toEqual(['secret']);
-    expect([...touchedPlaces(server, capture(() => client.getMap('content').set('fresh', new Y.Text('x'))))]).toEqual(['fresh']);
-    expect([...touchedPlaces(server, capture(() => client.getMap('cursors').set('me', 1)))]).toEqual([OUTSIDE]);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => client.getMap('content').set('count', 2)),
+      ),
+    ]).toEqual(['count']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => client.getMap('content').set('secret', 'plain')),
+      ),
+    ]).toEqual(['secret']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => client.getMap('content').set('fresh', new Y.Text('x'))),
+      ),
+    ]).toEqual(['fresh']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => client.getMap('cursors').set('me', 1)),
+      ),
+    ]).toEqual([OUTSIDE]);
   });
 
   test('a new text and typing into it in one update, then later: its field', () => {
@@ -56,7 +91,12 @@ describe('touchedPlaces', () => {
     });
     expect([...touchedPlaces(server, u1)]).toEqual(['body']);
     Y.applyUpdate(server, u1);
-    expect([...touchedPlaces(server, capture(() => text(client, 'body').insert(1, 'z')))]).toEqual(['body']);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => text(client, 'body').insert(1, 'z')),
+      ),
+    ]).toEqual(['body']);
   });
 
   test('an update the server already has, deletes of deleted items: nothing', () => {
@@ -71,7 +111,12 @@ describe('touchedPlaces', () => {
   test('an item whose neighbour the server never saw: unknown', () => {
     const { client, capture, server } = pair();
     capture(() => text(client, 'title').insert(0, 'a')); // never sent
-    expect([...touchedPlaces(server, capture(() => text(client, 'title').insert(1, 'b')))]).toEqual([UNKNOWN]);
+    expect([
+      ...touchedPlaces(
+        server,
+        capture(() => text(client, 'title').insert(1, 'b')),
+      ),
+    ]).toEqual([UNKNOWN]);
   });
 });
 

@@ -43,7 +43,16 @@ afterAll(async () => {
 
 /** A service process (the gateway role: the rooms) on the test server's database. */
 async function start(): Promise<{ proc: Subprocess; url: string }> {
-  const s = await spawnService({ DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_READ_POOL: '1', SVC_LOG: 'off' }, { role: 'gateway', cwd: ROOT, timeoutMs: 60_000 });
+  const s = await spawnService(
+    {
+      DATABASE_URL: a.databaseUrl,
+      SVC_ROOT_TOKEN: a.rootToken,
+      SVC_DATA_DIR: a.dataDir,
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+    },
+    { role: 'gateway', cwd: ROOT, timeoutMs: 60_000 },
+  );
   procs.push(s.proc);
   return s;
 }
@@ -72,17 +81,21 @@ async function create(T: 'Note' | 'Article', title: string): Promise<string> {
 
 /** The record's title (an unversioned note: its working and published content are one). */
 async function noteTitle(id: string): Promise<string | undefined> {
-  return (await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id })).body.data.record?.content?.title;
+  return (await p.gql(key, `query($id: ID!) { record(_id: $id) { content } }`, { id })).body.data.record?.content
+    ?.title;
 }
 
 /** The working version's title of an article. */
 async function draftTitle(id: string): Promise<string | undefined> {
-  return (await p.gql(key, 'query($id: ID!) { article(_id: $id, preview: true) { content } }', { id })).body.data.article?.content?.title;
+  return (await p.gql(key, 'query($id: ID!) { article(_id: $id, preview: true) { content } }', { id })).body.data
+    .article?.content?.title;
 }
 
 /** The title in a room's stored Yjs state (collab_state), as a process loading the room reads it. */
 async function storedTitle(room: string): Promise<string | undefined> {
-  const [row] = await a.svc.sql<{ state: Uint8Array }[]>`select state from collab_state where room = ${`${p.projectId}/${room}`}`;
+  const [row] = await a.svc.sql<
+    { state: Uint8Array }[]
+  >`select state from collab_state where room = ${`${p.projectId}/${room}`}`;
   if (!row) return undefined;
   const doc = new Y.Doc();
   Y.applyUpdate(doc, new Uint8Array(row.state));
@@ -95,7 +108,11 @@ async function storedTitle(room: string): Promise<string | undefined> {
 /** The same document back in the room through a new process (a browser tab reconnecting to another gateway). */
 function rejoin(e: Editor, url: string, room: string): WebsocketProvider {
   e.provider.destroy();
-  const provider = new WebsocketProvider(url.replace(/^http/, 'ws'), room, e.doc, { params: { apiKey: key }, disableBc: true, maxBackoffTime: 200 });
+  const provider = new WebsocketProvider(url.replace(/^http/, 'ws'), room, e.doc, {
+    params: { apiKey: key },
+    disableBc: true,
+    maxBackoffTime: 200,
+  });
   providers.push(provider);
   return provider;
 }
@@ -147,7 +164,7 @@ describe('kill -9 of the process holding a room', () => {
     await eventually(async () => (await noteTitle(id)) === full, 30_000);
   }, 180_000);
 
-  test('versioned: edits stored as the room\'s state before the kill come back to editors', async () => {
+  test("versioned: edits stored as the room's state before the kill come back to editors", async () => {
     const id = await create('Article', 'Draft');
     const room = roomOf('article', id);
     const first = await start();

@@ -81,21 +81,39 @@ describe('collaboration across processes', () => {
     await eventually(() => y.provider.synced && y.text('title').toString() === 'Draft typed on b', 10_000);
     // Presence is written after the join; the save below must find b as a holder of the room.
     const end = Date.now() + 10_000;
-    while ((await (await fetch(`${a.gatewayUrl}/api/collab/room-status/${roomOf('article', id)}`)).json() as any).clients < 1 && Date.now() < end) await Bun.sleep(50);
-    const saved = await p.gql(key, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', { r: roomOf('article', id) });
+    while (
+      ((await (await fetch(`${a.gatewayUrl}/api/collab/room-status/${roomOf('article', id)}`)).json()) as any).clients <
+        1 &&
+      Date.now() < end
+    )
+      await Bun.sleep(50);
+    const saved = await p.gql(key, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', {
+      r: roomOf('article', id),
+    });
     expect(saved.body.errors).toBeUndefined();
-    const draft = (await p.gql(key, 'query($id: ID!) { article(_id: $id, preview: true) { content } }', { id })).body.data.article.content;
+    const draft = (await p.gql(key, 'query($id: ID!) { article(_id: $id, preview: true) { content } }', { id })).body
+      .data.article.content;
     expect(draft.title).toBe('Draft typed on b');
     y.close();
   }, 60_000);
 
   test('a burst of edits on both processes (relayed in batches) converges everywhere and is saved once', async () => {
     const id = await create('Note', 'Burst');
-    const eds = [on(a.gatewayUrl, roomOf('note', id)), on(a.gatewayUrl, roomOf('note', id)), on(bUrl, roomOf('note', id)), on(bUrl, roomOf('note', id))];
+    const eds = [
+      on(a.gatewayUrl, roomOf('note', id)),
+      on(a.gatewayUrl, roomOf('note', id)),
+      on(bUrl, roomOf('note', id)),
+      on(bUrl, roomOf('note', id)),
+    ];
     await synced(...eds);
     // Both processes count all four editors before anyone types.
     const until = Date.now() + 10_000;
-    while (((await (await fetch(`${bUrl}/api/collab/room-status/${roomOf('note', id)}`)).json()) as { clients: number }).clients !== 4 && Date.now() < until) await Bun.sleep(50);
+    while (
+      ((await (await fetch(`${bUrl}/api/collab/room-status/${roomOf('note', id)}`)).json()) as { clients: number })
+        .clients !== 4 &&
+      Date.now() < until
+    )
+      await Bun.sleep(50);
     const PER = 150;
     // Every editor types its own letter, one update per keystroke, as fast as the socket takes them.
     eds.forEach((e, i) => {

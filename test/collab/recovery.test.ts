@@ -34,7 +34,9 @@ async function create(T: 'Note' | 'Article', title: string): Promise<string> {
 async function rawSocket(room: string): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
   const ws = new WebSocket(`${server.gatewayUrl.replace(/^http/, 'ws')}/${room}?apiKey=${key}`);
   ws.binaryType = 'arraybuffer';
-  const closed = new Promise<{ code: number; reason: string }>((r) => ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })));
+  const closed = new Promise<{ code: number; reason: string }>((r) =>
+    ws.addEventListener('close', (e) => r({ code: e.code, reason: e.reason })),
+  );
   await new Promise((r, j) => {
     ws.addEventListener('open', r);
     ws.addEventListener('error', j);
@@ -141,7 +143,10 @@ describe('versioned rooms survive everyone leaving and a restart', () => {
     // Everyone left and the room unloaded: the next editor finds the unsaved edits.
     const back = ed(roomOf('article', id));
     await synced(back);
-    await eventually(() => back.text('title')?.toString() === 'Kept live edit' && back.content.get('views') === 3, 10_000);
+    await eventually(
+      () => back.text('title')?.toString() === 'Kept live edit' && back.content.get('views') === 3,
+      10_000,
+    );
     back.close();
     await eventually(() => !server.svc.collab.registry.peek(roomKey), 10_000);
     // A restart on the same database.
@@ -154,7 +159,10 @@ describe('versioned rooms survive everyone leaving and a restart', () => {
     const draft = await fetch(`${server.apiUrl}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify({ query: `query($id: ID!) { record(_id: $id, preview: true) { content } }`, variables: { id } }),
+      body: JSON.stringify({
+        query: `query($id: ID!) { record(_id: $id, preview: true) { content } }`,
+        variables: { id },
+      }),
     });
     expect(((await draft.json()) as any).data.record.content.title).toBe('Kept');
     c.close();

@@ -28,7 +28,13 @@ beforeAll(async () => {
   key = await p.key('sk', ALL_SECRET);
   const svc = server.svc;
   rooms = new CollabRooms(
-    { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }), writes: svc.writes },
+    {
+      sql: svc.sql,
+      bus: svc.bus,
+      project: async (id) => (await svc.projects.get(id)).snapshot,
+      lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }),
+      writes: svc.writes,
+    },
     { debounceMs: 60_000, maxWaitMs: 60_000 },
   );
   await rooms.start();
@@ -64,13 +70,18 @@ describe('room actor', () => {
     const created = await p.gql(key, `mutation { createNote(data: { title: "Flush", body: "" }) { _id } }`);
     const id = created.body.data.createNote._id as string;
     const events: BusEvent[] = [];
-    const off = server.svc.bus.subscribe((e) => void (e.type === 'record.changed' && e.recordId === id && events.push(e)));
+    const off = server.svc.bus.subscribe(
+      (e) => void (e.type === 'record.changed' && e.recordId === id && events.push(e)),
+    );
     const { info } = await rooms.resolve(p.projectId, roomOf('note', id));
     const room = await rooms.room(info.key);
     const c = client('editor-1');
     expect(room.join(c.conn)).toBe(true);
     room.frame(c.conn, syncStep1Frame(c.doc));
-    await eventually(() => (c.doc.getMap('content').get('title') as Y.Text | undefined)?.toString() === 'Flush', 10_000);
+    await eventually(
+      () => (c.doc.getMap('content').get('title') as Y.Text | undefined)?.toString() === 'Flush',
+      10_000,
+    );
     c.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && room.frame(c.conn, updateFrame(u)));
     (c.doc.getMap('content').get('body') as Y.Text).insert(0, 'saved on leave');
     room.leave(c.conn);
@@ -121,7 +132,13 @@ describe('room actor', () => {
       await blocker`begin`;
       await blocker`select 1 from records where id = ${id} for update`;
       room.leave(c.conn);
-      const waiting = async () => Number((await server.svc.sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)[0]!.n);
+      const waiting = async () =>
+        Number(
+          (
+            await server.svc
+              .sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`
+          )[0]!.n,
+        );
       const end = Date.now() + 10_000;
       while ((await waiting()) === 0 && Date.now() < end) await Bun.sleep(20);
       expect(await waiting()).toBeGreaterThan(0);
@@ -135,11 +152,20 @@ describe('room actor', () => {
       expect(again).toBe(room);
       expect(again.join(d.conn)).toBe(true);
       again.frame(d.conn, syncStep1Frame(d.doc));
-      await eventually(() => (d.doc.getMap('content').get('body') as Y.Text | undefined)?.toString() === 'typed before the save', 10_000);
+      await eventually(
+        () => (d.doc.getMap('content').get('body') as Y.Text | undefined)?.toString() === 'typed before the save',
+        10_000,
+      );
       // Its keystrokes are applied while the save still waits (they do not queue behind it).
-      d.doc.on('update', (u: Uint8Array, origin: unknown) => origin !== 'server' && again.frame(d.conn, updateFrame(u)));
+      d.doc.on(
+        'update',
+        (u: Uint8Array, origin: unknown) => origin !== 'server' && again.frame(d.conn, updateFrame(u)),
+      );
       (d.doc.getMap('content').get('body') as Y.Text).insert(21, ', and during it');
-      await eventually(() => (room.doc.getMap('content').get('body') as Y.Text).toString() === 'typed before the save, and during it', 10_000);
+      await eventually(
+        () => (room.doc.getMap('content').get('body') as Y.Text).toString() === 'typed before the save, and during it',
+        10_000,
+      );
       expect(await waiting()).toBeGreaterThan(0);
       again.leave(d.conn);
       await blocker`commit`;
@@ -156,7 +182,13 @@ describe('room actor', () => {
     const svc = server.svc;
     // The debounce (30 s) is longer than this test types (at most 20 s): only the cap can save.
     const capped = new CollabRooms(
-      { sql: svc.sql, bus: svc.bus, project: async (id) => (await svc.projects.get(id)).snapshot, lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks-capped', onclose }), writes: svc.writes },
+      {
+        sql: svc.sql,
+        bus: svc.bus,
+        project: async (id) => (await svc.projects.get(id)).snapshot,
+        lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks-capped', onclose }),
+        writes: svc.writes,
+      },
       { debounceMs: 30_000, maxWaitMs: 1_000 },
     );
     await capped.start();
@@ -164,7 +196,15 @@ describe('room actor', () => {
       const created = await p.gql(key, `mutation { createNote(data: { title: "Typing", body: "" }) { _id } }`);
       const id = created.body.data.createNote._id as string;
       const saved: string[] = [];
-      const off = svc.bus.subscribe((e) => void (e.type === 'record.changed' && e.recordId === id && e.action === 'updated' && saved.push(e.userId ?? '')));
+      const off = svc.bus.subscribe(
+        (e) =>
+          void (
+            e.type === 'record.changed' &&
+            e.recordId === id &&
+            e.action === 'updated' &&
+            saved.push(e.userId ?? '')
+          ),
+      );
       const { info } = await capped.resolve(p.projectId, roomOf('note', id));
       const room = await capped.room(info.key);
       const c = client('typist');

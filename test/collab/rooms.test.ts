@@ -68,7 +68,10 @@ describe('collaboration rooms', () => {
     expect(a.text('title').toString()).toBe('Hello');
     a.text('body').insert(5, ' from a');
     b.text('title').insert(0, '>> ');
-    await eventually(() => b.text('body').toString() === 'start from a' && a.text('title').toString() === '>> Hello', 10_000);
+    await eventually(
+      () => b.text('body').toString() === 'start from a' && a.text('title').toString() === '>> Hello',
+      10_000,
+    );
     expect(await status(roomOf('note', id))).toEqual({ exists: true, clients: 2 });
     a.close();
     b.close();
@@ -95,7 +98,10 @@ describe('collaboration rooms', () => {
     await eventually(() => b.text('body').toString() === 'typed by a', 10_000);
     b.text('body').insert(10, ', then b');
     // The debounced save (2 s) lands in the working and the published version.
-    let content = await until(() => published(id), (c) => c.body === 'typed by a, then b');
+    let content = await until(
+      () => published(id),
+      (c) => c.body === 'typed by a, then b',
+    );
     expect(content.body).toBe('typed by a, then b');
     const versions = await p.gql(key, `query($id: ID!) { recordVersions(_id: $id) { action userId content } }`, { id });
     const last = versions.body.data.recordVersions.at(-1);
@@ -107,7 +113,10 @@ describe('collaboration rooms', () => {
     await eventually(() => b.text('title').toString() === 'Auto!', 10_000);
     a.close();
     b.close();
-    content = await until(() => published(id), (c) => c.title === 'Auto!');
+    content = await until(
+      () => published(id),
+      (c) => c.title === 'Auto!',
+    );
     expect(content.title).toBe('Auto!');
     await eventually(() => !server.svc.collab.registry.peek(`${p.projectId}/${roomOf('note', id)}`), 10_000);
   }, 30_000);
@@ -116,11 +125,18 @@ describe('collaboration rooms', () => {
     const id = await create('note', { title: 'Merge', body: 'abc', stars: 1 });
     const a = ed(roomOf('note', id));
     await synced(a);
-    const r = await p.gql(key, `mutation($id: ID!) { updateNote(_id: $id, data: { title: "Merged title", stars: 5 }) { _id } }`, { id });
+    const r = await p.gql(
+      key,
+      `mutation($id: ID!) { updateNote(_id: $id, data: { title: "Merged title", stars: 5 }) { _id } }`,
+      { id },
+    );
     expect(r.body.errors).toBeUndefined();
     await eventually(() => a.text('title').toString() === 'Merged title' && a.content.get('stars') === 5, 10_000);
     a.text('body').insert(3, 'def');
-    const content = await until(() => published(id), (c) => c.body === 'abcdef');
+    const content = await until(
+      () => published(id),
+      (c) => c.body === 'abcdef',
+    );
     expect(content).toMatchObject({ title: 'Merged title', body: 'abcdef', stars: 5 });
   }, 30_000);
 
@@ -133,7 +149,11 @@ describe('collaboration rooms', () => {
     a.content.set('views', 7);
     await Bun.sleep(300);
     expect((await draft(id)).title).toBe('Draft one');
-    const saved = await p.gql(key, `mutation($r: String!) { saveCollabDraft(roomName: $r) { _id ... on Article { title views } } }`, { r: roomOf('article', id) });
+    const saved = await p.gql(
+      key,
+      `mutation($r: String!) { saveCollabDraft(roomName: $r) { _id ... on Article { title views } } }`,
+      { r: roomOf('article', id) },
+    );
     expect(saved.body.errors).toBeUndefined();
     expect(saved.body.data.saveCollabDraft).toMatchObject({ _id: id, title: 'Draft one (edited)', views: 7 });
     expect(await draft(id)).toMatchObject({ title: 'Draft one (edited)', views: 7 });

@@ -41,12 +41,14 @@ async function holders(roomKey: string): Promise<number[]> {
 }
 
 async function versions(id: string): Promise<string[]> {
-  const rows = await a.svc.sql`select data->>'title' as title from record_versions where record_id = ${id} and action = 'updated' order by id`;
+  const rows = await a.svc
+    .sql`select data->>'title' as title from record_versions where record_id = ${id} and action = 'updated' order by id`;
   return rows.map((r) => r.title as string);
 }
 
 async function title(id: string): Promise<string> {
-  const [row] = await a.svc.sql`select data->>'title' as title from record_content where record_id = ${id} and stage = 'published'`;
+  const [row] = await a.svc
+    .sql`select data->>'title' as title from record_content where record_id = ${id} and stage = 'published'`;
   return row!.title as string;
 }
 
@@ -112,7 +114,8 @@ describe('the saver lock', () => {
     // Someone holds the lock again, one backend only, and it is not the dead one.
     const readHolders = async () => holders(roomKey);
     let h = await readHolders();
-    for (const stop = Date.now() + 15_000; h.length !== 1 && Date.now() < stop; h = await readHolders()) await Bun.sleep(100);
+    for (const stop = Date.now() + 15_000; h.length !== 1 && Date.now() < stop; h = await readHolders())
+      await Bun.sleep(100);
     expect(h.length).toBe(1);
     expect(h[0]).not.toBe(lockPid);
 

@@ -76,7 +76,10 @@ describe('collaboration document size (item 9)', () => {
     // 600,000 + 500,000 > 1,000,000: refused by process B, where y is connected.
     (y.content.get('body') as Y.Text).insert(600_000, 'b'.repeat(500_000));
     await eventually(() => y.closes.length > 0, 15_000);
-    expect(y.closes[0]).toEqual({ code: 4413, reason: `Field "body" would hold 1100000 characters; at most 1000000 are allowed` });
+    expect(y.closes[0]).toEqual({
+      code: 4413,
+      reason: `Field "body" would hold 1100000 characters; at most 1000000 are allowed`,
+    });
     y.close();
     // Nothing of it reached x (through process A), and x edits on.
     textOf(x, 'title').insert(5, '!');
@@ -114,7 +117,10 @@ describe('collaboration document size (item 9)', () => {
     // An editor on the other process sees the four accepted keys, not the fifth, and may delete.
     const x = on(a.gatewayUrl, roomOf('note', id));
     await synced(x);
-    await eventually(() => ['x1', 'x2', 'x3', 'x4'].every((k) => (x.content.get(k) as Y.Text | undefined)?.length === 900_000), 15_000);
+    await eventually(
+      () => ['x1', 'x2', 'x3', 'x4'].every((k) => (x.content.get(k) as Y.Text | undefined)?.length === 900_000),
+      15_000,
+    );
     // (The empty Y.Text y set before its refused insert is there: a separate, small update.)
     expect((x.content.get('x5') as Y.Text | undefined)?.length ?? 0).toBe(0);
     (x.content.get('x1') as Y.Text).delete(0, 900_000);
@@ -129,11 +135,24 @@ describe('collaboration document size (item 9)', () => {
 describe('size check fuzz', () => {
   /** Small limits: what holds for them holds for the real ones (same code). */
   const limits = { maxFieldChars: 300, maxDocBytes: 3_000 };
-  const text = fc.oneof(fc.string({ maxLength: 120 }), fc.string({ unit: 'binary', maxLength: 120 }), fc.constantFrom('\u0000', '\ud800', '報告', 'x'.repeat(400)));
+  const text = fc.oneof(
+    fc.string({ maxLength: 120 }),
+    fc.string({ unit: 'binary', maxLength: 120 }),
+    fc.constantFrom('\u0000', '\ud800', '報告', 'x'.repeat(400)),
+  );
   const op = fc.oneof(
     fc.record({ t: fc.constant('insert' as const), key: fc.constantFrom('title', 'body', 'x'), at: fc.nat(), s: text }),
-    fc.record({ t: fc.constant('delete' as const), key: fc.constantFrom('title', 'body', 'x'), at: fc.nat(), n: fc.nat({ max: 200 }) }),
-    fc.record({ t: fc.constant('set' as const), key: fc.constantFrom('stars', 'body', 'y'), v: fc.jsonValue({ maxDepth: 3 }) }),
+    fc.record({
+      t: fc.constant('delete' as const),
+      key: fc.constantFrom('title', 'body', 'x'),
+      at: fc.nat(),
+      n: fc.nat({ max: 200 }),
+    }),
+    fc.record({
+      t: fc.constant('set' as const),
+      key: fc.constantFrom('stars', 'body', 'y'),
+      v: fc.jsonValue({ maxDepth: 3 }),
+    }),
   );
   test('whatever editors send, an accepted document keeps every field and its state within the limits', () => {
     fc.assert(
@@ -172,7 +191,8 @@ describe('size check fuzz', () => {
     function check(room: Y.Doc): void {
       const map = room.getMap('content');
       for (const [k, v] of map.entries()) {
-        const chars = v instanceof Y.Text ? v.length : JSON.stringify(v instanceof Y.AbstractType ? v.toJSON() : v).length;
+        const chars =
+          v instanceof Y.Text ? v.length : JSON.stringify(v instanceof Y.AbstractType ? v.toJSON() : v).length;
         if (chars > limits.maxFieldChars) throw new Error(`field ${k} holds ${chars} characters`);
       }
       const bytes = Y.encodeStateAsUpdate(room).byteLength;

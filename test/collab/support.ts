@@ -40,7 +40,11 @@ export interface Editor {
 /** A y-websocket client (the library users use) joined to a room of the gateway. */
 export function editor(gatewayUrl: string, room: string, params: Record<string, string>): Editor {
   const doc = new Y.Doc();
-  const provider = new WebsocketProvider(gatewayUrl.replace(/^http/, 'ws'), room, doc, { params, disableBc: true, maxBackoffTime: 200 });
+  const provider = new WebsocketProvider(gatewayUrl.replace(/^http/, 'ws'), room, doc, {
+    params,
+    disableBc: true,
+    maxBackoffTime: 200,
+  });
   const content = doc.getMap('content');
   return {
     doc,
@@ -62,10 +66,21 @@ export async function synced(...eds: Editor[]): Promise<void> {
 export const roomOf = (model: string, id: string) => `${model}:${id}:default`;
 
 /** An upgrade attempt with plain fetch: the status and body a refused join answers with. */
-export async function tryJoin(gatewayUrl: string, room: string, params: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }> {
+export async function tryJoin(
+  gatewayUrl: string,
+  room: string,
+  params: Record<string, string>,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const u = new URL(`${gatewayUrl}/${room}`);
   for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
-  const res = await fetch(u, { headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+  const res = await fetch(u, {
+    headers: {
+      upgrade: 'websocket',
+      connection: 'Upgrade',
+      'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+      'sec-websocket-version': '13',
+    },
+  });
   const text = await res.text();
   let body: any = text;
   try {
@@ -79,8 +94,19 @@ export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<ty
   const [port, rport] = [await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-  Object.assign(env, { DATABASE_URL: a.databaseUrl, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: join(import.meta.dir, '..', '..'), env, stdout: 'ignore', stderr: 'inherit' });
+  Object.assign(env, {
+    DATABASE_URL: a.databaseUrl,
+    PORT: String(port),
+    REALTIME_PORT: String(rport),
+    SVC_ROOT_TOKEN: a.rootToken,
+    SVC_DATA_DIR: a.dataDir,
+  });
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+    cwd: join(import.meta.dir, '..', '..'),
+    env,
+    stdout: 'ignore',
+    stderr: 'inherit',
+  });
   const url = `http://127.0.0.1:${rport}`;
   const end = Date.now() + 30_000;
   for (;;) {

@@ -22,7 +22,15 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(() => server.stop());
 
-const SPEC_EXAMPLE = { key: 'corp', name: 'Corp SSO', type: 'oauth2', enabled: true, isDefault: true, priority: 1, config: { clientId: 'corp-client', allowedDomains: ['corp.example'] } };
+const SPEC_EXAMPLE = {
+  key: 'corp',
+  name: 'Corp SSO',
+  type: 'oauth2',
+  enabled: true,
+  isDefault: true,
+  priority: 1,
+  config: { clientId: 'corp-client', allowedDomains: ['corp.example'] },
+};
 
 describe('an auth provider that cannot log anyone in yet', () => {
   test('is accepted, stored, reported as a warning; the push exits 0; no login button until it has an issuer', async () => {
@@ -42,7 +50,8 @@ describe('an auth provider that cannot log anyone in yet', () => {
     expect(r.json.warnings[0].message).toContain('cannot log anyone in yet');
     expect(r.json.warnings[0].message).toContain('issuer');
     // Stored as declared (pull gives it back), held disabled.
-    const rows = await server.svc.sql`select key, enabled, definition from auth_providers where project_id = ${p.projectId}`;
+    const rows = await server.svc
+      .sql`select key, enabled, definition from auth_providers where project_id = ${p.projectId}`;
     expect(rows.map((x) => [x.key, x.enabled, x.definition.config])).toEqual([['corp', false, SPEC_EXAMPLE.config]]);
     const pulled = await cli(server, p.ownerKey, 'pull', '--json', '--dir', dir);
     expect(pulled.json.authProviders).toEqual([SPEC_EXAMPLE]);
@@ -73,19 +82,36 @@ describe('an auth provider that cannot log anyone in yet', () => {
     const again = await cli(server, p.ownerKey, 'push', '--json', '--dir', folder({ 'svc.config.json': fixed }));
     expect(again.code).toBe(0);
     expect(again.json.warnings).toEqual([]);
-    expect((await server.svc.sql`select enabled from auth_providers where project_id = ${p.projectId} and key = 'corp'`)[0]!.enabled).toBe(true);
+    expect(
+      (await server.svc.sql`select enabled from auth_providers where project_id = ${p.projectId} and key = 'corp'`)[0]!
+        .enabled,
+    ).toBe(true);
     const shown = await (await b.fetch((await authRequest(rp, WEB)).url)).text();
     expect(shown).toContain('Continue with Corp SSO');
   });
 
   test('an invalid provider is still an error: bad URLs, a plaintext secret, no client id', async () => {
     const p = await bootstrapProject(server, 'bad-provider');
-    const r = await cli(server, p.ownerKey, 'push', '--json', '--dir', folder({ 'svc.config.json': minimal(p, {
-      authProviders: [
-        { key: 'a', name: 'A', type: 'oauth2', config: { allowedDomains: ['corp.example'] } },
-        { key: 'b', name: 'B', type: 'oauth2', config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' } },
-      ],
-    }) }));
+    const r = await cli(
+      server,
+      p.ownerKey,
+      'push',
+      '--json',
+      '--dir',
+      folder({
+        'svc.config.json': minimal(p, {
+          authProviders: [
+            { key: 'a', name: 'A', type: 'oauth2', config: { allowedDomains: ['corp.example'] } },
+            {
+              key: 'b',
+              name: 'B',
+              type: 'oauth2',
+              config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
+            },
+          ],
+        }),
+      }),
+    );
     expect(r.code).not.toBe(0);
     const messages = r.json.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('\n');
     expect(messages).toContain('authProviders[0].config.clientId: clientId is required');

@@ -14,7 +14,12 @@ const DOC = {
     text: { $value: { colorSpace: 'srgb', components: [0.1, 0.2, 0.3], alpha: 0.5 } },
   },
   font: {
-    size: { $type: 'dimension', display1: { $value: { value: 3, unit: 'rem' } }, body: { $value: '16px' }, hero: { $value: '{font.size.display1}' } },
+    size: {
+      $type: 'dimension',
+      display1: { $value: { value: 3, unit: 'rem' } },
+      body: { $value: '16px' },
+      hero: { $value: '{font.size.display1}' },
+    },
     family: { sans: { $type: 'fontFamily', $value: ['Inter', 'Helvetica Neue', 'sans-serif'] } },
   },
   space: { $type: 'dimension', md: { $value: '16px' }, lg: { $value: 'calc({space.md} * 2)', $type: 'string' } },
@@ -47,7 +52,11 @@ describe('design tokens', () => {
     expect((await p.gql(pub, '{ designTokens }')).data.designTokens).toBeNull();
 
     await p.push({ designTokens: DOC });
-    const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pub }, body: JSON.stringify({ query: '{ designTokens }' }) });
+    const r = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': pub },
+      body: JSON.stringify({ query: '{ designTokens }' }),
+    });
     expect(r.headers.get('cache-control')).toStartWith('public, max-age=');
     const body = (await r.json()) as any;
     expect(body.data.designTokens).toEqual(DOC);
@@ -73,7 +82,8 @@ describe('design tokens', () => {
       '--heading-font-size: 3rem;',
       '--heading-font-weight: 700;',
       '--heading-line-height: 1.2;',
-    ]) expect(text).toContain(line);
+    ])
+      expect(text).toContain(line);
     // Every reference resolved: the only brace is the rule's own.
     expect(text.match(/\{/g)?.length).toBe(1);
     // In document order (the document is kept as pushed, key order included).
@@ -100,7 +110,13 @@ describe('design tokens', () => {
     const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
       method: 'POST',
       headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ config: { key: 'cfg', name: 'cfg', designTokens: { a: { $type: 'dimension', x: { $value: '{a.y}' }, y: { $value: '{a.x}' } } } } }),
+      body: JSON.stringify({
+        config: {
+          key: 'cfg',
+          name: 'cfg',
+          designTokens: { a: { $type: 'dimension', x: { $value: '{a.y}' }, y: { $value: '{a.x}' } } },
+        },
+      }),
     });
     const out = (await res.json()) as any;
     expect(out.errors[0].message).toContain('reference cycle');
@@ -109,7 +125,11 @@ describe('design tokens', () => {
   });
 
   test('values that could break out of the declaration are left out of the CSS', () => {
-    const out = renderDesignTokensCss({ evil: { $type: 'string', $value: 'red; } body { display: none' }, ok: { $type: 'color', $value: '#fff' }, tag: { $value: '</style><script>' } });
+    const out = renderDesignTokensCss({
+      evil: { $type: 'string', $value: 'red; } body { display: none' },
+      ok: { $type: 'color', $value: '#fff' },
+      tag: { $value: '</style><script>' },
+    });
     expect(out.css).toContain('--ok: #fff;');
     expect(out.css).not.toContain('display');
     expect(out.css).not.toContain('script');

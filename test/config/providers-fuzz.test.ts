@@ -14,7 +14,17 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20261128);
 const text = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.constantFrom('\u0000', 'a\u0000b', '\ud800', 'x\udfffy', 'Zürich-報告', 'https://sso.example', 'http://127.0.0.1:1/x', 'corp.example', ''),
+  fc.constantFrom(
+    '\u0000',
+    'a\u0000b',
+    '\ud800',
+    'x\udfffy',
+    'Zürich-報告',
+    'https://sso.example',
+    'http://127.0.0.1:1/x',
+    'corp.example',
+    '',
+  ),
   fc.integer({ min: 1, max: 200_000 }).map((n) => 'x'.repeat(n)),
 );
 const deep = fc.integer({ min: 1, max: 5_000 }).map((n) => {
@@ -24,20 +34,38 @@ const deep = fc.integer({ min: 1, max: 5_000 }).map((n) => {
 });
 const value = fc.oneof(text, fc.integer(), fc.boolean(), fc.constant(null), fc.array(text, { maxLength: 5 }), deep);
 const config = fc.oneof(
-  fc.record({ clientId: fc.oneof(text, value), allowedDomains: fc.oneof(fc.array(text, { maxLength: 4 }), value) }, { requiredKeys: [] }),
-  fc.record({ clientId: text, issuer: fc.oneof(text, value), authorizeUrl: text, tokenUrl: text, userinfoUrl: text, scopes: fc.array(text, { maxLength: 3 }), clientSecretLabel: text }, { requiredKeys: [] }),
+  fc.record(
+    { clientId: fc.oneof(text, value), allowedDomains: fc.oneof(fc.array(text, { maxLength: 4 }), value) },
+    { requiredKeys: [] },
+  ),
+  fc.record(
+    {
+      clientId: text,
+      issuer: fc.oneof(text, value),
+      authorizeUrl: text,
+      tokenUrl: text,
+      userinfoUrl: text,
+      scopes: fc.array(text, { maxLength: 3 }),
+      clientSecretLabel: text,
+    },
+    { requiredKeys: [] },
+  ),
   fc.dictionary(text, value, { maxKeys: 6 }),
   value,
 );
-const provider = fc.record({
-  key: fc.oneof(fc.constant('corp'), text),
-  name: fc.oneof(fc.constant('Corp'), text),
-  type: fc.oneof(fc.constant('oauth2'), text),
-  enabled: fc.oneof(fc.boolean(), value),
-  config,
-}, { requiredKeys: ['key', 'name', 'type', 'config'] });
+const provider = fc.record(
+  {
+    key: fc.oneof(fc.constant('corp'), text),
+    name: fc.oneof(fc.constant('Corp'), text),
+    type: fc.oneof(fc.constant('oauth2'), text),
+    enabled: fc.oneof(fc.boolean(), value),
+    config,
+  },
+  { requiredKeys: ['key', 'name', 'type', 'config'] },
+);
 
-const shaped = (list: unknown) => Array.isArray(list) && list.every((e) => typeof e?.path === 'string' && typeof e?.message === 'string');
+const shaped = (list: unknown) =>
+  Array.isArray(list) && list.every((e) => typeof e?.path === 'string' && typeof e?.message === 'string');
 
 describe('auth provider configs, fuzzed', () => {
   test('validation never throws and reports errors and warnings as { path, message }', () => {
@@ -54,11 +82,20 @@ describe('auth provider configs, fuzzed', () => {
 
   test('a client id with allowed domains (and no issuer) is always a warning, never an error', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 100 }).filter((s) => s.trim() !== '' && !s.includes('\u0000')), (clientId) => {
-        const r = validateConfig({ key: 'site', name: 'Site', authProviders: [{ key: 'corp', name: 'Corp', type: 'oauth2', config: { clientId, allowedDomains: ['corp.example'] } }] });
-        expect(r.errors).toEqual([]);
-        expect(r.warnings.map((w) => w.path)).toEqual(['authProviders[0].config']);
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 100 }).filter((s) => s.trim() !== '' && !s.includes('\u0000')),
+        (clientId) => {
+          const r = validateConfig({
+            key: 'site',
+            name: 'Site',
+            authProviders: [
+              { key: 'corp', name: 'Corp', type: 'oauth2', config: { clientId, allowedDomains: ['corp.example'] } },
+            ],
+          });
+          expect(r.errors).toEqual([]);
+          expect(r.warnings.map((w) => w.path)).toEqual(['authProviders[0].config']);
+        },
+      ),
       { seed: SEED, numRuns: 500 },
     );
   }, 60_000);

@@ -30,19 +30,26 @@ describe('API keys in a push', () => {
     const lookups: boolean[] = [];
     other.subscribe((e) => {
       if (e.type !== 'key.changed' || !e.keyHash) return;
-      void probe`select 1 from api_keys where key_hash = ${e.keyHash} and deleted_at is null`.then((rows) => lookups.push(rows.length > 0));
+      void probe`select 1 from api_keys where key_hash = ${e.keyHash} and deleted_at is null`.then((rows) =>
+        lookups.push(rows.length > 0),
+      );
     });
     // Hold the push between creating the key and committing: a trigger on its config_api_keys
     // insert waits for an advisory lock this test holds.
     await probe.unsafe(`create function svc_test_pause() returns trigger language plpgsql as
       $$ begin perform pg_advisory_xact_lock(4242); return new; end $$`);
-    await probe.unsafe('create trigger svc_test_pause before insert on config_api_keys for each row execute function svc_test_pause()');
+    await probe.unsafe(
+      'create trigger svc_test_pause before insert on config_api_keys for each row execute function svc_test_pause()',
+    );
     const locker = connect(server.databaseUrl, { max: 1 });
     const r = await locker.reserve().then(async (conn) => {
       await conn`select pg_advisory_lock(4242)`;
       const pushing = push(p.ownerKey, folder({ 'svc.config.json': minimal(p, { apiKeys: [website] }) }));
       const end = Date.now() + 20_000;
-      while ((await probe`select 1 from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory'`).length === 0) {
+      while (
+        (await probe`select 1 from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory'`)
+          .length === 0
+      ) {
         if (Date.now() > end) throw new Error('the push never reached its key insert');
         await Bun.sleep(20);
       }
@@ -68,7 +75,10 @@ describe('API keys in a push', () => {
     await probe.unsafe(`alter table api_keys add constraint svc_test_fault check (name <> 'faulty')`);
     const log = spyOn(console, 'error').mockImplementation(() => {});
     try {
-      const r = await push(p.ownerKey, folder({ 'svc.config.json': minimal(p, { apiKeys: [{ ...website, name: 'faulty' }] }) }));
+      const r = await push(
+        p.ownerKey,
+        folder({ 'svc.config.json': minimal(p, { apiKeys: [{ ...website, name: 'faulty' }] }) }),
+      );
       expect(r.code).toBe(1);
       expect(r.err).toContain('500 INTERNAL_SERVER_ERROR: Internal server error');
       expect(r.err).not.toContain('svc_test_fault');
@@ -81,13 +91,16 @@ describe('API keys in a push', () => {
 
   test('a NUL character anywhere in a config is reported at its path, never reaches PostgreSQL', async () => {
     const p = await bootstrapProject(server, 'nul');
-    const r = await push(p.ownerKey, folder({
-      'svc.config.json': minimal(p, {
-        models: [{ key: 'page', name: 'Pa\u0000ge', fields: [{ key: 'title', type: 'text' }] }],
-        apiKeys: [{ ...website, name: 'web\u0000site' }],
-        extraThing: { ['a\u0000b']: 1 },
+    const r = await push(
+      p.ownerKey,
+      folder({
+        'svc.config.json': minimal(p, {
+          models: [{ key: 'page', name: 'Pa\u0000ge', fields: [{ key: 'title', type: 'text' }] }],
+          apiKeys: [{ ...website, name: 'web\u0000site' }],
+          extraThing: { ['a\u0000b']: 1 },
+        }),
       }),
-    }));
+    );
     expect(r.code).toBe(1);
     expect(r.err).not.toContain('INTERNAL_SERVER_ERROR');
     const paths = r.json.errors.map((e: { path: string }) => e.path);

@@ -10,7 +10,12 @@ let server: TestServer;
 // The example's app manifest, served over https as an app would serve it (push fetches it).
 let site: HttpsSite;
 beforeAll(async () => {
-  site = httpsSite({ '/shopify/manifest.json': () => new Response(readFileSync(join(import.meta.dir, '../../examples/full/shopify-manifest.json')), { headers: { 'content-type': 'application/json' } }) });
+  site = httpsSite({
+    '/shopify/manifest.json': () =>
+      new Response(readFileSync(join(import.meta.dir, '../../examples/full/shopify-manifest.json')), {
+        headers: { 'content-type': 'application/json' },
+      }),
+  });
   server = await startTestServer({ SVC_APPS_CA_FILE: site.caFile });
 });
 afterAll(async () => {
@@ -21,7 +26,13 @@ afterAll(async () => {
 function example(pin: { projectId: string; tenantId: string }): string {
   const dir = folder({});
   const src = readFileSync(join(import.meta.dir, '../../examples/full/svc.config.ts'), 'utf8');
-  writeFileSync(join(dir, 'svc.config.ts'), src.replace("'prj_example'", `'${pin.projectId}'`).replace("'ten_example'", `'${pin.tenantId}'`).replace('https://apps.acme.example/shopify/', `${site.url}/shopify/`));
+  writeFileSync(
+    join(dir, 'svc.config.ts'),
+    src
+      .replace("'prj_example'", `'${pin.projectId}'`)
+      .replace("'ten_example'", `'${pin.tenantId}'`)
+      .replace('https://apps.acme.example/shopify/', `${site.url}/shopify/`),
+  );
   return dir;
 }
 
@@ -30,13 +41,24 @@ describe('svc push and svc pull', () => {
     const p = await bootstrapProject(server, 'full');
     const dir = example(p);
     const pushed = await cli(server, p.ownerKey, 'push', '--dir', dir, '--json');
-    expect(pushed.err + JSON.stringify(pushed.json?.errors ?? [])).toBe("[]");
+    expect(pushed.err + JSON.stringify(pushed.json?.errors ?? [])).toBe('[]');
     expect(pushed.code).toBe(0);
     expect(pushed.json.projectId).toBe(p.projectId);
     expect(pushed.json.errors).toEqual([]);
     expect(pushed.json.applied).toEqual({
-      project: 1, models: 3, operations: 2, hooks: 1, schedules: 1, segments: 1, authProviders: 1, relyingParties: 1,
-      placements: 1, apiKeys: 2, customerRoles: 2, apps: 1, designTokens: 1,
+      project: 1,
+      models: 3,
+      operations: 2,
+      hooks: 1,
+      schedules: 1,
+      segments: 1,
+      authProviders: 1,
+      relyingParties: 1,
+      placements: 1,
+      apiKeys: 2,
+      customerRoles: 2,
+      apps: 1,
+      designTokens: 1,
     });
     const loaded = await cli(server, p.ownerKey, 'pull', '--dir', dir, '--json');
     expect(loaded.code).toBe(0);

@@ -19,6 +19,9 @@ export function read(dir: string, name: string): string {
 }
 
 /** A minimal valid config pinned to a project. */
-export function minimal(pin: { projectId: string; tenantId: string }, extra: Record<string, unknown> = {}): Record<string, unknown> {
+export function minimal(
+  pin: { projectId: string; tenantId: string },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
   return { key: 'site', name: 'Site', project: { id: pin.projectId, tenantId: pin.tenantId }, ...extra };
 }

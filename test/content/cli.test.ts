@@ -14,7 +14,9 @@ let sk: string;
 
 beforeAll(async () => {
   server = await startTestServer();
-  p = await gqlProject(server, [{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', required: true }] }]);
+  p = await gqlProject(server, [
+    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', required: true }] },
+  ]);
   sk = await p.key('sk', ALL_SECRET);
 });
 afterAll(() => server.stop());
@@ -24,11 +26,35 @@ describe('svc records save / publish', () => {
     const dir = tempDir('svc-rec-');
     const file = join(dir, 'home.json');
     writeFileSync(file, JSON.stringify({ title: 'Home' }));
-    const a = await cli(server, sk, 'records', 'save', '--model', 'page', '--natural-key', 'home', '--file', file, '--json');
+    const a = await cli(
+      server,
+      sk,
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      'home',
+      '--file',
+      file,
+      '--json',
+    );
     expect(a.code).toBe(0);
     expect(a.json).toEqual({ _id: expect.stringMatching(/^rec_/) });
     writeFileSync(file, JSON.stringify({ title: 'Home 2' }));
-    const b = await cli(server, sk, 'records', 'save', '--model', 'page', '--natural-key', 'home', '--file', file, '--json');
+    const b = await cli(
+      server,
+      sk,
+      'records',
+      'save',
+      '--model',
+      'page',
+      '--natural-key',
+      'home',
+      '--file',
+      file,
+      '--json',
+    );
     expect(b.json._id).toBe(a.json._id);
     const pub = await cli(server, sk, 'records', 'publish', '--model', 'page', '--id', a.json._id, '--json');
     expect(pub.json).toEqual({ _id: a.json._id, published: true });

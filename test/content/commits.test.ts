@@ -28,7 +28,8 @@ import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
  * for as long as a loaded machine needs.
  */
 function about(actual: number, expected: number, what: string, slack = 2): void {
-  if (actual < expected - slack || actual > expected + slack) throw new Error(`${what}: ${actual} commits, expected ${expected} ± ${slack}`);
+  if (actual < expected - slack || actual > expected + slack)
+    throw new Error(`${what}: ${actual} commits, expected ${expected} ± ${slack}`);
 }
 let server: TestServer;
 let dbName: string;
@@ -38,7 +39,16 @@ const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
 
 beforeAll(async () => {
   server = await startTestServer();
-  const p = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', required: true }, { key: 'slug', type: 'text', queryable: true }] }]);
+  const p = await gqlProject(server, [
+    {
+      key: 'note',
+      name: 'Note',
+      fields: [
+        { key: 'title', type: 'text', required: true },
+        { key: 'slug', type: 'text', queryable: true },
+      ],
+    },
+  ]);
   await p.key('sk', ALL_SECRET);
   await server.svc.indexes.idle();
   projectId = p.projectId;
@@ -50,7 +60,10 @@ beforeAll(async () => {
   const tables = await db<{ t: string; toast: boolean }[]>`
     select format('%I.%I', n.nspname, c.relname) as t, c.reltoastrelid <> 0 as toast from pg_class c join pg_namespace n on n.oid = c.relnamespace
     where c.relkind in ('r', 'm') and n.nspname not in ('pg_catalog', 'information_schema')`;
-  for (const { t, toast } of tables) await db.unsafe(`alter table ${t} set (autovacuum_enabled = false${toast ? ', toast.autovacuum_enabled = false' : ''})`);
+  for (const { t, toast } of tables)
+    await db.unsafe(
+      `alter table ${t} set (autovacuum_enabled = false${toast ? ', toast.autovacuum_enabled = false' : ''})`,
+    );
   await db.end();
 }, 180_000);
 afterAll(() => admin.end());
@@ -70,8 +83,12 @@ async function least(expected: number, run: () => Promise<number>): Promise<numb
 async function settledCommits(): Promise<number> {
   let last = -1;
   for (let stable = 0; stable < 3; ) {
-    const [busy] = await admin<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where datname = ${dbName}`;
-    const [row] = await admin<{ n: string }[]>`select xact_commit::text as n from pg_stat_database where datname = ${dbName}`;
+    const [busy] = await admin<
+      { n: number }[]
+    >`select count(*)::int as n from pg_stat_activity where datname = ${dbName}`;
+    const [row] = await admin<
+      { n: string }[]
+    >`select xact_commit::text as n from pg_stat_database where datname = ${dbName}`;
     const n = Number(row!.n);
     stable = busy!.n === 0 && n === last ? stable + 1 : 0;
     last = n;
@@ -81,7 +98,14 @@ async function settledCommits(): Promise<number> {
 }
 
 const principal = (): KeyPrincipal => ({
-  keyId: 'key_commits', kind: 'sk', tenantId, projectId, scopes: new Set(ALL_SECRET), allowedModels: null, allowedFileTypes: null, fingerprint: 'commits-test',
+  keyId: 'key_commits',
+  kind: 'sk',
+  tenantId,
+  projectId,
+  scopes: new Set(ALL_SECRET),
+  allowedModels: null,
+  allowedFileTypes: null,
+  fingerprint: 'commits-test',
 });
 
 /** Opens the write path on the test database, runs `work`, closes it; returns the commits it made. */
@@ -94,13 +118,17 @@ type Gql = (query: string, variables?: Record<string, unknown>) => Promise<any>;
  * notifications, so `heard(n)` lets a phase wait until n messages arrived before it writes again
  * (one read per message, never two messages in one read).
  */
-async function phase(listen: boolean, work: (gql: Gql, heard: (n: number) => Promise<void>) => Promise<void>): Promise<number> {
+async function phase(
+  listen: boolean,
+  work: (gql: Gql, heard: (n: number) => Promise<void>) => Promise<void>,
+): Promise<number> {
   const before = await settledCommits();
   const sql = connect(server.databaseUrl, { max: 1 });
   const contentSql = connectContentSql(server.databaseUrl, { max: 1 });
   const readSql = connectContentSql(server.databaseUrl, { max: 1 });
   const bus = new EventBus();
-  if (listen) await bus.attach(sql, (c, p) => contentSql.unsafe('select pg_notify($1, $2)', [c, p]), { watchdogMs: 3_600_000 });
+  if (listen)
+    await bus.attach(sql, (c, p) => contentSql.unsafe('select pg_notify($1, $2)', [c, p]), { watchdogMs: 3_600_000 });
   let messages = 0;
   let last = '';
   bus.subscribeCommitted((e) => {
@@ -116,11 +144,24 @@ async function phase(listen: boolean, work: (gql: Gql, heard: (n: number) => Pro
   };
   const writes = new WriteCommitter(contentSql, bus);
   const projects = new ActorRegistry<ProjectActor>((id) => ProjectActor.spawn(id, sql), { idleMs: 3_600_000 });
-  const deps: GraphqlDeps = { settings: { production: false, responseCache: true }, projects, sql, contentSql, writes, readSql, bus };
+  const deps: GraphqlDeps = {
+    settings: { production: false, responseCache: true },
+    projects,
+    sql,
+    contentSql,
+    writes,
+    readSql,
+    bus,
+  };
   const gql = async (query: string, variables?: Record<string, unknown>) => {
     const r = await execute(deps, principal(), { query, variables }, { method: 'POST', customer: null });
     const errors = r.result.errors;
-    if (errors?.length) throw new Error(errors.map((e) => `${(e.originalError as { code?: string } | undefined)?.code ?? e.extensions?.code}: ${e.message}`).join('; '));
+    if (errors?.length)
+      throw new Error(
+        errors
+          .map((e) => `${(e.originalError as { code?: string } | undefined)?.code ?? e.extensions?.code}: ${e.message}`)
+          .join('; '),
+      );
     return r.body ? JSON.parse(r.body).data : r.result.data;
   };
   try {
@@ -149,42 +190,56 @@ describe('commits per write (pg_stat_database.xact_commit)', () => {
     await phase(false, async () => {});
     const base = Math.min(await phase(false, async () => {}), await phase(false, async () => {}));
     let round = 0;
-    const pairs = await least(base + 20, () => phase(false, async (gql) => {
-      round++;
-      for (let i = 0; i < 10; i++) {
-        const c = await gql(CREATE, { d: { title: `t${i}`, slug: `s${i}` }, k: `n${round}-${i}` });
-        expect(c.createNote.title).toBe(`t${i}`);
-        await gql(PUBLISH, { id: c.createNote._id });
-      }
-    }));
+    const pairs = await least(base + 20, () =>
+      phase(false, async (gql) => {
+        round++;
+        for (let i = 0; i < 10; i++) {
+          const c = await gql(CREATE, { d: { title: `t${i}`, slug: `s${i}` }, k: `n${round}-${i}` });
+          expect(c.createNote.title).toBe(`t${i}`);
+          await gql(PUBLISH, { id: c.createNote._id });
+        }
+      }),
+    );
     about(pairs - base, 20, '10 create + publish pairs');
-    const batch = await least(base + 1, () => phase(false, async (gql) => {
-      const ops = Array.from({ length: 100 }, (_, i) => ({ action: 'CREATE', modelKey: 'note', data: { title: `b${i}` } }));
-      const r = await gql('mutation($o: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $o) { _id } }', { o: ops });
-      expect(r.batchRecordOperations).toHaveLength(100);
-    }));
+    const batch = await least(base + 1, () =>
+      phase(false, async (gql) => {
+        const ops = Array.from({ length: 100 }, (_, i) => ({
+          action: 'CREATE',
+          modelKey: 'note',
+          data: { title: `b${i}` },
+        }));
+        const r = await gql(
+          'mutation($o: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $o) { _id } }',
+          { o: ops },
+        );
+        expect(r.batchRecordOperations).toHaveLength(100);
+      }),
+    );
     about(batch - base, 1, 'batchRecordOperations of 100 creates');
-    const failed = await least(base, () => phase(false, async (gql) => {
-      await expect(gql(CREATE, { d: { title: 'dup' }, k: 'n1-1' })).rejects.toThrow('CONFLICT');
-      await expect(gql(PUBLISH, { id: 'rec_missing' })).rejects.toThrow('NOT_FOUND');
-    }));
+    const failed = await least(base, () =>
+      phase(false, async (gql) => {
+        await expect(gql(CREATE, { d: { title: 'dup' }, k: 'n1-1' })).rejects.toThrow('CONFLICT');
+        await expect(gql(PUBLISH, { id: 'rec_missing' })).rejects.toThrow('NOT_FOUND');
+      }),
+    );
     about(failed - base, 0, 'a duplicate natural key and an unknown _id');
   }, 300_000);
 
-  test('with LISTEN/NOTIFY: the events travel in the write\'s own commit (outbox rows); the only other transactions are the relay\'s and the listener\'s reads', async () => {
+  test("with LISTEN/NOTIFY: the events travel in the write's own commit (outbox rows); the only other transactions are the relay's and the listener's reads", async () => {
     // The listening backend now and then runs a transaction or three more than the messages it
     // reads (on this box: 15 or 18 for the same phase): each count is the least of two runs.
     const base = Math.min(await phase(true, async () => {}), await phase(true, async () => {}));
     let round = 0;
-    const writes = () => phase(true, async (gql, heard) => {
-      round++;
-      for (let i = 0; i < 5; i++) {
-        const c = await gql(CREATE, { d: { title: `l${i}` }, k: `l${round}-${i}` });
-        await heard(2 * i + 2);
-        await gql(PUBLISH, { id: c.createNote._id });
-        await heard(2 * i + 3);
-      }
-    });
+    const writes = () =>
+      phase(true, async (gql, heard) => {
+        round++;
+        for (let i = 0; i < 5; i++) {
+          const c = await gql(CREATE, { d: { title: `l${i}` }, k: `l${round}-${i}` });
+          await heard(2 * i + 2);
+          await gql(PUBLISH, { id: c.createNote._id });
+          await heard(2 * i + 3);
+        }
+      });
     // The least of three runs: a loaded CI run once counted 23 where 20 was due (three strays).
     const pairs = Math.min(await writes(), await writes(), await writes());
     // 10 write commits (each with its outbox row), 10 relay transactions (a relay sends what

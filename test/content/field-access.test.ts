@@ -51,7 +51,9 @@ describe('principals of a request', () => {
     const ctx = { principal: { kind: 'sk' } } as never;
     expect([...writerPrincipals(ctx, { recordId: null })]).toEqual(['service']);
     expect(() => checkFieldWrites(ctx, account, { name: 'x', tier: 'gold' }, { recordId: null })).not.toThrow();
-    expect(() => checkFieldWrites(ctx, account, { nickname: null }, { recordId: null })).toThrow('Insufficient permissions');
+    expect(() => checkFieldWrites(ctx, account, { nickname: null }, { recordId: null })).toThrow(
+      'Insufficient permissions',
+    );
   });
 });
 
@@ -75,7 +77,11 @@ describe('access.write', () => {
   test('setting it to null is a write too; update is checked like create', async () => {
     const c = await p.gql(sk, mutate, { d: { name: 'c' } });
     const id = c.body.data.createAccount._id;
-    const r = await p.gql(sk, `mutation($id: ID!) { updateAccount(_id: $id, data: { name: "changed", nickname: null }) { _id } }`, { id });
+    const r = await p.gql(
+      sk,
+      `mutation($id: ID!) { updateAccount(_id: $id, data: { name: "changed", nickname: null }) { _id } }`,
+      { id },
+    );
     expect(r.body.errors[0].extensions).toEqual({ code: 'PERMISSION_DENIED', field: 'nickname' });
     const after = await p.gql(sk, `query($id: ID!) { account(_id: $id, preview: true) { name } }`, { id });
     expect(after.body.data.account.name).toBe('c');
@@ -104,7 +110,10 @@ describe('access.write', () => {
 describe('access.read', () => {
   let id: string;
   beforeAll(async () => {
-    const c = await p.gql(sk, `mutation { createAccount(naturalKey: "r1", data: { name: "reader", secretNote: "hush" }) { _id } }`);
+    const c = await p.gql(
+      sk,
+      `mutation { createAccount(naturalKey: "r1", data: { name: "reader", secretNote: "hush" }) { _id } }`,
+    );
     id = c.body.data.createAccount._id;
     const pub = await p.gql(sk, `mutation($id: ID!) { publishAccountVersion(_id: $id) { _id } }`, { id });
     expect(pub.body.errors).toBeUndefined();
@@ -129,14 +138,20 @@ describe('access.read', () => {
   });
 
   test('a field no key may read: null for secret keys too, and left out of the version history', async () => {
-    const c = await p.gql(sk, `mutation { createAccount(data: { name: "d", diary: "dear diary" }) { _id diary content } }`);
+    const c = await p.gql(
+      sk,
+      `mutation { createAccount(data: { name: "d", diary: "dear diary" }) { _id diary content } }`,
+    );
     expect(c.body.errors).toBeUndefined();
     expect(c.body.data.createAccount.diary).toBeNull();
     expect(c.body.data.createAccount.content).toEqual({ name: 'd' });
-    const v = await p.gql(sk, `query($id: ID!) { recordVersions(_id: $id) { action content } }`, { id: c.body.data.createAccount._id });
+    const v = await p.gql(sk, `query($id: ID!) { recordVersions(_id: $id) { action content } }`, {
+      id: c.body.data.createAccount._id,
+    });
     expect(v.body.data.recordVersions).toEqual([{ action: 'created', content: { name: 'd' } }]);
     // Stored all the same (the customer-auth issue gives `self` its reads).
-    const [row] = await server.svc.sql`select data from record_content where record_id = ${c.body.data.createAccount._id}`;
+    const [row] = await server.svc
+      .sql`select data from record_content where record_id = ${c.body.data.createAccount._id}`;
     expect(row!.data.diary).toBe('dear diary');
   });
 

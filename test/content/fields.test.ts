@@ -9,7 +9,14 @@ let sk: string;
 beforeAll(async () => {
   ({ server, p, sk } = await startSecretProject([
     { key: 'category', name: 'Category', fields: [{ key: 'label', type: 'text' }] },
-    { key: 'seo', name: 'SEO', fields: [{ key: 'metaTitle', type: 'text' }, { key: 'noindex', type: 'boolean' }] },
+    {
+      key: 'seo',
+      name: 'SEO',
+      fields: [
+        { key: 'metaTitle', type: 'text' },
+        { key: 'noindex', type: 'boolean' },
+      ],
+    },
     {
       key: 'article',
       name: 'Article',
@@ -21,8 +28,28 @@ beforeAll(async () => {
         { key: 'price', type: 'number' },
         { key: 'live', type: 'boolean' },
         { key: 'when', type: 'date' },
-        { key: 'status', type: 'enum', config: { options: [{ value: 'draft', label: 'Draft' }, { value: 'in-review', label: 'In review' }], default: 'draft' } },
-        { key: 'colors', type: 'enum', config: { multiple: true, options: [{ value: 'red', label: 'Red' }, { value: 'blue', label: 'Blue' }] } },
+        {
+          key: 'status',
+          type: 'enum',
+          config: {
+            options: [
+              { value: 'draft', label: 'Draft' },
+              { value: 'in-review', label: 'In review' },
+            ],
+            default: 'draft',
+          },
+        },
+        {
+          key: 'colors',
+          type: 'enum',
+          config: {
+            multiple: true,
+            options: [
+              { value: 'red', label: 'Red' },
+              { value: 'blue', label: 'Blue' },
+            ],
+          },
+        },
         { key: 'category', type: 'select', config: { optionModelKey: 'category' } },
         { key: 'categories', type: 'select', config: { optionModelKey: 'category', multiple: true } },
         { key: 'related', type: 'reference', config: { modelKey: 'article' } },
@@ -74,10 +101,25 @@ describe('every field type round-trips', () => {
     expect(c.body.errors).toBeUndefined();
     const a = c.body.data.createArticle;
     expect(a).toMatchObject({
-      title: 'T', summary: 'line1\nline2', body: data.body, blocks: data.blocks, price: 9.5, live: true, when: data.when,
-      status: 'draft', colors: ['red', 'blue'], category: { _id: catId, label: 'News' }, categories: [{ label: 'News' }],
-      related: { _id: otherId, title: 'Other' }, seo: data.seo, hero: data.hero, clip: data.clip, attachment: data.attachment,
-      tags: ['a', 'b'], scores: [1, 2.5], extra: data.extra,
+      title: 'T',
+      summary: 'line1\nline2',
+      body: data.body,
+      blocks: data.blocks,
+      price: 9.5,
+      live: true,
+      when: data.when,
+      status: 'draft',
+      colors: ['red', 'blue'],
+      category: { _id: catId, label: 'News' },
+      categories: [{ label: 'News' }],
+      related: { _id: otherId, title: 'Other' },
+      seo: data.seo,
+      hero: data.hero,
+      clip: data.clip,
+      attachment: data.attachment,
+      tags: ['a', 'b'],
+      scores: [1, 2.5],
+      extra: data.extra,
     });
     expect(a.content.colors).toEqual(['red', 'blue']);
     const r = await p.gql(sk, `query($id: ID!) { article(_id: $id, preview: true) { ${SELECT} } }`, { id: a._id });
@@ -103,7 +145,10 @@ describe('every field type round-trips', () => {
   });
 
   test('batch data (JSON) is validated the same way', async () => {
-    const r = await p.gql(sk, `mutation { batchRecordOperations(operations: [{ action: CREATE, modelKey: "article", data: { price: "nope" } }]) { _id } }`);
+    const r = await p.gql(
+      sk,
+      `mutation { batchRecordOperations(operations: [{ action: CREATE, modelKey: "article", data: { price: "nope" } }]) { _id } }`,
+    );
     expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(r.body.errors[0].message).toContain('"price"');
   });

@@ -20,9 +20,12 @@ beforeAll(async () => {
     '/flaky': () => (++flaky <= 2 ? new Response('try again', { status: 500 }) : Response.json({ ok: true })),
     '/accept': () => new Response(null, { status: 202 }),
     // The first call hangs (until aborted); later ones are accepted at once.
-    '/slow-first': (req) => (++slowFirst === 1
-      ? new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(Response.json({ stale: true }))))
-      : new Response(null, { status: 202 })),
+    '/slow-first': (req) =>
+      ++slowFirst === 1
+        ? new Promise<Response>((resolve) =>
+            req.signal.addEventListener('abort', () => resolve(Response.json({ stale: true }))),
+          )
+        : new Response(null, { status: 202 }),
   });
   p = await opsProject(server, 'hooks');
   await p.push({
@@ -34,8 +37,11 @@ beforeAll(async () => {
       { key: 'task', name: 'Task', fields: [{ key: 'kind', type: 'text' }] },
     ],
     operations: [
-      { key: 'index', endpoint: '/ok' }, { key: 'alert', endpoint: '/boom' }, { key: 'sync', endpoint: '/flaky' },
-      { key: 'async', endpoint: '/accept', timeoutSeconds: 60 }, { key: 'async-quick', endpoint: '/accept', timeoutSeconds: 0.3 },
+      { key: 'index', endpoint: '/ok' },
+      { key: 'alert', endpoint: '/boom' },
+      { key: 'sync', endpoint: '/flaky' },
+      { key: 'async', endpoint: '/accept', timeoutSeconds: 60 },
+      { key: 'async-quick', endpoint: '/accept', timeoutSeconds: 0.3 },
       { key: 'slow-first', endpoint: '/slow-first', timeoutSeconds: 60 },
     ],
     hooks: [
@@ -48,7 +54,9 @@ beforeAll(async () => {
       { key: 'runTask', event: 'RECORD_CREATED', operationKey: 'slow-first', filter: { modelKey: 'task' } },
     ],
   });
-  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, {
+    headers: { authorization: `Bearer ${p.ownerKey}` },
+  });
   secret = ((await res.json()) as { secret: string }).secret;
   key = await p.key(['records:read', 'records:write', 'records:delete', 'operations:read']);
 }, 30_000);
@@ -67,7 +75,9 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
   }
 }
 
-const hookRows = () => server.svc.sql<{ id: string; trigger_key: string; status: string; attempts: number; dead_letter: boolean; input: any }[]>`
+const hookRows = () => server.svc.sql<
+  { id: string; trigger_key: string; status: string; attempts: number; dead_letter: boolean; input: any }[]
+>`
   select id, trigger_key, status, attempts, dead_letter, input from operation_executions where project_id = ${p.projectId} and trigger = 'hook' order by created_at`;
 
 describe('hooks', () => {
@@ -95,12 +105,29 @@ describe('hooks', () => {
     }
     expect(row).toMatchObject({ trigger_key: 'alertNote', status: 'failed', attempts: 5, dead_letter: true });
     expect(ep.calls.filter((c) => c.body?.executionId === row.id).length).toBe(5);
-    const listed = await cli(server, p.ownerKey, 'executions', 'list', '--project', p.projectId, '--dead-letter', '--json');
+    const listed = await cli(
+      server,
+      p.ownerKey,
+      'executions',
+      'list',
+      '--project',
+      p.projectId,
+      '--dead-letter',
+      '--json',
+    );
     expect(listed.code).toBe(0);
     expect(listed.json.executions.map((e: any) => e.id)).toEqual([row.id]);
-    expect(listed.json.executions[0]).toMatchObject({ status: 'failed', deadLetter: true, trigger: 'hook', errorJson: { status: 503, body: 'down' } });
+    expect(listed.json.executions[0]).toMatchObject({
+      status: 'failed',
+      deadLetter: true,
+      trigger: 'hook',
+      errorJson: { status: 503, body: 'down' },
+    });
     const shown = await cli(server, p.ownerKey, 'executions', 'show', row.id, '--project', p.projectId, '--json');
-    expect(shown.json).toMatchObject({ id: row.id, input: { event: 'RECORD_CREATED', modelKey: 'note', recordId: id } });
+    expect(shown.json).toMatchObject({
+      id: row.id,
+      input: { event: 'RECORD_CREATED', modelKey: 'note', recordId: id },
+    });
   });
 
   test('a call that fails twice succeeds on the third attempt', async () => {
@@ -119,17 +146,26 @@ describe('hooks', () => {
 
   test('a rolled-back batch queues no hook; a delete runs the unfiltered hook', async () => {
     const before = (await hookRows()).length;
-    const bad = await p.gql(key, `mutation { batchRecordOperations(operations: [
+    const bad = await p.gql(
+      key,
+      `mutation { batchRecordOperations(operations: [
       { action: CREATE, modelKey: "post", data: { title: "never" } },
-      { action: UPDATE, _id: "rec_missing", data: { title: "x" } }]) { _id } }`);
+      { action: UPDATE, _id: "rec_missing", data: { title: "x" } }]) { _id } }`,
+    );
     expect(bad.errors[0].extensions.code).toBe('NOT_FOUND');
     const r = await p.gql(key, `mutation { createNote(data: { text: "gone soon" }) { _id } }`);
     const id = r.data.createNote._id;
     await p.gql(key, `mutation($id: ID!) { deleteNote(_id: $id) }`, { id });
-    await eventually(() => ep.calls.some((c) => c.body?.input?.event === 'RECORD_DELETED' && c.body.input.recordId === id), 10_000);
+    await eventually(
+      () => ep.calls.some((c) => c.body?.input?.event === 'RECORD_DELETED' && c.body.input.recordId === id),
+      10_000,
+    );
     // alertNote (created) + unindex (deleted); nothing from the rolled-back batch.
     const added = (await hookRows()).slice(before);
-    expect(added.map((h) => [h.trigger_key, h.input.recordId])).toEqual([['alertNote', id], ['unindex', id]]);
+    expect(added.map((h) => [h.trigger_key, h.input.recordId])).toEqual([
+      ['alertNote', id],
+      ['unindex', id],
+    ]);
   });
 
   test('a hook whose endpoint answers 202 and then reports failure by callback is retried, and completes on a later attempt', async () => {
@@ -142,7 +178,11 @@ describe('hooks', () => {
     expect(calls(id)).toBe(1);
     const callback = (body: unknown) => {
       const raw = JSON.stringify(body);
-      return fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, raw) }, body: raw });
+      return fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, raw) },
+        body: raw,
+      });
     };
     const failed = await callback({ status: 'failed', error: { reason: 'upstream down' } });
     expect(failed.status).toBe(200);
@@ -157,7 +197,8 @@ describe('hooks', () => {
     const r = await p.gql(key, `mutation { createJob(data: { kind: "b" }) { _id } }`);
     const recordId = r.data.createJob._id;
     await p.gql(key, `mutation($id: ID!) { updateJob(_id: $id, data: { kind: "c" }) { _id } }`, { id: recordId });
-    const row = async () => (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'touchJob');
+    const row = async () =>
+      (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'touchJob');
     await until(async () => (await row())?.status === 'timed_out', 20_000);
     const done = (await row())!;
     expect(done).toMatchObject({ status: 'timed_out', attempts: 5, dead_letter: true });
@@ -167,18 +208,36 @@ describe('hooks', () => {
   test('a failure reported by callback while the first call still hangs: the retry is claimed, the stale call aborted, only the new attempt counts', async () => {
     const r = await p.gql(key, `mutation { createTask(data: { kind: "t" }) { _id } }`);
     const recordId = r.data.createTask._id;
-    const row = async () => (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'runTask');
+    const row = async () =>
+      (await hookRows()).find((h) => h.input.recordId === recordId && h.trigger_key === 'runTask');
     const calls = (id: string) => ep.calls.filter((c) => c.body?.executionId === id).length;
-    await until(async () => { const x = await row(); return !!x && calls(x.id) === 1; }, 10_000);
+    await until(async () => {
+      const x = await row();
+      return !!x && calls(x.id) === 1;
+    }, 10_000);
     const id = (await row())!.id;
     const raw = JSON.stringify({ status: 'failed', error: { reason: 'gave up' } });
-    const failed = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(secret, raw) }, body: raw });
+    const failed = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, {
+      method: 'POST',
+      headers: { 'x-svc-signature': sign(secret, raw) },
+      body: raw,
+    });
     expect(failed.status).toBe(200);
     await until(async () => calls(id) === 2 && (await row())?.status === 'running', 10_000);
     await eventually(() => ep.aborted.has(id), 10_000);
     const done = JSON.stringify({ status: 'completed', result: { second: true } });
-    expect((await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(secret, done) }, body: done })).status).toBe(200);
-    const [final] = await server.svc.sql<{ status: string; attempts: number; result: unknown }[]>`select status, attempts, result from operation_executions where id = ${id}`;
+    expect(
+      (
+        await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, {
+          method: 'POST',
+          headers: { 'x-svc-signature': sign(secret, done) },
+          body: done,
+        })
+      ).status,
+    ).toBe(200);
+    const [final] = await server.svc.sql<
+      { status: string; attempts: number; result: unknown }[]
+    >`select status, attempts, result from operation_executions where id = ${id}`;
     expect(final).toEqual({ status: 'completed', attempts: 2, result: { second: true } });
   });
 });

@@ -14,7 +14,14 @@ let sk: string;
 
 beforeAll(async () => {
   ({ server, p, sk } = await startSecretProject([
-    { key: 'item', name: 'Item', fields: [{ key: 'title', type: 'text' }, { key: 'rank', type: 'number' }] },
+    {
+      key: 'item',
+      name: 'Item',
+      fields: [
+        { key: 'title', type: 'text' },
+        { key: 'rank', type: 'number' },
+      ],
+    },
     { key: 'tag', name: 'Tag', versioned: false, fields: [{ key: 'label', type: 'text', required: true }] },
   ]));
 });
@@ -27,7 +34,11 @@ function ndjson(lines: unknown[]): string {
   return file;
 }
 
-const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ naturalKey: `item-${from + i}`, data: { title: `Item ${from + i}`, rank: from + i } }));
+const items = (from: number, to: number) =>
+  Array.from({ length: to - from }, (_, i) => ({
+    naturalKey: `item-${from + i}`,
+    data: { title: `Item ${from + i}`, rank: from + i },
+  }));
 
 async function count(model: 'items' | 'tags'): Promise<number> {
   const r = await p.gql(sk, `{ ${model}(first: 1, preview: true) { totalCount } }`);
@@ -53,11 +64,17 @@ describe('svc records import', () => {
   });
 
   test('lines name their model; unversioned records are live at once; the search vector is written', async () => {
-    const file = ndjson([{ modelKey: 'tag', naturalKey: 't-1', data: { label: 'Zebra crossing' } }, '', { modelKey: 'tag', naturalKey: 't-2', locale: 'en', data: { label: 'Ant' } }]);
+    const file = ndjson([
+      { modelKey: 'tag', naturalKey: 't-1', data: { label: 'Zebra crossing' } },
+      '',
+      { modelKey: 'tag', naturalKey: 't-2', locale: 'en', data: { label: 'Ant' } },
+    ]);
     const r = await cli(server, sk, 'records', 'import', '--file', file, '--json');
     expect(r.json).toMatchObject({ created: 2, skipped: 0 });
     const pk = await p.key('pk', ['records:read', 'search:read']);
-    expect((await p.gql(pk, `{ tag(naturalKey: "t-1") { label } }`)).body.data.tag).toEqual({ label: 'Zebra crossing' });
+    expect((await p.gql(pk, `{ tag(naturalKey: "t-1") { label } }`)).body.data.tag).toEqual({
+      label: 'Zebra crossing',
+    });
     const found = await p.gql(pk, `{ searchRecords(query: "zebra") { edges { node { _id } } } }`);
     expect(found.body.data.searchRecords.edges).toHaveLength(1);
   });
@@ -76,13 +93,40 @@ describe('svc records import', () => {
   });
 
   test('a line that is not JSON, or has no natural key, stops the import naming the line', async () => {
-    const notJson = await cli(server, sk, 'records', 'import', '--file', ndjson([{ naturalKey: 'ok-1', data: {} }, '{oops']), '--model', 'item');
+    const notJson = await cli(
+      server,
+      sk,
+      'records',
+      'import',
+      '--file',
+      ndjson([{ naturalKey: 'ok-1', data: {} }, '{oops']),
+      '--model',
+      'item',
+    );
     expect(notJson.code).toBe(1);
     expect(notJson.err).toContain('line 2: not a JSON object');
-    const noKey = await cli(server, sk, 'records', 'import', '--file', ndjson([{ data: { title: 'x' } }]), '--model', 'item');
+    const noKey = await cli(
+      server,
+      sk,
+      'records',
+      'import',
+      '--file',
+      ndjson([{ data: { title: 'x' } }]),
+      '--model',
+      'item',
+    );
     expect(noKey.code).toBe(1);
     expect(noKey.err).toContain('line 1: needs a "naturalKey"');
-    const unknown = await cli(server, sk, 'records', 'import', '--file', ndjson([{ naturalKey: 'u', data: {} }]), '--model', 'nope');
+    const unknown = await cli(
+      server,
+      sk,
+      'records',
+      'import',
+      '--file',
+      ndjson([{ naturalKey: 'u', data: {} }]),
+      '--model',
+      'nope',
+    );
     expect(unknown.code).toBe(1);
     expect(unknown.err).toContain('line 1.modelKey names no model');
   });

@@ -34,23 +34,32 @@ const product = (queryablePrice = true): ModelDef => ({
 const note: ModelDef = { key: 'note', name: 'Note', fields: [{ key: 'code', type: 'text', queryable: true }] };
 
 async function tracked(): Promise<{ name: string; model_key: string; field_key: string }[]> {
-  return server.svc.sql`select name, model_key, field_key from record_field_indexes where project_id = ${p.projectId} order by model_key, field_key`;
+  return server.svc
+    .sql`select name, model_key, field_key from record_field_indexes where project_id = ${p.projectId} order by model_key, field_key`;
 }
 
 async function existing(names: string[]): Promise<{ relname: string; valid: boolean }[]> {
-  return server.svc.sql`select c.relname, i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = any(${names}::text[])`;
+  return server.svc
+    .sql`select c.relname, i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid where c.relname = any(${names}::text[])`;
 }
 
 /** The list statement exactly as the builder emits it: `listRecords` over a capturing client. */
 async function capture(model: ModelDef, args: Partial<ListArgs>): Promise<{ text: string; params: unknown[] }> {
   let got: { text: string; params: unknown[] } | undefined;
-  const fake = { unsafe: (text: string, params: unknown[]) => ((got = { text, params }), Promise.resolve([])) } as unknown as Sql;
+  const fake = {
+    unsafe: (text: string, params: unknown[]) => ((got = { text, params }), Promise.resolve([])),
+  } as unknown as Sql;
   const scope: ReadScope = { projectId: p.projectId, stage: 'published', locale: 'en', defaultLocale: 'en' };
   await listRecords(fake, scope, model, { first: 20, withTotal: false, ...args });
   return got!;
 }
 
-const lit = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? `'{${v.map((x) => `"${String(x)}"`).join(',')}}'` : `'${String(v).replace(/'/g, "''")}'`);
+const lit = (v: unknown): string =>
+  v === null
+    ? 'null'
+    : Array.isArray(v)
+      ? `'{${v.map((x) => `"${String(x)}"`).join(',')}}'`
+      : `'${String(v).replace(/'/g, "''")}'`;
 
 /** EXPLAIN of the statement as a named prepared statement, with the custom and the generic plan. */
 async function plans(q: { text: string; params: unknown[] }): Promise<{ custom: string; generic: string }> {
@@ -80,10 +89,19 @@ beforeAll(async () => {
       ops.push({
         action: 'CREATE',
         modelKey: 'product',
-        data: { title: `p${String(i).padStart(4, '0')}`, price: i % 50 === 0 ? null : (i * 7919) % 1000, onSale: i % 3 === 0, day: new Date(Date.UTC(2024, 0, 1 + (i % 300))).toISOString() },
+        data: {
+          title: `p${String(i).padStart(4, '0')}`,
+          price: i % 50 === 0 ? null : (i * 7919) % 1000,
+          onSale: i % 3 === 0,
+          day: new Date(Date.UTC(2024, 0, 1 + (i % 300))).toISOString(),
+        },
       });
     }
-    const r = await p.gql(sk, `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`, { ops });
+    const r = await p.gql(
+      sk,
+      `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`,
+      { ops },
+    );
     if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
   }
   await server.svc.sql`analyze record_content`;
@@ -93,8 +111,16 @@ afterAll(() => server.stop());
 describe('per-field indexes', () => {
   test('a push creates one valid index per queryable scalar field (not lists, not rich text)', async () => {
     const rows = await tracked();
-    expect(rows.map((r) => `${r.model_key}.${r.field_key}`)).toEqual(['note.code', 'product.day', 'product.onSale', 'product.price', 'product.title']);
-    const want = desiredIndexes(p.projectId, [product(), note]).map((w) => w.name).sort();
+    expect(rows.map((r) => `${r.model_key}.${r.field_key}`)).toEqual([
+      'note.code',
+      'product.day',
+      'product.onSale',
+      'product.price',
+      'product.title',
+    ]);
+    const want = desiredIndexes(p.projectId, [product(), note])
+      .map((w) => w.name)
+      .sort();
     expect(rows.map((r) => r.name).sort()).toEqual(want);
     const idx = await existing(want);
     expect(idx).toHaveLength(5);
@@ -104,11 +130,16 @@ describe('per-field indexes', () => {
   test('the builder statement for a range filter + orderBy is served by the field index, custom and generic plans', async () => {
     const [priceIdx] = desiredIndexes(p.projectId, [product()]).filter((w) => w.fieldKey === 'price');
     const name = priceIdx!.name;
-    const range = await capture(product(), { where: { price: { gte: 100, lt: 400 } }, orderBy: [{ field: 'price', direction: 'ASC' }] });
+    const range = await capture(product(), {
+      where: { price: { gte: 100, lt: 400 } },
+      orderBy: [{ field: 'price', direction: 'ASC' }],
+    });
     expect(range.text).toContain(`c.project_id = '${p.projectId}'`);
     // The range is an Index Cond of the field index whatever plan the costs pick (for ~30% of
     // the rows the custom plan may prefer a bitmap scan plus a top-N sort).
-    const rangeCond = new RegExp(`Index Scan (using|on) ${name}[^\\n]*\\n\\s*Index Cond: [^\\n]*numeric >= [^\\n]*numeric < `);
+    const rangeCond = new RegExp(
+      `Index Scan (using|on) ${name}[^\\n]*\\n\\s*Index Cond: [^\\n]*numeric >= [^\\n]*numeric < `,
+    );
     for (const plan of Object.values(await plans(range))) {
       expect(plan).toMatch(rangeCond);
       expect(plan).not.toContain('Seq Scan on record_content');
@@ -125,9 +156,13 @@ describe('per-field indexes', () => {
 
   test('the index serves a date range and a boolean filter too', async () => {
     const byField = new Map(desiredIndexes(p.projectId, [product()]).map((w) => [w.fieldKey, w.name]));
-    const d = await plans(await capture(product(), { where: { day: { gte: '2024-03-01T00:00:00.000Z' } }, orderBy: [{ field: 'day' }] }));
+    const d = await plans(
+      await capture(product(), { where: { day: { gte: '2024-03-01T00:00:00.000Z' } }, orderBy: [{ field: 'day' }] }),
+    );
     expect(d.generic).toContain(`Index Scan using ${byField.get('day')}`);
-    const b = await plans(await capture(product(), { where: { onSale: { ne: true } }, orderBy: [{ field: 'onSale' }] }));
+    const b = await plans(
+      await capture(product(), { where: { onSale: { ne: true } }, orderBy: [{ field: 'onSale' }] }),
+    );
     expect(b.generic).toContain(byField.get('onSale')!);
   });
 
@@ -148,7 +183,8 @@ describe('per-field indexes', () => {
     const expected: { title: string; price: number }[] = [];
     for (let i = 0; i < N; i++) {
       const price = i % 50 === 0 ? null : (i * 7919) % 1000;
-      if (price !== null && price >= 100 && price < 400) expected.push({ title: `p${String(i).padStart(4, '0')}`, price });
+      if (price !== null && price >= 100 && price < 400)
+        expected.push({ title: `p${String(i).padStart(4, '0')}`, price });
     }
     expect(asc.map((x) => x.price)).toEqual(expected.map((x) => x.price).sort((a, b) => a - b));
     expect(asc).toHaveLength(expected.length);
@@ -164,14 +200,19 @@ describe('per-field indexes', () => {
 
   test('a value too large for its btree index is BAD_USER_INPUT naming the field, and changes nothing', async () => {
     const long = randomBytes(6000).toString('hex');
-    const r = await p.gql(sk, `mutation($t: String) { createProduct(data: { title: $t, price: 1 }) { _id } }`, { t: long });
+    const r = await p.gql(sk, `mutation($t: String) { createProduct(data: { title: $t, price: 1 }) { _id } }`, {
+      t: long,
+    });
     expect(r.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'title' });
     const c = await p.gql(sk, `{ products(first: 1) { totalCount } }`);
     expect(c.body.data.products.totalCount).toBe(N);
   });
 
   test('reconciling again changes nothing; two at once do not collide', async () => {
-    const [a, b] = await Promise.all([reconcileIndexes(server.svc.sql, p.projectId), reconcileIndexes(server.svc.sql, p.projectId)]);
+    const [a, b] = await Promise.all([
+      reconcileIndexes(server.svc.sql, p.projectId),
+      reconcileIndexes(server.svc.sql, p.projectId),
+    ]);
     const done = [a, b].filter((r) => r.status === 'done');
     expect(done.length).toBeGreaterThan(0);
     for (const r of done) if (r.status === 'done') expect([r.created, r.dropped, r.failed]).toEqual([[], [], []]);

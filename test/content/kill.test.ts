@@ -20,7 +20,16 @@ let key: string;
 
 beforeAll(async () => {
   const server = await startTestServer();
-  const p = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text' }, { key: 'slug', type: 'text', queryable: true }] }]);
+  const p = await gqlProject(server, [
+    {
+      key: 'note',
+      name: 'Note',
+      fields: [
+        { key: 'title', type: 'text' },
+        { key: 'slug', type: 'text', queryable: true },
+      ],
+    },
+  ]);
   key = await p.key('sk', ALL_SECRET);
   await server.svc.indexes.idle();
   databaseUrl = server.databaseUrl;
@@ -45,7 +54,14 @@ describe('kill -9 during writes', () => {
     const port = await freePort();
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
-    Object.assign(env, { DATABASE_URL: databaseUrl, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_DATA_DIR: tempDir('svc-kill-'), SVC_ROOT_TOKEN: 'rt_kill_test', SVC_ROLE: 'all' });
+    Object.assign(env, {
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      REALTIME_PORT: String(await freePort()),
+      SVC_DATA_DIR: tempDir('svc-kill-'),
+      SVC_ROOT_TOKEN: 'rt_kill_test',
+      SVC_ROLE: 'all',
+    });
     child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'ignore' });
     await waitHealthy(`http://127.0.0.1:${port}/health`);
 
@@ -56,21 +72,26 @@ describe('kill -9 during writes', () => {
       const res = await fetch(`http://127.0.0.1:${port}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': key },
-        body: JSON.stringify({ query: 'mutation($d: NoteInput!, $k: String) { createNote(naturalKey: $k, data: $d) { _id } }', variables: { k: `k${n}`, d: { title: `t${n}`, slug: `s${n}` } } }),
+        body: JSON.stringify({
+          query: 'mutation($d: NoteInput!, $k: String) { createNote(naturalKey: $k, data: $d) { _id } }',
+          variables: { k: `k${n}`, d: { title: `t${n}`, slug: `s${n}` } },
+        }),
       });
       const body = (await res.json()) as { data?: { createNote?: { _id: string } } };
       if (body.data?.createNote?._id) acked.push(body.data.createNote._id);
     };
-    await Promise.all(Array.from({ length: 16 }, async () => {
-      while (next < 1_000) {
-        const n = next++;
-        if (n === 400 && !killed) {
-          killed = true;
-          child!.kill('SIGKILL');
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < 1_000) {
+          const n = next++;
+          if (n === 400 && !killed) {
+            killed = true;
+            child!.kill('SIGKILL');
+          }
+          await one(n).catch(() => {}); // refused or cut off once the process is gone
         }
-        await one(n).catch(() => {}); // refused or cut off once the process is gone
-      }
-    }));
+      }),
+    );
     await child.exited;
     expect(killed).toBe(true);
     expect(acked.length).toBeGreaterThan(0);
@@ -78,7 +99,9 @@ describe('kill -9 during writes', () => {
 
     const db = postgres(databaseUrl, { max: 1, onnotice: () => {} });
     try {
-      const [found] = await db<{ n: number }[]>`select count(*)::int as n from records where id = any(${acked}::text[])`;
+      const [found] = await db<
+        { n: number }[]
+      >`select count(*)::int as n from records where id = any(${acked}::text[])`;
       expect(found!.n).toBe(acked.length);
       // Whole: every record has its working content and its history entry, acknowledged or not.
       const [partial] = await db<{ n: number }[]>`

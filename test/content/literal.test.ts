@@ -32,7 +32,9 @@ test('hostile strings round-trip through an inlined literal', async () => {
 });
 
 test('arrays, numbers, booleans and JSON values round-trip', async () => {
-  const [row] = await sql.unsafe(`select ${literal(['a', '$q$', 'b'])}::text[] as a, ${literal(-1.5e3)}::float8 as n, ${literal(true)} as b, ${literal({ k: '$q$' })}::jsonb as j`);
+  const [row] = await sql.unsafe(
+    `select ${literal(['a', '$q$', 'b'])}::text[] as a, ${literal(-1.5e3)}::float8 as n, ${literal(true)} as b, ${literal({ k: '$q$' })}::jsonb as j`,
+  );
   expect(row!.a).toEqual(['a', '$q$', 'b']);
   expect(row!.n).toBe(-1500);
   expect(row!.b).toBe(true);
@@ -48,7 +50,7 @@ test('inline puts each parameter in its $n placeholder, two-digit ones included,
   const text = 'select $1::text, $10::text, $2, $q$keep $3$q$, $1';
   const params = ['a', 2, 'c', 4, 5, 6, 7, 8, 9, 'ten'];
   const once = inline({ text, params });
-  expect(once).toBe("select $q$a$q$::text, $q$ten$q$::text, (2), $q$keep $q$c$q$$q$, $q$a$q$");
+  expect(once).toBe('select $q$a$q$::text, $q$ten$q$::text, (2), $q$keep $q$c$q$$q$, $q$a$q$');
   // The text is cut once and reused: the second call must answer the same.
   expect(inline({ text, params })).toBe(once);
   expect(inline({ text: 'select 1', params: [] })).toBe('select 1');

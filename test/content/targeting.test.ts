@@ -2,11 +2,22 @@ import { describe, expect, test } from 'bun:test';
 import { ANONYMOUS, chooseVariant, matches, ruleErrors, segmentsOf, targeting } from '../../src/content/targeting.ts';
 import { validateConfig } from '../../src/config/validate.ts';
 
-const cond = (path: string, operator: string, value?: unknown) => ({ type: 'condition', left: { type: 'field', path }, operator, ...(value === undefined ? {} : { right: { type: 'literal', value } }) });
+const cond = (path: string, operator: string, value?: unknown) => ({
+  type: 'condition',
+  left: { type: 'field', path },
+  operator,
+  ...(value === undefined ? {} : { right: { type: 'literal', value } }),
+});
 
 describe('rule evaluation', () => {
   test('operators over attributes, dotted paths, groups and negation', () => {
-    const who = { totalSpent: 1500, plan: 'gold', tags: ['beta', 'eu'], address: { country: 'DE' }, joined: '2024-03-01' };
+    const who = {
+      totalSpent: 1500,
+      plan: 'gold',
+      tags: ['beta', 'eu'],
+      address: { country: 'DE' },
+      joined: '2024-03-01',
+    };
     expect(matches(cond('totalSpent', 'greater_than', 1000), who)).toBe(true);
     expect(matches(cond('totalSpent', 'greater_than', '1000'), who)).toBe(false); // mixed types never match
     expect(matches(cond('totalSpent', 'less_than_or_equal', 1500), who)).toBe(true);
@@ -17,13 +28,19 @@ describe('rule evaluation', () => {
     expect(matches(cond('joined', 'greater_than_or_equal', '2024-01-01'), who)).toBe(true);
     expect(matches(cond('missing', 'not_exists'), who)).toBe(true);
     expect(matches(cond('toString', 'exists'), who)).toBe(false); // own properties only
-    expect(matches({ type: 'or', rules: [cond('plan', 'equals', 'free'), cond('tags', 'contains', 'eu')] }, who)).toBe(true);
+    expect(matches({ type: 'or', rules: [cond('plan', 'equals', 'free'), cond('tags', 'contains', 'eu')] }, who)).toBe(
+      true,
+    );
     expect(matches({ type: 'not', rule: cond('plan', 'equals', 'gold') }, who)).toBe(false);
     expect(matches([cond('plan', 'equals', 'gold'), cond('totalSpent', 'less_than', 100)], who)).toBe(false);
   });
 
   test('segments: only those whose rules hold; a segment without rules is empty', () => {
-    const segs = [{ key: 'vip', rules: cond('customer.totalSpent', 'greater_than', 1000) }, { key: 'none', rules: [] }, { key: 'gold', rules: cond('plan', 'equals', 'gold') }];
+    const segs = [
+      { key: 'vip', rules: cond('customer.totalSpent', 'greater_than', 1000) },
+      { key: 'none', rules: [] },
+      { key: 'gold', rules: cond('plan', 'equals', 'gold') },
+    ];
     expect(segmentsOf(segs, { plan: 'gold', customer: { totalSpent: 2000 } })).toEqual(['vip', 'gold']);
     expect(segmentsOf(segs, {})).toEqual([]);
   });
@@ -59,14 +76,26 @@ describe('rule checks', () => {
   });
 
   test('a pushed segment with a bad rule is a config error naming the path', () => {
-    const { errors } = validateConfig({ key: 'k', name: 'n', segments: [{ key: 'vip', name: 'VIP', rules: cond('spent', 'bigger_than', 1) }] });
+    const { errors } = validateConfig({
+      key: 'k',
+      name: 'n',
+      segments: [{ key: 'vip', name: 'VIP', rules: cond('spent', 'bigger_than', 1) }],
+    });
     expect(errors.map((e) => e.path)).toContain('segments[0].rules.operator');
-    const ok = validateConfig({ key: 'k', name: 'n', segments: [{ key: 'vip', name: 'VIP', rules: cond('customer.totalSpent', 'greater_than', 1000) }] });
+    const ok = validateConfig({
+      key: 'k',
+      name: 'n',
+      segments: [{ key: 'vip', name: 'VIP', rules: cond('customer.totalSpent', 'greater_than', 1000) }],
+    });
     expect(ok.errors).toEqual([]);
   });
 
   test('model access.read is checked at push', () => {
-    const { errors } = validateConfig({ key: 'k', name: 'n', models: [{ key: 'order', name: 'Order', access: { read: ['owner'] }, fields: [] }] });
+    const { errors } = validateConfig({
+      key: 'k',
+      name: 'n',
+      models: [{ key: 'order', name: 'Order', access: { read: ['owner'] }, fields: [] }],
+    });
     expect(errors.map((e) => e.path)).toContain('models[0].access.read[0]');
   });
 });

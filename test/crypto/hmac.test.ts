@@ -36,14 +36,24 @@ describe('crypto/hmac', () => {
   });
 
   test('fuzz: any text or bytes, any signature guess, never throws and only the real one passes', () => {
-    const text = fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.constantFrom('\0', '\uD800', 'é\0\uDFFF', 'x'.repeat(100_000)));
+    const text = fc.oneof(
+      fc.string(),
+      fc.string({ unit: 'binary' }),
+      fc.constantFrom('\0', '\uD800', 'é\0\uDFFF', 'x'.repeat(100_000)),
+    );
     fc.assert(
-      fc.property(text, fc.oneof(text, fc.uint8Array()), text, fc.constantFrom('hex' as const, 'base64url' as const), (key, data, guess, enc) => {
-        const real = sign(key || 'k', data, enc);
-        expect(verify(key || 'k', data, real, enc)).toBe(true);
-        expect(verify({ current: 'other', previous: [key || 'k'] }, data, real, enc)).toBe(true);
-        expect(verify(key || 'k', data, guess, enc)).toBe(guess === real);
-      }),
+      fc.property(
+        text,
+        fc.oneof(text, fc.uint8Array()),
+        text,
+        fc.constantFrom('hex' as const, 'base64url' as const),
+        (key, data, guess, enc) => {
+          const real = sign(key || 'k', data, enc);
+          expect(verify(key || 'k', data, real, enc)).toBe(true);
+          expect(verify({ current: 'other', previous: [key || 'k'] }, data, real, enc)).toBe(true);
+          expect(verify(key || 'k', data, guess, enc)).toBe(guess === real);
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -70,7 +80,10 @@ describe('rotating the secrets key', () => {
       delete process.env.SVC_SECRETS_KEY_PREVIOUS;
       expect(readUnsubscribeToken(dataDir, fresh)).not.toBeNull();
     } finally {
-      for (const [k, v] of [['SVC_SECRETS_KEY', saved.key], ['SVC_SECRETS_KEY_PREVIOUS', saved.prev]] as const) {
+      for (const [k, v] of [
+        ['SVC_SECRETS_KEY', saved.key],
+        ['SVC_SECRETS_KEY_PREVIOUS', saved.prev],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }

@@ -22,8 +22,13 @@ export interface CachingProxy {
 
 export function startCachingProxy(origin: string): CachingProxy {
   const entries = new Map<string, Entry>();
-  const keyOf = (req: Request, vary: string[]) => `${new URL(req.url).pathname}${new URL(req.url).search}\n${vary.map((h) => `${h}=${req.headers.get(h) ?? ''}`).join('\n')}`;
-  const varyOf = (h: Headers) => (h.get('vary') ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const keyOf = (req: Request, vary: string[]) =>
+    `${new URL(req.url).pathname}${new URL(req.url).search}\n${vary.map((h) => `${h}=${req.headers.get(h) ?? ''}`).join('\n')}`;
+  const varyOf = (h: Headers) =>
+    (h.get('vary') ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean);
   const varyByPath = new Map<string, string[]>();
   const state: CachingProxy = { url: '', originRequests: 0, origin304s: 0, stop: () => server.stop(true) };
 
@@ -46,10 +51,23 @@ export function startCachingProxy(origin: string): CachingProxy {
     const cc = res.headers.get('cache-control') ?? '';
     const maxAge = /(?:^|,)\s*max-age=(\d+)/.exec(cc);
     const vary = varyOf(res.headers);
-    if (res.status === 200 && /(?:^|,)\s*public/.test(cc) && maxAge && !/no-store|private/.test(cc) && !vary.includes('*')) {
+    if (
+      res.status === 200 &&
+      /(?:^|,)\s*public/.test(cc) &&
+      maxAge &&
+      !/no-store|private/.test(cc) &&
+      !vary.includes('*')
+    ) {
       const path = new URL(req.url).pathname + new URL(req.url).search;
       varyByPath.set(path, vary);
-      entries.set(keyOf(req, vary), { body, headers: res.headers, storedAt: Date.now(), maxAge: Number(maxAge[1]), etag: res.headers.get('etag'), vary });
+      entries.set(keyOf(req, vary), {
+        body,
+        headers: res.headers,
+        storedAt: Date.now(),
+        maxAge: Number(maxAge[1]),
+        etag: res.headers.get('etag'),
+        vary,
+      });
     }
     const h = new Headers(res.headers);
     h.set('x-cache', 'MISS');

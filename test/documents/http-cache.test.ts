@@ -29,7 +29,11 @@ beforeAll(async () => {
     port: 0,
     hostname: '127.0.0.1',
     async fetch(req) {
-      purges.push({ keys: req.headers.get('surrogate-key'), tags: req.headers.get('cache-tag'), body: await req.json() });
+      purges.push({
+        keys: req.headers.get('surrogate-key'),
+        tags: req.headers.get('cache-tag'),
+        body: await req.json(),
+      });
       return new Response('ok');
     },
   });
@@ -38,7 +42,13 @@ beforeAll(async () => {
   sk = await p.key('sk', ALL_SECRET);
   pk = await p.key('pk', ['records:read']);
   const settings = { cache: { maxAge: 1, staleWhileRevalidate: 0, purgeUrl: `http://127.0.0.1:${cdn.port}/purge` } };
-  expect((await pushConfig(server, p.ownerKey, p.projectId, { project: { id: p.projectId, tenantId: p.tenantId, settings } })).body.errors).toEqual([]);
+  expect(
+    (
+      await pushConfig(server, p.ownerKey, p.projectId, {
+        project: { id: p.projectId, tenantId: p.tenantId, settings },
+      })
+    ).body.errors,
+  ).toEqual([]);
   expect((await pushManifest(server, p.ownerKey, p.projectId, manifestOf(LIST, CREATE))).code).toBe(0);
   await createPublished('First');
   proxy = startCachingProxy(server.apiUrl);
@@ -70,7 +80,10 @@ describe('GET /graphql and HTTP caching', () => {
   });
 
   test('GET of a mutation is 405 (by text and by trusted id); preview and token-bearing reads are never shared', async () => {
-    const m = await get(server.apiUrl, sk, { documentId: `sha256:${sha(CREATE)}`, variables: JSON.stringify({ t: 'x' }) });
+    const m = await get(server.apiUrl, sk, {
+      documentId: `sha256:${sha(CREATE)}`,
+      variables: JSON.stringify({ t: 'x' }),
+    });
     expect(m.status).toBe(405);
     expect(m.headers.get('allow')).toBe('POST');
     expect(m.body.errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');
@@ -82,9 +95,18 @@ describe('GET /graphql and HTTP caching', () => {
     expect(preview.headers.get('cache-control')).toBe('no-store');
     expect(preview.headers.get('etag')).toBeNull();
 
-    const reg = await p.gql(pk, 'mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { accessToken } }', { e: `c${Date.now()}@example.com`, p: 'correct horse battery' });
+    const reg = await p.gql(
+      pk,
+      'mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { accessToken } }',
+      { e: `c${Date.now()}@example.com`, p: 'correct horse battery' },
+    );
     const token = reg.body.data.registerCustomer.accessToken;
-    const mine = await get(server.apiUrl, pk, { documentId: `sha256:${sha(LIST)}` }, { authorization: `Bearer ${token}` });
+    const mine = await get(
+      server.apiUrl,
+      pk,
+      { documentId: `sha256:${sha(LIST)}` },
+      { authorization: `Bearer ${token}` },
+    );
     expect(mine.status).toBe(200);
     expect(mine.headers.get('cache-control')).toBe('private, no-store');
     expect(mine.headers.get('etag')).toBeNull();

@@ -20,10 +20,17 @@ let p: GqlProject;
 let pk: string;
 
 const trustedEntries = async (s: { apiUrl: string }) =>
-  Number(/svc_graphql_cache_entries\{kind="trusted-documents"\} (\d+)/.exec(await (await fetch(`${s.apiUrl}/metrics`)).text())?.[1] ?? 0);
+  Number(
+    /svc_graphql_cache_entries\{kind="trusted-documents"\} (\d+)/.exec(
+      await (await fetch(`${s.apiUrl}/metrics`)).text(),
+    )?.[1] ?? 0,
+  );
 
 async function spawn(): Promise<{ proc: Subprocess; apiUrl: string }> {
-  const s = await spawnService({ DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_LOG: 'off' }, { role: 'api', cwd: ROOT, timeoutMs: 60_000 });
+  const s = await spawnService(
+    { DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_LOG: 'off' },
+    { role: 'api', cwd: ROOT, timeoutMs: 60_000 },
+  );
   return { proc: s.proc, apiUrl: s.url };
 }
 
@@ -33,7 +40,8 @@ beforeAll(async () => {
   p = await gqlProject(a, MODELS);
   pk = await p.key('pk', ['records:read']);
   const sk = await p.key('sk', ALL_SECRET);
-  const id = (await p.gql(sk, 'mutation { createArticle(data: { title: "Hello" }) { _id } }')).body.data.createArticle._id;
+  const id = (await p.gql(sk, 'mutation { createArticle(data: { title: "Hello" }) { _id } }')).body.data.createArticle
+    ._id;
   await p.gql(sk, 'mutation($id: ID!) { publishArticleVersion(_id: $id) { _id } }', { id });
 }, 90_000);
 afterAll(async () => {
@@ -75,9 +83,14 @@ describe('trusted documents across processes', () => {
 
   test('a document removed through one process is gone in the other', async () => {
     const doc = 'query Across { articles(first: 5) { edges { node { title } } } }';
-    const res = await fetch(`${a.apiUrl}/v1/control/projects/${p.projectId}/documents/${sha(doc)}`, { method: 'DELETE', headers: { authorization: `Bearer ${p.ownerKey}` } });
+    const res = await fetch(`${a.apiUrl}/v1/control/projects/${p.projectId}/documents/${sha(doc)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${p.ownerKey}` },
+    });
     expect(res.status).toBe(200);
     await eventually(async () => (await post(b, pk, { documentId: `sha256:${sha(doc)}` })).status === 400, 5000);
-    expect((await post(b, pk, { documentId: `sha256:${sha(doc)}` })).body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    expect((await post(b, pk, { documentId: `sha256:${sha(doc)}` })).body.errors[0].extensions.code).toBe(
+      'PERSISTED_QUERY_NOT_FOUND',
+    );
   });
 });

@@ -19,7 +19,12 @@ export const MODELS: ModelDef[] = [
 export const sha = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** Writes a manifest file and runs `svc documents push` on it. */
-export async function pushManifest(server: TestServer, ownerKey: string, projectId: string, manifest: Record<string, string>) {
+export async function pushManifest(
+  server: TestServer,
+  ownerKey: string,
+  projectId: string,
+  manifest: Record<string, string>,
+) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
   const file = join(dir, 'persisted-documents.json');
   writeFileSync(file, JSON.stringify(manifest));
@@ -31,8 +36,17 @@ export function manifestOf(...docs: string[]): Record<string, string> {
 }
 
 /** POST /graphql with any body. */
-export async function post(server: { apiUrl: string }, key: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers }, body: JSON.stringify(body) });
+export async function post(
+  server: { apiUrl: string },
+  key: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.text();
   let json: any;
   try {
@@ -44,8 +58,15 @@ export async function post(server: { apiUrl: string }, key: string, body: unknow
 }
 
 /** GET /graphql with URL parameters. */
-export async function get(base: string, key: string, params: Record<string, string>, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}/graphql?${new URLSearchParams(params)}`, { headers: { 'x-api-key': key, ...headers } });
+export async function get(
+  base: string,
+  key: string,
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`${base}/graphql?${new URLSearchParams(params)}`, {
+    headers: { 'x-api-key': key, ...headers },
+  });
   const text = await res.text();
   let json: any;
   try {
@@ -57,7 +78,12 @@ export async function get(base: string, key: string, params: Record<string, stri
 }
 
 /** POST a config through the control plane (what `svc push` does). */
-export async function pushConfig(server: TestServer, ownerKey: string, projectId: string, config: Record<string, unknown>) {
+export async function pushConfig(
+  server: TestServer,
+  ownerKey: string,
+  projectId: string,
+  config: Record<string, unknown>,
+) {
   const res = await fetch(`${server.apiUrl}/v1/control/projects/${projectId}/config`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${ownerKey}` },

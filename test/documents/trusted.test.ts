@@ -23,7 +23,23 @@ async function createPublished(title: string): Promise<string> {
 }
 
 async function keyWith(documents: string, type = 'public'): Promise<string> {
-  const r = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', `k-${documents}-${Math.random()}`, '--type', type, '--scopes', type === 'public' ? 'records:read' : ALL_SECRET.join(','), '--project', p.projectId, '--documents', documents, '--json');
+  const r = await cli(
+    server,
+    p.ownerKey,
+    'api-keys',
+    'create',
+    '--name',
+    `k-${documents}-${Math.random()}`,
+    '--type',
+    type,
+    '--scopes',
+    type === 'public' ? 'records:read' : ALL_SECRET.join(','),
+    '--project',
+    p.projectId,
+    '--documents',
+    documents,
+    '--json',
+  );
   expect(r.code).toBe(0);
   return r.json.key;
 }
@@ -40,7 +56,12 @@ afterAll(() => server.stop());
 describe('svc documents push|list|rm', () => {
   test('stores valid documents; lists hash mismatches and documents that do not validate as push errors', async () => {
     const bad = 'query Bad { articles { edges { node { nope } } } }';
-    const manifest = { ...manifestOf(LIST, ONE, CREATE), [sha('something else')]: '{ articles { totalCount } }', [sha(bad)]: bad, 'not-a-hash': LIST };
+    const manifest = {
+      ...manifestOf(LIST, ONE, CREATE),
+      [sha('something else')]: '{ articles { totalCount } }',
+      [sha(bad)]: bad,
+      'not-a-hash': LIST,
+    };
     const r = await pushManifest(server, p.ownerKey, p.projectId, manifest);
     expect(r.code).not.toBe(0);
     expect(r.json.applied).toEqual({ documents: 3 });
@@ -81,16 +102,24 @@ describe('requests naming a document', () => {
     expect(apollo.body).toEqual(byId.body);
     const text = await post(server, pk, { query: LIST });
     expect(text.body).toEqual(byId.body);
-    expect(await stats()).toContain(`svc_trusted_document_hits_total{project="${p.projectId}",document="sha256:${sha(LIST)}"}`);
+    expect(await stats()).toContain(
+      `svc_trusted_document_hits_total{project="${p.projectId}",document="sha256:${sha(LIST)}"}`,
+    );
   });
 
   test('an unknown id answers PERSISTED_QUERY_NOT_FOUND; a text whose hash is not the named one is refused', async () => {
     const unknown = await post(server, pk, { documentId: `sha256:${sha('nothing')}` });
     expect(unknown.status).toBe(400);
-    expect(unknown.body.errors[0]).toMatchObject({ message: 'PersistedQueryNotFound', extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } });
+    expect(unknown.body.errors[0]).toMatchObject({
+      message: 'PersistedQueryNotFound',
+      extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' },
+    });
     const mismatch = await post(server, pk, { query: ONE, documentId: `sha256:${sha(LIST)}` });
     expect(mismatch.status).toBe(400);
-    expect(mismatch.body.errors[0]).toMatchObject({ message: 'provided sha does not match query', extensions: { code: 'BAD_USER_INPUT' } });
+    expect(mismatch.body.errors[0]).toMatchObject({
+      message: 'provided sha does not match query',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
     const badId = await post(server, pk, { documentId: sha(LIST) });
     expect(badId.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     const version = await post(server, pk, { extensions: { persistedQuery: { version: 2, sha256Hash: sha(LIST) } } });
@@ -109,7 +138,14 @@ describe('requests naming a document', () => {
     const schema = await fetch(`${server.apiUrl}/schema`, { headers: { 'x-api-key': strict } });
     expect(schema.status).toBe(403);
     // The text of a trusted document with its hash is still text.
-    expect((await post(server, strict, { query: ONE + ' ', extensions: { persistedQuery: { version: 1, sha256Hash: sha(ONE + ' ') } } })).body.errors[0].extensions.code).toBe('DOCUMENT_NOT_TRUSTED');
+    expect(
+      (
+        await post(server, strict, {
+          query: ONE + ' ',
+          extensions: { persistedQuery: { version: 1, sha256Hash: sha(ONE + ' ') } },
+        })
+      ).body.errors[0].extensions.code,
+    ).toBe('DOCUMENT_NOT_TRUSTED');
     const ok = await post(server, strict, { documentId: `sha256:${sha(LIST)}` });
     expect(ok.status).toBe(200);
     expect(ok.body.data.articles.edges).toHaveLength(1);
@@ -118,9 +154,18 @@ describe('requests naming a document', () => {
   test('a trusted-only key is refused subscriptions over /graphql/ws (they are text); other keys subscribe', async () => {
     const strict = await keyWith('trusted-only');
     const outcome = async (key: string) => {
-      const c = createClient({ url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: key }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
+      const c = createClient({
+        url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`,
+        connectionParams: { apiKey: key },
+        retryAttempts: 0,
+        lazy: false,
+        onNonLazyError: () => {},
+      });
       const state: { error?: any; subscribed?: boolean } = {};
-      const stop = c.subscribe({ query: 'subscription { recordChanged(modelKey: "article") { action } }' }, { next: () => {}, error: (e) => (state.error = e), complete: () => {} });
+      const stop = c.subscribe(
+        { query: 'subscription { recordChanged(modelKey: "article") { action } }' },
+        { next: () => {}, error: (e) => (state.error = e), complete: () => {} },
+      );
       try {
         await eventually(() => state.error !== undefined, 1500).catch(() => (state.subscribed = true));
       } finally {
@@ -135,14 +180,18 @@ describe('requests naming a document', () => {
   }, 30_000);
 
   test('the project setting documentPolicy applies to keys that set none', async () => {
-    const set = await pushConfig(server, p.ownerKey, p.projectId, { project: { id: p.projectId, tenantId: p.tenantId, settings: { documentPolicy: 'trusted-only' } } });
+    const set = await pushConfig(server, p.ownerKey, p.projectId, {
+      project: { id: p.projectId, tenantId: p.tenantId, settings: { documentPolicy: 'trusted-only' } },
+    });
     expect(set.body.errors).toEqual([]);
     await (await server.svc.projects.get(p.projectId)).reload();
     expect((await post(server, pk, { query: LIST })).body.errors[0].extensions.code).toBe('DOCUMENT_NOT_TRUSTED');
     // A key's own setting wins over the project's.
     const open = await keyWith('any');
     expect((await post(server, open, { query: LIST })).status).toBe(200);
-    await pushConfig(server, p.ownerKey, p.projectId, { project: { id: p.projectId, tenantId: p.tenantId, settings: {} } });
+    await pushConfig(server, p.ownerKey, p.projectId, {
+      project: { id: p.projectId, tenantId: p.tenantId, settings: {} },
+    });
     await (await server.svc.projects.get(p.projectId)).reload();
     expect((await post(server, pk, { query: LIST })).status).toBe(200);
   });
@@ -150,10 +199,16 @@ describe('requests naming a document', () => {
 
 describe('automatic persisted queries', () => {
   test('unknown hash → PERSISTED_QUERY_NOT_FOUND; resent with text it is stored; the store stays within its byte bound', async () => {
-    await pushConfig(server, p.ownerKey, p.projectId, { project: { id: p.projectId, tenantId: p.tenantId, settings: { apqMaxBytes: 300 } } });
+    await pushConfig(server, p.ownerKey, p.projectId, {
+      project: { id: p.projectId, tenantId: p.tenantId, settings: { apqMaxBytes: 300 } },
+    });
     await (await server.svc.projects.get(p.projectId)).reload();
     const apq = await keyWith('apq');
-    const docs = Array.from({ length: 5 }, (_, i) => `query Apq${i} { articles(first: ${i + 1}) { edges { node { title summary _id } } pageInfo { hasNextPage } } }`);
+    const docs = Array.from(
+      { length: 5 },
+      (_, i) =>
+        `query Apq${i} { articles(first: ${i + 1}) { edges { node { title summary _id } } pageInfo { hasNextPage } } }`,
+    );
     for (const d of docs) {
       const ext = { persistedQuery: { version: 1, sha256Hash: sha(d) } };
       const miss = await post(server, apq, { extensions: ext });
@@ -168,9 +223,13 @@ describe('automatic persisted queries', () => {
     // process (no memory of them) finds the first gone and the last there.
     const other = await startTestServer({ DATABASE_URL: server.databaseUrl });
     try {
-      const first = await post(other, apq, { extensions: { persistedQuery: { version: 1, sha256Hash: sha(docs[0]!) } } });
+      const first = await post(other, apq, {
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha(docs[0]!) } },
+      });
       expect(first.body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
-      const last = await post(other, apq, { extensions: { persistedQuery: { version: 1, sha256Hash: sha(docs[4]!) } } });
+      const last = await post(other, apq, {
+        extensions: { persistedQuery: { version: 1, sha256Hash: sha(docs[4]!) } },
+      });
       expect(last.status).toBe(200);
     } finally {
       await other.stop();
@@ -178,8 +237,13 @@ describe('automatic persisted queries', () => {
     // An `any` key runs text with a hash but stores nothing.
     const before = await apqBytes(server.svc.sql, p.projectId);
     const d = 'query NotKept { articles(first: 2) { totalCount } }';
-    expect((await post(server, pk, { query: d, extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).status).toBe(200);
-    expect((await post(server, pk, { extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).body.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    expect(
+      (await post(server, pk, { query: d, extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).status,
+    ).toBe(200);
+    expect(
+      (await post(server, pk, { extensions: { persistedQuery: { version: 1, sha256Hash: sha(d) } } })).body.errors[0]
+        .extensions.code,
+    ).toBe('PERSISTED_QUERY_NOT_FOUND');
     expect(await apqBytes(server.svc.sql, p.projectId)).toBe(before);
   }, 60_000);
 });
@@ -191,7 +255,10 @@ describe('schema pushes re-validate stored documents', () => {
     expect((await post(server, pk, { documentId: `sha256:${sha(doc)}` })).status).toBe(200);
     const without = [{ ...MODELS[0]!, fields: MODELS[0]!.fields.filter((f) => f.key !== 'summary') }];
     const pushed = await pushConfig(server, p.ownerKey, p.projectId, { models: without });
-    expect(pushed.body.errors).toContainEqual({ path: `documents["${sha(doc)}"]`, message: expect.stringContaining('no longer validates') });
+    expect(pushed.body.errors).toContainEqual({
+      path: `documents["${sha(doc)}"]`,
+      message: expect.stringContaining('no longer validates'),
+    });
     const run = await post(server, pk, { documentId: `sha256:${sha(doc)}` });
     expect(run.status).toBe(400);
     expect(run.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');

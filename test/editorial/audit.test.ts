@@ -12,16 +12,25 @@ let keyId: string;
 
 beforeAll(async () => {
   ({ server, p, sk: key } = await startSecretProject(MODELS, 'audit'));
-  keyId = ((await (await fetch(`${server.apiUrl}/v1/whoami`, { headers: { 'x-api-key': key } })).json()) as { keyId: string }).keyId;
+  keyId = (
+    (await (await fetch(`${server.apiUrl}/v1/whoami`, { headers: { 'x-api-key': key } })).json()) as { keyId: string }
+  ).keyId;
 }, 60_000);
 afterAll(() => server.stop(), 60_000);
 
 async function audit(token: string, params: Record<string, string> = {}): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.apiUrl}/v1/control/audit?${new URLSearchParams({ projectId: p.projectId, ...params })}`, { headers: { authorization: `Bearer ${token}` } });
+  const res = await fetch(
+    `${server.apiUrl}/v1/control/audit?${new URLSearchParams({ projectId: p.projectId, ...params })}`,
+    { headers: { authorization: `Bearer ${token}` } },
+  );
   return { status: res.status, body: await res.json() };
 }
 
-async function ok(query: string, variables: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<any> {
+async function ok(
+  query: string,
+  variables: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<any> {
   const r = await p.gql(key, query, variables, headers);
   if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
   return r.body.data;
@@ -30,15 +39,36 @@ async function ok(query: string, variables: Record<string, unknown> = {}, header
 describe('audit log', () => {
   test('GraphQL writes: who, what, when, from where, request id — in the write’s transaction', async () => {
     const since = new Date(Date.now() - 1000).toISOString();
-    const id = (await ok('mutation{ createArticle(data:{ title:"Audited" }){ _id } }', {}, { 'x-request-id': 'req-create-1', 'user-agent': 'audit-test/1.0' })).createArticle._id;
+    const id = (
+      await ok(
+        'mutation{ createArticle(data:{ title:"Audited" }){ _id } }',
+        {},
+        { 'x-request-id': 'req-create-1', 'user-agent': 'audit-test/1.0' },
+      )
+    ).createArticle._id;
     await ok('mutation($id:ID!){ publishArticleVersion(_id:$id){ _id } }', { id });
     await ok('mutation($id:ID!){ restoreArticleVersion(_id:$id, version:1){ _id } }', { id });
-    await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticleUnpublish(_id:$id, at:$at){ id } }', { id, at: new Date(Date.now() + 3_600_000).toISOString() });
+    await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticleUnpublish(_id:$id, at:$at){ id } }', {
+      id,
+      at: new Date(Date.now() + 3_600_000).toISOString(),
+    });
     const r = await audit(p.ownerKey, { since });
     expect(r.status).toBe(200);
     const mine = r.body.entries.filter((e: any) => e.target.id === id).reverse();
-    expect(mine.map((e: any) => e.action)).toEqual(['record.created', 'record.published', 'record.updated', 'schedule.unpublish']);
-    expect(mine[0]).toMatchObject({ actor: { kind: 'apiKey', id: keyId }, target: { kind: 'record', id }, projectId: p.projectId, requestId: 'req-create-1', ip: '127.0.0.1', userAgent: 'audit-test/1.0' });
+    expect(mine.map((e: any) => e.action)).toEqual([
+      'record.created',
+      'record.published',
+      'record.updated',
+      'schedule.unpublish',
+    ]);
+    expect(mine[0]).toMatchObject({
+      actor: { kind: 'apiKey', id: keyId },
+      target: { kind: 'record', id },
+      projectId: p.projectId,
+      requestId: 'req-create-1',
+      ip: '127.0.0.1',
+      userAgent: 'audit-test/1.0',
+    });
     expect(Date.parse(mine[0].at)).toBeGreaterThan(Date.parse(since));
     // A request without x-request-id gets one of its own.
     expect(mine[1].requestId).toMatch(/^[0-9a-f-]{36}$/);
@@ -51,20 +81,42 @@ describe('audit log', () => {
   test('control plane and CLI changes, never a secret’s value; svc audit prints them', async () => {
     const since = new Date(Date.now() - 1000).toISOString();
     const SECRET = 'sup3r-s3cret-value-never-logged';
-    const made = await cli(server, p.ownerKey, 'api-keys', 'create', '--name', 'audited', '--type', 'secret', '--project', p.projectId, '--scopes', 'records:read', '--json');
+    const made = await cli(
+      server,
+      p.ownerKey,
+      'api-keys',
+      'create',
+      '--name',
+      'audited',
+      '--type',
+      'secret',
+      '--project',
+      p.projectId,
+      '--scopes',
+      'records:read',
+      '--json',
+    );
     expect(made.code).toBe(0);
     const pushed = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/secrets`, {
-      method: 'POST', headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ secrets: [{ ownerKind: 'project', label: 'stripe', value: SECRET }] }),
     });
     expect(pushed.status).toBeLessThan(300);
-    const put = await p.gql(await p.key('sk', ['secrets:put.project']), 'mutation($v:String!){ putSecret(label:"mail", value:$v){ label } }', { v: SECRET });
+    const put = await p.gql(
+      await p.key('sk', ['secrets:put.project']),
+      'mutation($v:String!){ putSecret(label:"mail", value:$v){ label } }',
+      { v: SECRET },
+    );
     expect(put.body.errors).toBeUndefined();
     // Control-plane entries are written right after the answer: poll briefly.
     let out = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since, '--json');
     await eventually(async () => {
       out = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since, '--json');
-      return out.json.entries.some((e: any) => e.action === 'POST /v1/control/api-keys/') && out.json.entries.some((e: any) => e.action === 'POST /v1/control/projects/:id/secrets');
+      return (
+        out.json.entries.some((e: any) => e.action === 'POST /v1/control/api-keys/') &&
+        out.json.entries.some((e: any) => e.action === 'POST /v1/control/projects/:id/secrets')
+      );
     }, 10_000);
     expect(out.code).toBe(0);
     const actions = out.json.entries.map((e: any) => e.action);
@@ -74,7 +126,10 @@ describe('audit log', () => {
     const keyEntry = out.json.entries.find((e: any) => e.action === 'POST /v1/control/api-keys/');
     expect(keyEntry.actor.kind).toBe('member');
     expect(keyEntry.target.id).toBe(made.json.id ?? made.json.keyId);
-    expect(out.json.entries.find((e: any) => e.action === 'graphql.putSecret').target).toEqual({ kind: 'mutation', id: 'mail' });
+    expect(out.json.entries.find((e: any) => e.action === 'graphql.putSecret').target).toEqual({
+      kind: 'mutation',
+      id: 'mail',
+    });
     const everything = await server.svc.sql`select * from audit_log`;
     expect(JSON.stringify(everything)).not.toContain(SECRET);
     const text = await cli(server, p.ownerKey, 'audit', '--project', p.projectId, '--since', since);
@@ -102,13 +157,25 @@ describe('audit log', () => {
   }, 30_000);
 
   test('owners and admins only; another tenant’s project is not found; bad parameters are 400', async () => {
-    const editorKey = await cli(server, p.ownerKey, 'members', 'add', '--email', 'ed@example.com', '--role', 'editor', '--json');
+    const editorKey = await cli(
+      server,
+      p.ownerKey,
+      'members',
+      'add',
+      '--email',
+      'ed@example.com',
+      '--role',
+      'editor',
+      '--json',
+    );
     expect(editorKey.code).toBe(0);
     const denied = await audit(editorKey.json.controlKey);
     expect(denied.status).toBe(403);
     expect(denied.body.error).toBe('PERMISSION_DENIED');
     const other = await gqlProject(server, MODELS, 'audit-other');
-    const cross = await fetch(`${server.apiUrl}/v1/control/audit?projectId=${p.projectId}`, { headers: { authorization: `Bearer ${other.ownerKey}` } });
+    const cross = await fetch(`${server.apiUrl}/v1/control/audit?projectId=${p.projectId}`, {
+      headers: { authorization: `Bearer ${other.ownerKey}` },
+    });
     expect(cross.status).toBe(404);
     expect((await audit(p.ownerKey, { since: 'not-a-date' })).status).toBe(400);
     expect((await audit(p.ownerKey, { first: '0' })).status).toBe(400);
@@ -136,13 +203,29 @@ describe('audit log', () => {
 
   test('retention: a project setting (default 90 days), purged by the scheduler', async () => {
     const bad = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
-      method: 'POST', headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ config: { key: 'audit', name: 'audit', models: MODELS, project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 0 } } } }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        config: {
+          key: 'audit',
+          name: 'audit',
+          models: MODELS,
+          project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 0 } },
+        },
+      }),
     });
     expect(JSON.stringify(await bad.json())).toContain('auditRetentionDays');
     const good = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
-      method: 'POST', headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ config: { key: 'audit', name: 'audit', models: MODELS, project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 10 } } } }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        config: {
+          key: 'audit',
+          name: 'audit',
+          models: MODELS,
+          project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 10 } },
+        },
+      }),
     });
     expect(good.status).toBeLessThan(300);
     const other = await gqlProject(server, MODELS, 'audit-retention-default');
@@ -153,7 +236,12 @@ describe('audit log', () => {
       (${other.projectId}, 'root', 'old.11', 'x', now() - interval '11 days'),
       (${other.projectId}, 'root', 'old.91', 'x', now() - interval '91 days')`;
     await purgeAudit(sql);
-    const left = await sql<{ project_id: string; action: string }[]>`select project_id, action from audit_log where action like 'old.%' order by project_id, action`;
-    expect(left.map((r) => `${r.project_id === p.projectId ? 'p' : 'o'}:${r.action}`).sort()).toEqual(['o:old.11', 'p:old.9']);
+    const left = await sql<
+      { project_id: string; action: string }[]
+    >`select project_id, action from audit_log where action like 'old.%' order by project_id, action`;
+    expect(left.map((r) => `${r.project_id === p.projectId ? 'p' : 'o'}:${r.action}`).sort()).toEqual([
+      'o:old.11',
+      'p:old.9',
+    ]);
   }, 30_000);
 });

@@ -24,7 +24,8 @@ async function ok(query: string, variables: Record<string, unknown> = {}, k = ke
 }
 
 async function history(id: string): Promise<any[]> {
-  return (await ok('query($id:ID!){ recordVersions(_id:$id){ version action locale content restoredFrom } }', { id })).recordVersions;
+  return (await ok('query($id:ID!){ recordVersions(_id:$id){ version action locale content restoredFrom } }', { id }))
+    .recordVersions;
 }
 
 async function draft(id: string): Promise<any> {
@@ -39,8 +40,17 @@ describe('restore a version', () => {
     await ok('mutation($id:ID!){ updateArticle(_id:$id, data:{ title:"Three", views: 3 }){ _id } }', { id });
     await ok('mutation($id:ID!){ updateArticle(_id:$id, locale:"de", data:{ title:"Drei" }){ _id } }', { id });
 
-    const r = await ok('mutation($id:ID!){ restoreArticleVersion(_id:$id, version: 2){ _id title body views _hasDraft } }', { id });
-    expect(r.restoreArticleVersion).toMatchObject({ _id: id, title: 'Two', body: '<p>b</p>', views: 1, _hasDraft: true });
+    const r = await ok(
+      'mutation($id:ID!){ restoreArticleVersion(_id:$id, version: 2){ _id title body views _hasDraft } }',
+      { id },
+    );
+    expect(r.restoreArticleVersion).toMatchObject({
+      _id: id,
+      title: 'Two',
+      body: '<p>b</p>',
+      views: 1,
+      _hasDraft: true,
+    });
     expect(await draft(id)).toEqual({ title: 'Two', body: '<p>b</p>', views: 1 });
     // The German locale did not exist at version 2: it is gone from the working version.
     const de = (await ok('query($id:ID!){ article(_id:$id, preview:true, locale:"de"){ title } }', { id })).article;
@@ -50,7 +60,11 @@ describe('restore a version', () => {
 
     const h = await history(id);
     expect(h.map((v) => v.action)).toEqual(['created', 'updated', 'published', 'updated', 'updated', 'restored']);
-    expect(h[5]).toMatchObject({ version: 6, restoredFrom: 2, content: { en: { title: 'Two', body: '<p>b</p>', views: 1 } } });
+    expect(h[5]).toMatchObject({
+      version: 6,
+      restoredFrom: 2,
+      content: { en: { title: 'Two', body: '<p>b</p>', views: 1 } },
+    });
     // A restore is history too: restoring version 5 (after the German write) brings both locales back.
     await ok('mutation($id:ID!){ restoreRecordVersion(_id:$id, version: 5){ _id } }', { id });
     expect(await draft(id)).toEqual({ title: 'Three', body: '<p>b</p>', views: 3 });
@@ -72,7 +86,9 @@ describe('restore a version', () => {
     expect(await codes(restore, { id, v: 0 })).toEqual(['BAD_USER_INPUT']);
     expect(await codes(restore, { id, v: -5 })).toEqual(['BAD_USER_INPUT']);
     expect(await codes(restore, { id: 'rec_nope', v: 1 })).toEqual(['NOT_FOUND']);
-    expect(await codes('mutation($id:ID!){ restoreRecordVersion(_id:$id, version:1){ _id } }', { id: 'rec_nope' })).toEqual(['NOT_FOUND']);
+    expect(
+      await codes('mutation($id:ID!){ restoreRecordVersion(_id:$id, version:1){ _id } }', { id: 'rec_nope' }),
+    ).toEqual(['NOT_FOUND']);
     const other = await gqlProject(server, MODELS, 'other');
     const otherKey = await other.key('sk', ['records:read', 'records:write', 'drafts:read']);
     const r = await other.gql(otherKey, restore, { id, v: 1 });
@@ -85,14 +101,18 @@ describe('restore a version', () => {
   }, 30_000);
 
   test('a live collaboration room gets the restored content as one update, presence kept', async () => {
-    const id = (await ok('mutation{ createArticle(data:{ title:"Original title", views: 1 }){ _id } }')).createArticle._id;
+    const id = (await ok('mutation{ createArticle(data:{ title:"Original title", views: 1 }){ _id } }')).createArticle
+      ._id;
     await ok('mutation($id:ID!){ updateArticle(_id:$id, data:{ title:"Edited title", views: 2 }){ _id } }', { id });
     const a = editor(server.gatewayUrl, roomOf('article', id), { apiKey: key });
     const b = editor(server.gatewayUrl, roomOf('article', id), { apiKey: key });
     open.push(a, b);
     await synced(a, b);
     a.provider.awareness.setLocalStateField('user', { name: 'Ada' });
-    await eventually(() => [...b.provider.awareness.getStates().values()].some((s: any) => s.user?.name === 'Ada'), 10_000);
+    await eventually(
+      () => [...b.provider.awareness.getStates().values()].some((s: any) => s.user?.name === 'Ada'),
+      10_000,
+    );
     expect(b.text('title').toString()).toBe('Edited title');
     let updates = 0;
     b.doc.on('update', () => updates++);
@@ -112,6 +132,9 @@ describe('restore a version', () => {
     const id = (await ok('mutation{ createNote(data:{ title:"n1", stars: 1 }){ _id } }')).createNote._id;
     await ok('mutation($id:ID!){ updateNote(_id:$id, data:{ title:"n2" }){ _id } }', { id });
     await ok('mutation($id:ID!){ restoreNoteVersion(_id:$id, version:1){ _id } }', { id });
-    expect((await ok('query($id:ID!){ note(_id:$id){ title stars } }', { id })).note).toEqual({ title: 'n1', stars: 1 });
+    expect((await ok('query($id:ID!){ note(_id:$id){ title stars } }', { id })).note).toEqual({
+      title: 'n1',
+      stars: 1,
+    });
   }, 30_000);
 });

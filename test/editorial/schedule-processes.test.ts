@@ -28,7 +28,14 @@ beforeAll(async () => {
   key = await p.key('sk', ALL_SECRET);
   reader = await p.key('pk', ['records:read']);
   second = await spawnService(
-    { DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_LOG: 'off', SVC_READ_POOL: '1', SVC_SCHEDULED_ACTIONS_TICK_MS: '20' },
+    {
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_LOG: 'off',
+      SVC_READ_POOL: '1',
+      SVC_SCHEDULED_ACTIONS_TICK_MS: '20',
+    },
     { role: 'all', cwd: ROOT },
   );
 }, 60_000);
@@ -39,7 +46,11 @@ afterAll(async () => {
 }, 60_000);
 
 async function ok(url: string, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
   const body = (await res.json()) as any;
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
@@ -48,14 +59,27 @@ async function ok(url: string, query: string, variables: Record<string, unknown>
 describe('two processes', () => {
   test('every scheduled publish fires once, whichever process claims it', async () => {
     const ids: string[] = [];
-    for (let i = 0; i < N; i++) ids.push((await ok(server.apiUrl, 'mutation($t:String){ createArticle(data:{ title:$t }){ _id } }', { t: `a${i}` })).createArticle._id);
+    for (let i = 0; i < N; i++)
+      ids.push(
+        (await ok(server.apiUrl, 'mutation($t:String){ createArticle(data:{ title:$t }){ _id } }', { t: `a${i}` }))
+          .createArticle._id,
+      );
     const events = sse(server.gatewayUrl, 'changes:article', { apiKey: reader });
     try {
       await eventually(() => events.isConnected());
       const at = new Date(Date.now() + 2500).toISOString();
       // Scheduled half through each process: both processes' API and workers take part.
-      for (const [i, id] of ids.entries()) await ok(i % 2 ? second.url : server.apiUrl, 'mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at });
-      await eventually(async () => (await server.svc.sql`select count(*)::int as n from scheduled_actions where status = 'done'`)[0]!.n === N, 20_000);
+      for (const [i, id] of ids.entries())
+        await ok(
+          i % 2 ? second.url : server.apiUrl,
+          'mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }',
+          { id, at },
+        );
+      await eventually(
+        async () =>
+          (await server.svc.sql`select count(*)::int as n from scheduled_actions where status = 'done'`)[0]!.n === N,
+        20_000,
+      );
       await eventually(() => events.events.filter((e) => e.event === 'record.published').length >= N, 10_000);
       await Bun.sleep(500); // a double would arrive by now
       const published = events.events.filter((e) => e.event === 'record.published').map((e) => e.data.recordId);
@@ -70,7 +94,9 @@ describe('two processes', () => {
       expect(here).toBeLessThanOrEqual(N);
       console.log(`fired by the test process: ${here} of ${N}`);
       // Audit: one entry per fired publish, attributed to the key that scheduled it.
-      const audit = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from audit_log where action = 'record.published' and target_id = any(${ids})`;
+      const audit = await server.svc.sql<
+        { n: number }[]
+      >`select count(*)::int as n from audit_log where action = 'record.published' and target_id = any(${ids})`;
       expect(audit[0]!.n).toBe(N);
     } finally {
       events.es.close();

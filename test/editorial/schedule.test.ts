@@ -24,8 +24,17 @@ async function ok(query: string, variables: Record<string, unknown> = {}, k = ke
 
 const soon = (ms: number) => new Date(Date.now() + ms).toISOString();
 const live = async (id: string) => (await ok('query($id:ID!){ article(_id:$id){ title } }', { id }, reader)).article;
-const create = async (title: string) => (await ok('mutation($t:String){ createArticle(data:{ title:$t }){ _id } }', { t: title })).createArticle._id as string;
-const actionOf = async (id: string) => (await ok('query{ scheduledActions(first: 100){ edges { node { id status error at action version recordId modelKey } } } }')).scheduledActions.edges.map((e: any) => e.node).find((n: any) => n.id === id);
+const create = async (title: string) =>
+  (await ok('mutation($t:String){ createArticle(data:{ title:$t }){ _id } }', { t: title })).createArticle
+    ._id as string;
+const actionOf = async (id: string) =>
+  (
+    await ok(
+      'query{ scheduledActions(first: 100){ edges { node { id status error at action version recordId modelKey } } } }',
+    )
+  ).scheduledActions.edges
+    .map((e: any) => e.node)
+    .find((n: any) => n.id === id);
 
 describe('scheduled publishing', () => {
   test('a scheduled publish fires once at its time: the same event as a manual publish, cached reads dropped', async () => {
@@ -35,13 +44,30 @@ describe('scheduled publishing', () => {
     try {
       await eventually(() => events.isConnected());
       const at = soon(1500);
-      const s = (await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id action modelKey recordId version at status error } }', { id, at })).scheduleArticlePublish;
-      expect(s).toMatchObject({ action: 'publish', modelKey: 'article', recordId: id, version: null, at, status: 'scheduled', error: null });
+      const s = (
+        await ok(
+          'mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id action modelKey recordId version at status error } }',
+          { id, at },
+        )
+      ).scheduleArticlePublish;
+      expect(s).toMatchObject({
+        action: 'publish',
+        modelKey: 'article',
+        recordId: id,
+        version: null,
+        at,
+        status: 'scheduled',
+        error: null,
+      });
       await eventually(async () => (await live(id))?.title === 'Embargoed', 10_000);
       const firedAt = Date.now();
       expect(firedAt - Date.parse(at)).toBeGreaterThanOrEqual(-50);
       await eventually(() => events.events.some((e) => e.event === 'record.published'), 10_000);
-      expect(events.events.find((e) => e.event === 'record.published')).toEqual({ channel: 'changes:article', event: 'record.published', data: { modelKey: 'article', recordId: id, action: 'published', userId: expect.any(String) } });
+      expect(events.events.find((e) => e.event === 'record.published')).toEqual({
+        channel: 'changes:article',
+        event: 'record.published',
+        data: { modelKey: 'article', recordId: id, action: 'published', userId: expect.any(String) },
+      });
       expect((await actionOf(s.id)).status).toBe('done');
       await Bun.sleep(600);
       const h = (await ok('query($id:ID!){ recordVersions(_id:$id){ action } }', { id })).recordVersions;
@@ -54,7 +80,12 @@ describe('scheduled publishing', () => {
   test('a publish of a version edited since publishes that version’s content; unpublish; cancel', async () => {
     const id = await create('v1 title');
     await ok('mutation($id:ID!){ updateArticle(_id:$id, data:{ title:"v2 title" }){ _id } }', { id });
-    const pub = (await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at, version: 1){ id version } }', { id, at: soon(1200) })).scheduleArticlePublish;
+    const pub = (
+      await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at, version: 1){ id version } }', {
+        id,
+        at: soon(1200),
+      })
+    ).scheduleArticlePublish;
     expect(pub.version).toBe(1);
     await ok('mutation($id:ID!){ updateArticle(_id:$id, data:{ title:"v3 title" }){ _id } }', { id });
     await eventually(async () => (await live(id))?.title === 'v1 title', 10_000);
@@ -62,12 +93,23 @@ describe('scheduled publishing', () => {
     const draft = (await ok('query($id:ID!){ article(_id:$id, preview:true){ title _hasDraft } }', { id })).article;
     expect(draft).toEqual({ title: 'v3 title', _hasDraft: true });
 
-    const un = (await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticleUnpublish(_id:$id, at:$at){ id action } }', { id, at: soon(1000) })).scheduleArticleUnpublish;
+    const un = (
+      await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticleUnpublish(_id:$id, at:$at){ id action } }', {
+        id,
+        at: soon(1000),
+      })
+    ).scheduleArticleUnpublish;
     expect(un.action).toBe('unpublish');
     await eventually(async () => (await live(id)) === null, 10_000);
 
-    const later = (await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at: soon(60_000) })).scheduleArticlePublish;
-    const cancelled = (await ok('mutation($a:ID!){ cancelScheduledAction(id:$a){ id status } }', { a: later.id })).cancelScheduledAction;
+    const later = (
+      await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', {
+        id,
+        at: soon(60_000),
+      })
+    ).scheduleArticlePublish;
+    const cancelled = (await ok('mutation($a:ID!){ cancelScheduledAction(id:$a){ id status } }', { a: later.id }))
+      .cancelScheduledAction;
     expect(cancelled).toEqual({ id: later.id, status: 'cancelled' });
     const again = await p.gql(key, 'mutation($a:ID!){ cancelScheduledAction(id:$a){ id } }', { a: later.id });
     expect(again.body.errors[0].extensions.code).toBe('CONFLICT');
@@ -75,7 +117,12 @@ describe('scheduled publishing', () => {
 
   test('a scheduled publish whose record cannot be published is marked failed with the reason', async () => {
     const id = await create('Doomed');
-    const s = (await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at: soon(800) })).scheduleArticlePublish;
+    const s = (
+      await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', {
+        id,
+        at: soon(800),
+      })
+    ).scheduleArticlePublish;
     await ok('mutation($id:ID!){ deleteArticle(_id:$id) }', { id });
     await eventually(async () => (await actionOf(s.id))?.status === 'failed', 10_000);
     expect((await actionOf(s.id)).error).toContain(id);
@@ -84,20 +131,31 @@ describe('scheduled publishing', () => {
   test('bad input: a past date, an unknown version, another project’s record, no scope — clear codes, nothing stored', async () => {
     const id = await create('Guarded');
     const before = (await ok('query{ scheduledActions(first: 100){ totalCount } }')).scheduledActions.totalCount;
-    const code = async (q: string, v: Record<string, unknown>, k = key) => (await p.gql(k, q, v)).body.errors?.[0]?.extensions?.code;
+    const code = async (q: string, v: Record<string, unknown>, k = key) =>
+      (await p.gql(k, q, v)).body.errors?.[0]?.extensions?.code;
     const sp = 'mutation($id:ID!,$at:DateTime!,$v:Int){ scheduleArticlePublish(_id:$id, at:$at, version:$v){ id } }';
     expect(await code(sp, { id, at: new Date(Date.now() - 60_000).toISOString() })).toBe('BAD_USER_INPUT');
     expect(await code(sp, { id, at: 'not a date' })).toBe('BAD_USER_INPUT');
     expect(await code(sp, { id, at: soon(60_000), v: 7 })).toBe('BAD_USER_INPUT');
     expect(await code(sp, { id, at: soon(60_000), v: 0 })).toBe('BAD_USER_INPUT');
     expect(await code(sp, { id: 'rec_missing', at: soon(60_000) })).toBe('NOT_FOUND');
-    expect(await code('mutation($id:ID!,$at:DateTime!){ scheduleNotePublish(_id:$id, at:$at){ id } }', { id, at: soon(60_000) })).toBe('NOT_FOUND');
+    expect(
+      await code('mutation($id:ID!,$at:DateTime!){ scheduleNotePublish(_id:$id, at:$at){ id } }', {
+        id,
+        at: soon(60_000),
+      }),
+    ).toBe('NOT_FOUND');
     const other = await gqlProject(server, MODELS, 'sched-other');
     const otherKey = await other.key('sk', ['records:read', 'records:write', 'records:publish', 'drafts:read']);
     expect((await other.gql(otherKey, sp, { id, at: soon(60_000) })).body.errors[0].extensions.code).toBe('NOT_FOUND');
-    expect((await other.gql(otherKey, 'mutation{ cancelScheduledAction(id:"sch_000000000000000000000000"){ id } }')).body.errors[0].extensions.code).toBe('NOT_FOUND');
+    expect(
+      (await other.gql(otherKey, 'mutation{ cancelScheduledAction(id:"sch_000000000000000000000000"){ id } }')).body
+        .errors[0].extensions.code,
+    ).toBe('NOT_FOUND');
     const writer = await p.key('sk', ['records:read', 'records:write', 'drafts:read']);
-    expect((await p.gql(writer, sp, { id, at: soon(60_000) })).body.errors[0].message).toBe('missing required scope: records:publish');
+    expect((await p.gql(writer, sp, { id, at: soon(60_000) })).body.errors[0].message).toBe(
+      'missing required scope: records:publish',
+    );
     expect((await ok('query{ scheduledActions(first: 100){ totalCount } }')).scheduledActions.totalCount).toBe(before);
     // A page cursor that is not one.
     expect(await code('query{ scheduledActions(first: 5, after: "nope"){ totalCount } }', {})).toBe('BAD_USER_INPUT');
@@ -105,11 +163,20 @@ describe('scheduled publishing', () => {
 
   test('scheduledActions pages soonest first and filters by model', async () => {
     const ids = [await create('p1'), await create('p2'), await create('p3')];
-    for (const [i, id] of ids.entries()) await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at: soon(3_600_000 * (3 - i)) });
+    for (const [i, id] of ids.entries())
+      await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', {
+        id,
+        at: soon(3_600_000 * (3 - i)),
+      });
     const seen: string[] = [];
     let after: string | null = null;
     for (;;) {
-      const page: any = (await ok('query($a:String){ scheduledActions(first: 2, after:$a, modelKey:"article"){ edges { cursor node { recordId at status } } pageInfo { hasNextPage endCursor } } }', { a: after })).scheduledActions;
+      const page: any = (
+        await ok(
+          'query($a:String){ scheduledActions(first: 2, after:$a, modelKey:"article"){ edges { cursor node { recordId at status } } pageInfo { hasNextPage endCursor } } }',
+          { a: after },
+        )
+      ).scheduledActions;
       seen.push(...page.edges.filter((e: any) => e.node.status === 'scheduled').map((e: any) => e.node.recordId));
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;

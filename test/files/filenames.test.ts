@@ -25,11 +25,18 @@ const NAME = 'Zürich-報告.txt';
 async function rawUpload(disposition: string, bytes: string): Promise<{ status: number; body: any }> {
   const boundary = '----svc-test-boundary';
   const body = Buffer.concat([
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; ${disposition}\r\nContent-Type: text/plain\r\n\r\n`, 'utf8'),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; ${disposition}\r\nContent-Type: text/plain\r\n\r\n`,
+      'utf8',
+    ),
     Buffer.from(bytes),
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
-  const res = await fetch(`${server.apiUrl}/api/files/upload`, { method: 'POST', headers: { 'x-api-key': writer, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+  const res = await fetch(`${server.apiUrl}/api/files/upload`, {
+    method: 'POST',
+    headers: { 'x-api-key': writer, 'content-type': `multipart/form-data; boundary=${boundary}` },
+    body,
+  });
   return { status: res.status, body: await res.json() };
 }
 
@@ -74,21 +81,31 @@ describe('UTF-8 file names (item 11)', () => {
   test('fuzz: any name a File may carry comes back as the same name (reduced to a safe last segment)', async () => {
     let n = 0;
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }), fc.string({ unit: 'grapheme', minLength: 150, maxLength: 260 })), async (name) => {
-        const body = new FormData();
-        body.append('file', new File([`fuzz ${n++}\n`], name, { type: 'text/plain' }));
-        const r = await p.upload(writer, body);
-        expect(r.status).toBe(201);
-        // FormData escapes `"`, CR and LF in a part's file name (WHATWG multipart/form-data
-        // encoding); the stored name is what safeFilename makes of the rest (src/files/upload.ts).
-        const sent = name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
-        const base = sent.split(/[\\/]/).pop()!;
-        // biome-ignore lint/suspicious/noControlCharactersInRegex: the rule under test strips control characters
-        let cut = base.replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '').replace(/^\.+/, '').trim().slice(0, 200);
-        if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1).trim();
-        const expected = cut || 'file';
-        expect(r.body.filename).toBe(expected);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+          fc.string({ unit: 'grapheme', minLength: 150, maxLength: 260 }),
+        ),
+        async (name) => {
+          const body = new FormData();
+          body.append('file', new File([`fuzz ${n++}\n`], name, { type: 'text/plain' }));
+          const r = await p.upload(writer, body);
+          expect(r.status).toBe(201);
+          // FormData escapes `"`, CR and LF in a part's file name (WHATWG multipart/form-data
+          // encoding); the stored name is what safeFilename makes of the rest (src/files/upload.ts).
+          const sent = name.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+          const base = sent.split(/[\\/]/).pop()!;
+          let cut = base
+            // biome-ignore lint/suspicious/noControlCharactersInRegex: the rule under test strips control characters
+            .replace(/[\u0000-\u001f\u007f"<>|:*?]/g, '')
+            .replace(/^\.+/, '')
+            .trim()
+            .slice(0, 200);
+          if (/[\ud800-\udbff]$/.test(cut)) cut = cut.slice(0, -1).trim();
+          const expected = cut || 'file';
+          expect(r.body.filename).toBe(expected);
+        },
+      ),
       { seed: 2711, numRuns: 100 },
     );
   }, 60_000);

@@ -32,7 +32,10 @@ const tmpLeft = () => {
 function blobsOnDisk(): string[] {
   const root = join(server.dataDir, 'files');
   if (!existsSync(root)) return [];
-  return (readdirSync(root, { recursive: true }) as string[]).map((f) => f.split('/')).filter((parts) => parts.length === 3 && /^[0-9a-f]{64}$/.test(parts[2]!)).map((parts) => parts[2]!);
+  return (readdirSync(root, { recursive: true }) as string[])
+    .map((f) => f.split('/'))
+    .filter((parts) => parts.length === 3 && /^[0-9a-f]{64}$/.test(parts[2]!))
+    .map((parts) => parts[2]!);
 }
 async function blobsNamed(): Promise<Set<string>> {
   return new Set((await server.svc.sql<{ sha256: string }[]>`select distinct sha256 from files`).map((r) => r.sha256));
@@ -84,15 +87,33 @@ describe('upload form fields (item 10)', () => {
       create trigger refuse_alt before insert on files for each row execute function refuse_alt();`);
     try {
       const bytes = png(5, 3, 99);
-      const r = await p.upload(writer, formOf([['file', [bytes, 'y.png']], ['alt', 'refuse me']]));
+      const r = await p.upload(
+        writer,
+        formOf([
+          ['file', [bytes, 'y.png']],
+          ['alt', 'refuse me'],
+        ]),
+      );
       expect(r.status).toBe(500);
       expect(JSON.stringify(r.body)).not.toContain('refused by trigger');
       expect(existsSync(blobOf(sha(bytes)))).toBe(false);
       await noOrphans();
       // A blob another row names stays: the same bytes stored once, then a failed second upload.
-      const kept = await p.upload(writer, formOf([['file', [bytes, 'y.png']], ['alt', 'fine']]));
+      const kept = await p.upload(
+        writer,
+        formOf([
+          ['file', [bytes, 'y.png']],
+          ['alt', 'fine'],
+        ]),
+      );
       expect(kept.status).toBe(201);
-      const again = await p.upload(writer, formOf([['file', [bytes, 'y.png']], ['alt', 'refuse me']]));
+      const again = await p.upload(
+        writer,
+        formOf([
+          ['file', [bytes, 'y.png']],
+          ['alt', 'refuse me'],
+        ]),
+      );
       expect(again.status).toBe(500);
       expect(existsSync(blobOf(sha(bytes)))).toBe(true);
       const got = await fetch(kept.body.url);
@@ -105,13 +126,29 @@ describe('upload form fields (item 10)', () => {
   test('fuzz: hostile form fields are 201 or 4xx, never 5xx, and leave no orphan on disk', async () => {
     const hostile = fc.oneof(
       fc.string({ unit: 'binary', maxLength: 40 }),
-      fc.constantFrom('\u0000', 'a\u0000', '\ud800', 'x\udfffy', 'Zürich/報告', '../..', '💥'.repeat(300), 'a'.repeat(1_500), ' / / '),
+      fc.constantFrom(
+        '\u0000',
+        'a\u0000',
+        '\ud800',
+        'x\udfffy',
+        'Zürich/報告',
+        '../..',
+        '💥'.repeat(300),
+        'a'.repeat(1_500),
+        ' / / ',
+      ),
     );
     let n = 0;
     const statuses = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ alt: fc.option(hostile), folder: fc.option(hostile), filename: fc.option(hostile), extra: fc.option(hostile), fieldsFirst: fc.boolean() }),
+        fc.record({
+          alt: fc.option(hostile),
+          folder: fc.option(hostile),
+          filename: fc.option(hostile),
+          extra: fc.option(hostile),
+          fieldsFirst: fc.boolean(),
+        }),
         async (f) => {
           const bytes = png(2, 2, n++ % 250);
           const fields: [string, string][] = [];
@@ -121,7 +158,8 @@ describe('upload form fields (item 10)', () => {
           const file: [string, [Uint8Array, string]] = ['file', [bytes, f.filename ?? 'f.png']];
           const r = await p.upload(writer, formOf(f.fieldsFirst ? [...fields, file] : [file, ...fields]));
           statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
-          if (!(r.status === 201 || (r.status >= 400 && r.status < 500))) throw new Error(`HTTP ${r.status}: ${JSON.stringify(r.body)}`);
+          if (!(r.status === 201 || (r.status >= 400 && r.status < 500)))
+            throw new Error(`HTTP ${r.status}: ${JSON.stringify(r.body)}`);
           if (r.status !== 201) expect(r.body.error).toBe('BAD_USER_INPUT');
         },
       ),

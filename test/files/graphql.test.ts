@@ -36,8 +36,19 @@ afterAll(async () => {
 describe('file and files', () => {
   test('file(id) answers the file object with a URL that serves it', async () => {
     const k = await p.key(['files:read']);
-    const r = await p.gql(k, 'query($id: ID!) { file(id: $id) { id url filename contentType size width height folder createdAt } }', { id: ids['b.png'] });
-    expect(r.data.file).toMatchObject({ id: ids['b.png'], filename: 'b.png', contentType: 'image/png', width: 2, height: 3, folder: 'pets' });
+    const r = await p.gql(
+      k,
+      'query($id: ID!) { file(id: $id) { id url filename contentType size width height folder createdAt } }',
+      { id: ids['b.png'] },
+    );
+    expect(r.data.file).toMatchObject({
+      id: ids['b.png'],
+      filename: 'b.png',
+      contentType: 'image/png',
+      width: 2,
+      height: 3,
+      folder: 'pets',
+    });
     const res = await fetch(r.data.file.url);
     expect(res.status).toBe(200);
     expect((await res.arrayBuffer()).byteLength).toBe(r.data.file.size);
@@ -61,10 +72,12 @@ describe('file and files', () => {
     expect(page2.data.files.pageInfo.hasNextPage).toBe(false);
     expect((await p.gql(k, LIST, { folder: 'pets' })).data.files.edges).toHaveLength(2);
     expect((await p.gql(k, LIST, { contentType: 'image/*' })).data.files.edges).toHaveLength(2);
-    expect((await p.gql(k, LIST, { contentType: 'application/pdf' })).data.files.edges.map((e: any) => e.node.id)).toEqual([ids['c.pdf']]);
+    expect(
+      (await p.gql(k, LIST, { contentType: 'application/pdf' })).data.files.edges.map((e: any) => e.node.id),
+    ).toEqual([ids['c.pdf']]);
   });
 
-  test('a public key without a customer token lists key uploads, not customers\' (here: all three were key uploads)', async () => {
+  test("a public key without a customer token lists key uploads, not customers' (here: all three were key uploads)", async () => {
     const pk = await p.key(['files:list'], { kind: 'pk' });
     expect((await p.gql(pk, LIST, {})).data.files.edges).toHaveLength(3);
   });
@@ -77,7 +90,10 @@ describe('file and files', () => {
     const one = await p.gql(k, '{ file(id: "x") { id } }');
     expect(one.errors[0].message).toBe('missing required scope: files:read');
     const reader = await p.key(['files:read']);
-    const upload = await p.gql(reader, 'mutation { createFileUpload(filename: "a.txt", contentType: "text/plain", size: 1) { fileId } }');
+    const upload = await p.gql(
+      reader,
+      'mutation { createFileUpload(filename: "a.txt", contentType: "text/plain", size: 1) { fileId } }',
+    );
     expect(upload.errors[0].message).toBe('missing required scope: files:write');
     const confirm = await p.gql(reader, 'mutation { confirmFileUpload(fileId: "x") { id } }');
     expect(confirm.errors[0].message).toBe('missing required scope: files:write');
@@ -88,19 +104,27 @@ describe('file and files', () => {
     const gone = await p.gql(reader, `mutation { permanentlyDeleteFile(id: "${ids['a.png']}") }`);
     expect(gone.errors[0].message).toBe('missing required scope: files:delete');
     // Nothing was deleted.
-    expect((await p.gql(reader, 'query($id: ID!) { file(id: $id) { id } }', { id: ids['a.png'] })).data.file.id).toBe(ids['a.png']);
+    expect((await p.gql(reader, 'query($id: ID!) { file(id: $id) { id } }', { id: ids['a.png'] })).data.file.id).toBe(
+      ids['a.png'],
+    );
     // A public key: reads answer the scope; write fields stay absent (spec: write field on a public key).
     const pk = await p.key(['records:read'], { kind: 'pk' });
     expect((await p.gql(pk, '{ file(id: "x") { id } }')).errors[0].message).toBe('missing required scope: files:read');
-    expect((await p.gql(pk, '{ files { edges { cursor } } }')).errors[0].message).toBe('missing required scope: files:list');
-    for (const q of ['mutation { createFileUpload(filename: "a", contentType: "text/plain", size: 1) { fileId } }', 'mutation { deleteFile(id: "x") { id } }']) {
+    expect((await p.gql(pk, '{ files { edges { cursor } } }')).errors[0].message).toBe(
+      'missing required scope: files:list',
+    );
+    for (const q of [
+      'mutation { createFileUpload(filename: "a", contentType: "text/plain", size: 1) { fileId } }',
+      'mutation { deleteFile(id: "x") { id } }',
+    ]) {
       expect((await p.gql(pk, q)).errors[0].message).toStartWith('Cannot query field');
     }
   });
 
   test('the cost of a files listing follows its page size: a full page of every File field is served', async () => {
     const k = await p.key(['files:list']);
-    const every = 'id url filename contentType size width height alt folder sha256 createdAt deletedAt duration poster hls';
+    const every =
+      'id url filename contentType size width height alt folder sha256 createdAt deletedAt duration poster hls';
     for (const args of ['', '(first: 100)', '(first: $n)']) {
       const q = `query${args.includes('$n') ? '($n: Int)' : ''} { files${args} { edges { cursor node { ${every} } } pageInfo { hasNextPage endCursor } } }`;
       const r = await p.gql(k, q, { n: 100 });

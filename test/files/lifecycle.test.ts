@@ -40,7 +40,10 @@ test('soft delete, restore, permanent delete', async () => {
   expect((await fetch(a.url)).status).toBe(200);
 
   // b shares the bytes: deleting a for good keeps them; deleting b too frees them.
-  expect((await p.gql(admin, 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: a.id })).data.permanentlyDeleteFile).toBe(true);
+  expect(
+    (await p.gql(admin, 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: a.id })).data
+      .permanentlyDeleteFile,
+  ).toBe(true);
   expect((await fetch(a.url)).status).toBe(404);
   expect(existsSync(blob)).toBe(true);
   expect((await fetch(b.url)).status).toBe(200);
@@ -56,27 +59,38 @@ test('without files:delete the mutations answer missing required scope; another 
   const r = await p.gql(writer, 'mutation($id: ID!) { deleteFile(id: $id) { id } }', { id: f.id });
   expect(r.errors[0].message).toBe('missing required scope: files:delete');
   const other = await filesProject(server, 'life-other');
-  const od = await other.gql(await other.key(['files:delete']), 'mutation($id: ID!) { deleteFile(id: $id) { id } }', { id: f.id });
+  const od = await other.gql(await other.key(['files:delete']), 'mutation($id: ID!) { deleteFile(id: $id) { id } }', {
+    id: f.id,
+  });
   expect(od.errors[0].extensions.code).toBe('NOT_FOUND');
   expect((await fetch(f.url)).status).toBe(200);
 });
 
-test('the same bytes in two projects: deleting one project\'s file for good keeps the other\'s served', async () => {
+test("the same bytes in two projects: deleting one project's file for good keeps the other's served", async () => {
   const bytes = png(7, 5, 31);
   const mine = (await p.upload(await p.key(['files:write']), form({ file: [new Blob([bytes]), 'shared.png'] }))).body;
   const other = await filesProject(server, 'life-shared');
-  const theirs = (await other.upload(await other.key(['files:write']), form({ file: [new Blob([bytes]), 'shared.png'] }))).body;
+  const theirs = (
+    await other.upload(await other.key(['files:write']), form({ file: [new Blob([bytes]), 'shared.png'] }))
+  ).body;
   expect(theirs.id).not.toBe(mine.id);
   const admin = await p.key(['files:delete', 'files:read']);
   const sha = (await p.gql(admin, 'query($id: ID!) { file(id: $id) { sha256 } }', { id: mine.id })).data.file.sha256;
   const blob = join(server.dataDir, 'files', sha.slice(0, 2), sha.slice(2, 4), sha);
-  expect((await p.gql(admin, 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: mine.id })).data.permanentlyDeleteFile).toBe(true);
+  expect(
+    (await p.gql(admin, 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: mine.id })).data
+      .permanentlyDeleteFile,
+  ).toBe(true);
   expect((await fetch(mine.url)).status).toBe(404);
   const served = await fetch(theirs.url);
   expect(served.status).toBe(200);
   expect(new Uint8Array(await served.arrayBuffer())).toEqual(new Uint8Array(bytes));
   expect(existsSync(blob)).toBe(true);
   // The other project's key cannot see or remove the first project's (now gone) file either.
-  const od = await other.gql(await other.key(['files:delete']), 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: mine.id });
+  const od = await other.gql(
+    await other.key(['files:delete']),
+    'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }',
+    { id: mine.id },
+  );
   expect(od.errors[0].extensions.code).toBe('NOT_FOUND');
 });

@@ -27,7 +27,16 @@ async function spawn(port: number, rport: number): Promise<void> {
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
   proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, PORT: String(port), REALTIME_PORT: String(rport), SVC_READ_POOL: '1', SVC_LOG: 'off' },
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -57,13 +66,21 @@ test('an image uploaded through one process is transformed by the other; a delet
   const p = await filesProject(server, 'two-img');
   const key = await p.key(['files:write', 'files:read', 'files:delete']);
   const other = otherBase!;
-  const bytes = new Uint8Array(await sharp({ create: { width: 500, height: 250, channels: 3, background: '#884422' } }).jpeg().toBuffer());
+  const bytes = new Uint8Array(
+    await sharp({ create: { width: 500, height: 250, channels: 3, background: '#884422' } })
+      .jpeg()
+      .toBuffer(),
+  );
   const r = await p.upload(key, form({ file: [new Blob([bytes]), 'wide.jpg'] }));
   expect(r.status).toBe(201);
   const path = new URL(r.body.url).pathname;
   const res = await fetch(`${other}${path}?w=100&format=webp`);
   expect(res.status).toBe(200);
-  expect(await sharp(new Uint8Array(await res.arrayBuffer())).metadata()).toMatchObject({ format: 'webp', width: 100, height: 50 });
+  expect(await sharp(new Uint8Array(await res.arrayBuffer())).metadata()).toMatchObject({
+    format: 'webp',
+    width: 100,
+    height: 50,
+  });
   // The first process finds the variant the second one stored (same data folder): generated once.
   const before = server.svc.files.images.generated;
   expect((await fetch(`${r.body.url}?format=webp&w=100`)).status).toBe(200);
@@ -77,13 +94,22 @@ test('an image uploaded through one process is transformed by the other; a delet
 
   // A two-step upload created on the first process is PUT and confirmed through the second.
   const small = png(6, 5, 2);
-  const t = (await p.gql(key, 'mutation($s: Int!) { createFileUpload(filename: "s.png", contentType: "image/png", size: $s) { fileId uploadUrl } }', { s: small.length })).data.createFileUpload;
+  const t = (
+    await p.gql(
+      key,
+      'mutation($s: Int!) { createFileUpload(filename: "s.png", contentType: "image/png", size: $s) { fileId uploadUrl } }',
+      { s: small.length },
+    )
+  ).data.createFileUpload;
   const u = new URL(t.uploadUrl);
   expect((await fetch(`${other}${u.pathname}${u.search}`, { method: 'PUT', body: small })).status).toBe(200);
   const c = await fetch(`${other}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query: 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id width height } }', variables: { id: t.fileId } }),
+    body: JSON.stringify({
+      query: 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id width height } }',
+      variables: { id: t.fileId },
+    }),
   });
   expect(((await c.json()) as any).data.confirmFileUpload).toEqual({ id: t.fileId, width: 6, height: 5 });
 }, 60_000);

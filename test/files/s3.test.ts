@@ -44,15 +44,25 @@ describe('S3 storage', () => {
     expect(Buffer.from(await res.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     const part = await fetch(b.body.url, { headers: { range: 'bytes=1-3' } });
     expect(part.status).toBe(206);
-    expect(Buffer.from(await part.arrayBuffer()).toString('hex')).toBe(Buffer.from(bytes.subarray(1, 4)).toString('hex'));
+    expect(Buffer.from(await part.arrayBuffer()).toString('hex')).toBe(
+      Buffer.from(bytes.subarray(1, 4)).toString('hex'),
+    );
   });
 
   test('a transform reads the original from the bucket and stores its variant there', async () => {
-    const bytes = new Uint8Array(await sharp({ create: { width: 300, height: 200, channels: 3, background: '#808000' } }).png().toBuffer());
+    const bytes = new Uint8Array(
+      await sharp({ create: { width: 300, height: 200, channels: 3, background: '#808000' } })
+        .png()
+        .toBuffer(),
+    );
     const f = (await p.upload(key, form({ file: [new Blob([bytes]), 'olive.png'] }))).body;
     const res = await fetch(`${f.url}?w=150&format=webp`);
     expect(res.status).toBe(200);
-    expect(await sharp(new Uint8Array(await res.arrayBuffer())).metadata()).toMatchObject({ format: 'webp', width: 150, height: 100 });
+    expect(await sharp(new Uint8Array(await res.arrayBuffer())).metadata()).toMatchObject({
+      format: 'webp',
+      width: 150,
+      height: 100,
+    });
     expect((await keys(`derived/${sha(bytes)}/`)).some((k) => k.endsWith('.webp'))).toBe(true);
     await p.gql(key, 'mutation($id: ID!) { permanentlyDeleteFile(id: $id) }', { id: f.id });
     expect(await keys(`derived/${sha(bytes)}/`)).toEqual([]);
@@ -62,21 +72,35 @@ describe('S3 storage', () => {
 
   test('two-step: the upload URL is a presigned PUT to the bucket; confirm moves it under its hash', async () => {
     const bytes = png(9, 4, 3);
-    const r = await p.gql(key, 'mutation($s: Int!) { createFileUpload(filename: "d.png", contentType: "image/png", size: $s) { fileId uploadUrl headers } }', { s: bytes.length });
+    const r = await p.gql(
+      key,
+      'mutation($s: Int!) { createFileUpload(filename: "d.png", contentType: "image/png", size: $s) { fileId uploadUrl headers } }',
+      { s: bytes.length },
+    );
     const t = r.data.createFileUpload;
     expect(t.uploadUrl.startsWith(`${s3.endpoint}/${s3.bucket}/staged/${t.fileId}?`)).toBe(true);
     expect(t.uploadUrl).toContain('X-Amz-Signature=');
     const put = await fetch(t.uploadUrl, { method: 'PUT', body: bytes, headers: t.headers });
     expect(put.status).toBe(200);
-    const c = await p.gql(key, 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id width height url } }', { id: t.fileId });
+    const c = await p.gql(key, 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id width height url } }', {
+      id: t.fileId,
+    });
     expect(c.data.confirmFileUpload).toMatchObject({ id: t.fileId, width: 9, height: 4 });
     expect(await keys('staged/')).toEqual([]);
-    expect(Buffer.from(await (await fetch(c.data.confirmFileUpload.url)).arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
+    expect(
+      Buffer.from(await (await fetch(c.data.confirmFileUpload.url)).arrayBuffer()).equals(Buffer.from(bytes)),
+    ).toBe(true);
   });
 
   test('two-step: a PUT of another size than declared is refused at confirm and removed from the bucket', async () => {
     const bytes = png(9, 4, 4);
-    const t = (await p.gql(key, 'mutation($s: Int!) { createFileUpload(filename: "e.png", contentType: "image/png", size: $s) { fileId uploadUrl } }', { s: bytes.length })).data.createFileUpload;
+    const t = (
+      await p.gql(
+        key,
+        'mutation($s: Int!) { createFileUpload(filename: "e.png", contentType: "image/png", size: $s) { fileId uploadUrl } }',
+        { s: bytes.length },
+      )
+    ).data.createFileUpload;
     expect((await fetch(t.uploadUrl, { method: 'PUT', body: new Uint8Array(bytes.length * 3) })).status).toBe(200);
     const c = await p.gql(key, 'mutation($id: ID!) { confirmFileUpload(fileId: $id) { id } }', { id: t.fileId });
     expect(c.errors[0].extensions.code).toBe('BAD_USER_INPUT');

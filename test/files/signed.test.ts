@@ -32,9 +32,16 @@ const staged = () => {
   const dir = join(server.dataDir, 'files', 'staged');
   return existsSync(dir) ? readdirSync(dir) : [];
 };
-const put = (url: string, body: Uint8Array | string, headers: Record<string, string> = {}) => fetch(url, { method: 'PUT', body: body as unknown as Blob, headers });
+const put = (url: string, body: Uint8Array | string, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'PUT', body: body as unknown as Blob, headers });
 
-async function ticket(bytes: { length: number }, type = 'image/png', key = writer, project = p, extra: Record<string, string> = {}) {
+async function ticket(
+  bytes: { length: number },
+  type = 'image/png',
+  key = writer,
+  project = p,
+  extra: Record<string, string> = {},
+) {
   const r = await project.gql(key, CREATE, { f: 'cat.png', t: type, s: bytes.length }, extra);
   if (r.errors) throw new Error(JSON.stringify(r.errors));
   return r.data.createFileUpload;
@@ -53,7 +60,15 @@ describe('two-step upload', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ fileId: t.fileId, size: bytes.length });
     const c = await p.gql(writer, CONFIRM, { id: t.fileId });
-    expect(c.data.confirmFileUpload).toMatchObject({ id: t.fileId, filename: 'cat.png', contentType: 'image/png', size: bytes.length, width: 12, height: 7, alt: 'A cat' });
+    expect(c.data.confirmFileUpload).toMatchObject({
+      id: t.fileId,
+      filename: 'cat.png',
+      contentType: 'image/png',
+      size: bytes.length,
+      width: 12,
+      height: 7,
+      alt: 'A cat',
+    });
     const got = await fetch(c.data.confirmFileUpload.url);
     expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     expect((await p.gql(writer, CONFIRM, { id: t.fileId })).data.confirmFileUpload.id).toBe(t.fileId);
@@ -97,7 +112,7 @@ describe('two-step upload', () => {
     expect((await p.gql(writer, CONFIRM, { id: t.fileId })).data.confirmFileUpload.width).toBe(4);
   });
 
-  test('confirm refusals: nothing uploaded yet, a PNG header on HTML, another project\'s upload', async () => {
+  test("confirm refusals: nothing uploaded yet, a PNG header on HTML, another project's upload", async () => {
     const bytes = png(5, 5, 6);
     const t = await ticket(bytes);
     const early = await p.gql(writer, CONFIRM, { id: t.fileId });
@@ -105,7 +120,10 @@ describe('two-step upload', () => {
     const foreign = await other.gql(await other.key(['files:write']), CONFIRM, { id: t.fileId });
     expect(foreign.errors[0].extensions.code).toBe('NOT_FOUND');
 
-    const html = Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), Buffer.from('<html><script>alert(1)</script></html>')]);
+    const html = Buffer.concat([
+      Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+      Buffer.from('<html><script>alert(1)</script></html>'),
+    ]);
     const h = await ticket(html);
     expect((await put(h.uploadUrl, html)).status).toBe(200);
     const c = await p.gql(writer, CONFIRM, { id: h.fileId });
@@ -136,7 +154,8 @@ describe('quota', () => {
   test('a project over its quota refuses uploads of either kind with 413 naming the quota', async () => {
     const q = await filesProject(server, 'quota');
     const k = await q.key(['files:write']);
-    await server.svc.sql`update projects set settings = jsonb_set(settings, '{files}', '{"quotaBytes": 3000}') where id = ${q.projectId}`;
+    await server.svc
+      .sql`update projects set settings = jsonb_set(settings, '{files}', '{"quotaBytes": 3000}') where id = ${q.projectId}`;
     const first = await q.upload(k, form({ file: [new Blob([new Uint8Array(2000).fill(7)]), 'a.bin'] }));
     expect(first.status).toBe(201);
     const second = await q.upload(k, form({ file: [new Blob([new Uint8Array(2000).fill(8)]), 'b.bin'] }));
@@ -163,9 +182,13 @@ describe('retention', () => {
     const swept = await server.svc.files.sweep();
     expect(swept.files).toBeGreaterThanOrEqual(1);
     expect(swept.uploads).toBeGreaterThanOrEqual(1);
-    expect((await server.svc.sql`select id from files where id in (${old.id}, ${keep.id})`).map((r) => r.id)).toEqual([keep.id]);
+    expect((await server.svc.sql`select id from files where id in (${old.id}, ${keep.id})`).map((r) => r.id)).toEqual([
+      keep.id,
+    ]);
     expect(staged()).not.toContain(t.fileId);
-    expect((await p.gql(writer, 'mutation($id: ID!) { restoreFile(id: $id) { id } }', { id: keep.id })).data.restoreFile.id).toBe(keep.id);
+    expect(
+      (await p.gql(writer, 'mutation($id: ID!) { restoreFile(id: $id) { id } }', { id: keep.id })).data.restoreFile.id,
+    ).toBe(keep.id);
   });
 });
 
@@ -174,14 +197,22 @@ describe('ownership', () => {
     const pk = await p.key(['files:list', 'files:read'], { kind: 'pk' });
     const register = async () => {
       const e = `f${Math.random().toString(16).slice(2, 10)}@example.com`;
-      const r = await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "files owner pw 1") { accessToken customer { id } } }`, { e });
-      return { id: r.data.registerCustomer.customer.id as string, auth: { authorization: `Bearer ${r.data.registerCustomer.accessToken}` } };
+      const r = await p.gql(
+        pk,
+        `mutation($e: String!) { registerCustomer(email: $e, password: "files owner pw 1") { accessToken customer { id } } }`,
+        { e },
+      );
+      return {
+        id: r.data.registerCustomer.customer.id as string,
+        auth: { authorization: `Bearer ${r.data.registerCustomer.accessToken}` },
+      };
     };
     const [a, b] = [await register(), await register()];
     const fa = (await p.upload(writer, form({ file: [new Blob([png(2, 2, 21)]), 'a.png'] }), a.auth)).body;
     const fb = (await p.upload(writer, form({ file: [new Blob([png(2, 2, 22)]), 'b.png'] }), b.auth)).body;
     const LIST = '{ files(first: 100) { edges { node { id } } } }';
-    const ids = async (key: string, auth: Record<string, string> = {}) => (await p.gql(key, LIST, {}, auth)).data.files.edges.map((e: any) => e.node.id);
+    const ids = async (key: string, auth: Record<string, string> = {}) =>
+      (await p.gql(key, LIST, {}, auth)).data.files.edges.map((e: any) => e.node.id);
     expect(await ids(pk, a.auth)).toEqual([fa.id]);
     expect(await ids(pk, b.auth)).toEqual([fb.id]);
     expect(await ids(writer)).toEqual(expect.arrayContaining([fa.id, fb.id]));
@@ -193,7 +224,8 @@ describe('ownership', () => {
     expect((await fetch(fb.url)).status).toBe(200);
     // A two-step upload started for customer a is confirmed by a only.
     const bytes = png(3, 2, 23);
-    const t = (await p.gql(writer, CREATE, { f: 'c.png', t: 'image/png', s: bytes.length }, a.auth)).data.createFileUpload;
+    const t = (await p.gql(writer, CREATE, { f: 'c.png', t: 'image/png', s: bytes.length }, a.auth)).data
+      .createFileUpload;
     expect((await put(t.uploadUrl, bytes)).status).toBe(200);
     expect((await p.gql(writer, CONFIRM, { id: t.fileId }, b.auth)).errors[0].extensions.code).toBe('NOT_FOUND');
     expect((await p.gql(writer, CONFIRM, { id: t.fileId }, a.auth)).data.confirmFileUpload.id).toBe(t.fileId);
@@ -211,8 +243,15 @@ describe('ownership', () => {
 describe('project.settings.files in the config', () => {
   test('limits must be whole numbers of 0 or more', async () => {
     const { validateConfig } = await import('../../src/config/validate.ts');
-    const errors = (files: unknown) => validateConfig({ key: 'k', name: 'n', project: { id: 'p', tenantId: 't', settings: { files } } }).errors.map((e) => e.path);
+    const errors = (files: unknown) =>
+      validateConfig({ key: 'k', name: 'n', project: { id: 'p', tenantId: 't', settings: { files } } }).errors.map(
+        (e) => e.path,
+      );
     expect(errors({ quotaBytes: 5_000_000, retentionDays: 0, maxFileBytes: 1000 })).toEqual([]);
-    expect(errors({ quotaBytes: -1, retentionDays: 1.5, maxFileBytes: '10' })).toEqual(['project.settings.files.maxFileBytes', 'project.settings.files.quotaBytes', 'project.settings.files.retentionDays']);
+    expect(errors({ quotaBytes: -1, retentionDays: 1.5, maxFileBytes: '10' })).toEqual([
+      'project.settings.files.maxFileBytes',
+      'project.settings.files.quotaBytes',
+      'project.settings.files.retentionDays',
+    ]);
   });
 });

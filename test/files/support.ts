@@ -20,7 +20,12 @@ export function png(w: number, h: number, seed = 0): Uint8Array {
   ihdr.set([8, 2, 0, 0, 0], 8);
   const raw = new Uint8Array(h * (1 + w * 3));
   for (let i = 0; i < raw.length; i++) raw[i] = i % (1 + w * 3) === 0 ? 0 : (i * 7 + seed) & 0xff;
-  const parts = [new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', new Uint8Array())];
+  const parts = [
+    new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', new Uint8Array()),
+  ];
   return Buffer.concat(parts);
 }
 
@@ -36,15 +41,30 @@ export async function filesProject(server: TestServer, name = 'media'): Promise<
   return {
     projectId,
     async key(scopes, opts = {}) {
-      const { key } = await insertApiKey(server.svc.sql, { tenantId, projectId, kind: opts.kind ?? 'sk', name: 'k', scopes, allowedFileTypes: opts.allowedFileTypes ?? null });
+      const { key } = await insertApiKey(server.svc.sql, {
+        tenantId,
+        projectId,
+        kind: opts.kind ?? 'sk',
+        name: 'k',
+        scopes,
+        allowedFileTypes: opts.allowedFileTypes ?? null,
+      });
       return key;
     },
     async upload(key, body, extra = {}) {
-      const res = await fetch(`${server.apiUrl}/api/files/upload`, { method: 'POST', headers: { 'x-api-key': key, ...extra }, body });
+      const res = await fetch(`${server.apiUrl}/api/files/upload`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, ...extra },
+        body,
+      });
       return { status: res.status, body: await res.json() };
     },
     async gql(key, query, variables, headers = {}) {
-      const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers }, body: JSON.stringify({ query, variables }) });
+      const res = await fetch(`${server.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
       return res.json();
     },
   };

@@ -18,7 +18,8 @@ let photo: { id: string; url: string };
 /** W×H RGB: the left half red, the right half blue (so a focal crop shows which side it kept). */
 async function halves(W: number, H: number, format: 'png' | 'jpeg' = 'jpeg'): Promise<Uint8Array> {
   const raw = Buffer.alloc(W * H * 3);
-  for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) raw.set(x < W / 2 ? [230, 20, 20] : [20, 20, 230], (y * W + x) * 3);
+  for (let y = 0; y < H; y++)
+    for (let x = 0; x < W; x++) raw.set(x < W / 2 ? [230, 20, 20] : [20, 20, 230], (y * W + x) * 3);
   const img = sharp(raw, { raw: { width: W, height: H, channels: 3 } });
   return new Uint8Array(await (format === 'png' ? img.png() : img.jpeg({ quality: 90 })).toBuffer());
 }
@@ -91,7 +92,8 @@ describe('transforms', () => {
     expect(server.svc.files.images.generated - before).toBe(1);
     await image(url);
     expect(server.svc.files.images.generated - before).toBe(1);
-    const sha = (await p.gql(writer, 'query($id: ID!) { file(id: $id) { sha256 } }', { id: photo.id })).data.file.sha256;
+    const sha = (await p.gql(writer, 'query($id: ID!) { file(id: $id) { sha256 } }', { id: photo.id })).data.file
+      .sha256;
     const derived = join(server.dataDir, 'files', 'derived', sha.slice(0, 2), sha);
     expect(readdirSync(derived).some((n) => n.endsWith('.webp'))).toBe(true);
     const metrics = await (await fetch(`${server.apiUrl}/metrics`)).text();
@@ -122,7 +124,10 @@ describe('refusals', () => {
     ['q=0', 'a quality out of range'],
     ['w=10&h=10&fp=2,2', 'a focal point outside the image'],
   ])('%s (%s) is 400 BAD_USER_INPUT', async (query) => {
-    const derived = () => (existsSync(join(server.dataDir, 'files', 'derived')) ? readdirSync(join(server.dataDir, 'files', 'derived'), { recursive: true }).length : 0);
+    const derived = () =>
+      existsSync(join(server.dataDir, 'files', 'derived'))
+        ? readdirSync(join(server.dataDir, 'files', 'derived'), { recursive: true }).length
+        : 0;
     const before = derived();
     const res = await fetch(`${photo.url}?${query}`);
     expect(res.status).toBe(400);
@@ -136,7 +141,9 @@ describe('refusals', () => {
   });
 
   test('a transform of a PDF is 400', async () => {
-    const pdf = (await p.upload(writer, form({ file: [new Blob([new TextEncoder().encode('%PDF-1.4\n%%EOF\n')]), 'a.pdf'] }))).body;
+    const pdf = (
+      await p.upload(writer, form({ file: [new Blob([new TextEncoder().encode('%PDF-1.4\n%%EOF\n')]), 'a.pdf'] }))
+    ).body;
     const res = await fetch(`${pdf.url}?w=10`);
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toBe('BAD_USER_INPUT');
@@ -147,7 +154,10 @@ describe('refusals', () => {
     bomb.writeUInt32BE(100_000, 16);
     bomb.writeUInt32BE(100_000, 20);
     bomb.writeUInt32BE(Bun.hash.crc32(bomb.subarray(12, 29)), 29);
-    const rows = async () => (await server.svc.sql<{ n: number }[]>`select count(*)::int as n from files where project_id = ${p.projectId}`)[0]!.n;
+    const rows = async () =>
+      (
+        await server.svc.sql<{ n: number }[]>`select count(*)::int as n from files where project_id = ${p.projectId}`
+      )[0]!.n;
     const before = await rows();
     const r = await p.upload(writer, form({ file: [new Blob([bomb]), 'bomb.png'] }));
     expect(r.status).toBe(400);

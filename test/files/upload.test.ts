@@ -33,9 +33,20 @@ describe('upload', () => {
   test('a PNG comes back as a file object with its sniffed type and dimensions, served from its URL', async () => {
     const bytes = png(3, 2);
     // The client claims text/plain; the bytes say PNG.
-    const r = await p.upload(writer, form({ file: [new Blob([bytes], { type: 'text/plain' }), 'cat.png'], alt: 'A cat', folder: 'pets/cats' }));
+    const r = await p.upload(
+      writer,
+      form({ file: [new Blob([bytes], { type: 'text/plain' }), 'cat.png'], alt: 'A cat', folder: 'pets/cats' }),
+    );
     expect(r.status).toBe(201);
-    expect(r.body).toMatchObject({ filename: 'cat.png', contentType: 'image/png', size: bytes.length, width: 3, height: 2, alt: 'A cat', folder: 'pets/cats' });
+    expect(r.body).toMatchObject({
+      filename: 'cat.png',
+      contentType: 'image/png',
+      size: bytes.length,
+      width: 3,
+      height: 2,
+      alt: 'A cat',
+      folder: 'pets/cats',
+    });
     expect(r.body.id).toMatch(/^file_/);
     expect(new Date(r.body.createdAt).getTime()).toBeGreaterThan(Date.now() - 60_000);
     const res = await fetch(r.body.url);
@@ -55,7 +66,9 @@ describe('upload', () => {
     await first.arrayBuffer();
     const etag = first.headers.get('etag')!;
     expect((await fetch(r.body.url, { headers: { 'if-none-match': etag } })).status).toBe(304);
-    expect((await fetch(r.body.url, { headers: { 'if-modified-since': first.headers.get('last-modified')! } })).status).toBe(304);
+    expect(
+      (await fetch(r.body.url, { headers: { 'if-modified-since': first.headers.get('last-modified')! } })).status,
+    ).toBe(304);
     const part = await fetch(r.body.url, { headers: { range: 'bytes=8-15' } });
     expect(part.status).toBe(206);
     expect(part.headers.get('content-range')).toBe(`bytes 8-15/${bytes.length}`);
@@ -96,13 +109,34 @@ describe('upload', () => {
 });
 
 describe('refusals leave nothing stored', () => {
-  const countRows = async () => Number((await server.svc.sql<{ n: number }[]>`select count(*)::int as n from files where project_id = ${p.projectId}`)[0]!.n);
+  const countRows = async () =>
+    Number(
+      (
+        await server.svc.sql<{ n: number }[]>`select count(*)::int as n from files where project_id = ${p.projectId}`
+      )[0]!.n,
+    );
 
   test.each([
     ['no file field', () => form({ alt: 'x' }), 400, 'BAD_USER_INPUT'],
     ['zero bytes', () => form({ file: [new Blob([]), 'empty.png'] }), 400, 'BAD_USER_INPUT'],
-    ['a PNG header on an HTML payload', () => form({ file: [new Blob([new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]), '<html><script>alert(1)</script></html>']), 'x.png'] }), 400, 'BAD_USER_INPUT'],
-    ['a file over the limit', () => form({ file: [new Blob([new Uint8Array(LIMIT + 100_000)]), 'big.bin'] }), 413, 'PAYLOAD_TOO_LARGE'],
+    [
+      'a PNG header on an HTML payload',
+      () =>
+        form({
+          file: [
+            new Blob([new Uint8Array([137, 80, 78, 71, 13, 10, 26, 10]), '<html><script>alert(1)</script></html>']),
+            'x.png',
+          ],
+        }),
+      400,
+      'BAD_USER_INPUT',
+    ],
+    [
+      'a file over the limit',
+      () => form({ file: [new Blob([new Uint8Array(LIMIT + 100_000)]), 'big.bin'] }),
+      413,
+      'PAYLOAD_TOO_LARGE',
+    ],
     ['a bad folder', () => form({ file: [new Blob([png(1, 1)]), 'a.png'], folder: '../up' }), 400, 'BAD_USER_INPUT'],
   ] as const)('%s', async (_name, body, status, code) => {
     const before = await countRows();
@@ -121,7 +155,11 @@ describe('refusals leave nothing stored', () => {
     const enc = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
       start(c) {
-        c.enqueue(enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`));
+        c.enqueue(
+          enc.encode(
+            `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+          ),
+        );
       },
       pull(c) {
         // Far more than the limit is on offer; the server must stop reading near the limit.
@@ -143,7 +181,7 @@ describe('refusals leave nothing stored', () => {
     expect(tempsLeft()).toBe(0);
   });
 
-  test('a type outside the key\'s allowedFileTypes is refused; image/* admits a PNG', async () => {
+  test("a type outside the key's allowedFileTypes is refused; image/* admits a PNG", async () => {
     const imagesOnly = await p.key(['files:write'], { allowedFileTypes: ['image/*'] });
     const pdf = new TextEncoder().encode('%PDF-1.4\n%%EOF\n');
     const no = await p.upload(imagesOnly, form({ file: [new Blob([pdf]), 'doc.pdf'] }));
@@ -158,12 +196,19 @@ describe('refusals leave nothing stored', () => {
     const r = await p.upload(reader, form({ file: [new Blob([png(1, 1)]), 'a.png'] }));
     expect(r.status).toBe(403);
     expect(r.body.message).toBe('missing required scope: files:write');
-    const anon = await fetch(`${server.apiUrl}/api/files/upload`, { method: 'POST', body: form({ file: [new Blob([png(1, 1)]), 'a.png'] }) });
+    const anon = await fetch(`${server.apiUrl}/api/files/upload`, {
+      method: 'POST',
+      body: form({ file: [new Blob([png(1, 1)]), 'a.png'] }),
+    });
     expect(anon.status).toBe(401);
   });
 
   test('a body that is not multipart is a 400', async () => {
-    const res = await fetch(`${server.apiUrl}/api/files/upload`, { method: 'POST', headers: { 'x-api-key': writer, 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${server.apiUrl}/api/files/upload`, {
+      method: 'POST',
+      headers: { 'x-api-key': writer, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as any).error).toBe('BAD_USER_INPUT');
   });

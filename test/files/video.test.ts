@@ -21,8 +21,32 @@ beforeAll(async () => {
   if (!FFMPEG) return;
   const dir = tempDir('svc-video-');
   const out = join(dir, 'clip.mp4');
-  const p = Bun.spawn([FFMPEG, '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=3:size=640x360:rate=15', '-f', 'lavfi', '-i', 'sine=duration=3',
-    '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-shortest', out], { stdout: 'ignore', stderr: 'inherit' });
+  const p = Bun.spawn(
+    [
+      FFMPEG,
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=duration=3:size=640x360:rate=15',
+      '-f',
+      'lavfi',
+      '-i',
+      'sine=duration=3',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      '-c:a',
+      'aac',
+      '-shortest',
+      out,
+    ],
+    { stdout: 'ignore', stderr: 'inherit' },
+  );
   if ((await p.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
   clip = new Uint8Array(readFileSync(out));
   removeTempDir(dir);
@@ -69,7 +93,11 @@ describe('with ffmpeg', () => {
     const poster = await fetch(done.poster);
     expect(poster.status).toBe(200);
     expect(poster.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-    expect(await sharp(new Uint8Array(await poster.arrayBuffer())).metadata()).toMatchObject({ format: 'jpeg', width: 640, height: 360 });
+    expect(await sharp(new Uint8Array(await poster.arrayBuffer())).metadata()).toMatchObject({
+      format: 'jpeg',
+      width: 640,
+      height: 360,
+    });
     const master = await fetch(done.hls);
     expect(master.headers.get('content-type')).toBe('application/vnd.apple.mpegurl');
     const text = await master.text();

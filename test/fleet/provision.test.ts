@@ -20,8 +20,24 @@ beforeAll(async () => {
   u = await bootstrapProject(a, 'other-tenant');
   await publish(a, t.ownerKey, 'shops', [PRODUCT], 'Shops');
   await publish(a, u.ownerKey, 'u-only', [PRODUCT]);
-  prov = await apiKey(a, t.ownerKey, ['--type', 'secret', '--tenant', '--projects', t.projectId, '--scopes', 'provision,records:read,records:write,records:publish']);
-  reader = await apiKey(a, t.ownerKey, ['--type', 'public', '--tenant', '--projects', t.projectId, '--scopes', 'records:read']);
+  prov = await apiKey(a, t.ownerKey, [
+    '--type',
+    'secret',
+    '--tenant',
+    '--projects',
+    t.projectId,
+    '--scopes',
+    'provision,records:read,records:write,records:publish',
+  ]);
+  reader = await apiKey(a, t.ownerKey, [
+    '--type',
+    'public',
+    '--tenant',
+    '--projects',
+    t.projectId,
+    '--scopes',
+    'records:read',
+  ]);
 });
 afterAll(async () => {
   await b.stop();
@@ -30,18 +46,30 @@ afterAll(async () => {
 
 let n = 0;
 const nextId = (label: string) => `${label}-${++n}-${Math.random().toString(16).slice(2, 8)}`;
-const body = (id: string, extra: Record<string, unknown> = {}) => ({ provision_id: id, group_id: 'shops', name: `Shop ${id}`, allow_list_key_ids: [prov.id, reader.id], ...extra });
-const projectsNamed = async (name: string) => (await a.svc.sql<{ id: string }[]>`select id from projects where name = ${name}`).map((r) => r.id);
-const projectCount = async (tenantId: string) => Number((await a.svc.sql<{ n: string }[]>`select count(*) as n from projects where tenant_id = ${tenantId}`)[0]!.n);
+const body = (id: string, extra: Record<string, unknown> = {}) => ({
+  provision_id: id,
+  group_id: 'shops',
+  name: `Shop ${id}`,
+  allow_list_key_ids: [prov.id, reader.id],
+  ...extra,
+});
+const projectsNamed = async (name: string) =>
+  (await a.svc.sql<{ id: string }[]>`select id from projects where name = ${name}`).map((r) => r.id);
+const projectCount = async (tenantId: string) =>
+  Number((await a.svc.sql<{ n: string }[]>`select count(*) as n from projects where tenant_id = ${tenantId}`)[0]!.n);
 async function allowListCount(keyId: string, projectId: string): Promise<number> {
   const [row] = await a.svc.sql<{ ids: string[] }[]>`select project_ids as ids from api_keys where id = ${keyId}`;
   return row!.ids.filter((p) => p === projectId).length;
 }
 
 describe('POST /v1/provision', () => {
-  test('creates a project in the key\'s tenant, joined to the group, branded, served by the listed tenant keys', async () => {
+  test("creates a project in the key's tenant, joined to the group, branded, served by the listed tenant keys", async () => {
     const id = nextId('first');
-    const r = await provision(a, { key: prov.key, projectId: t.projectId, body: body(id, { branding: { displayName: 'Acme Shop', primaryColor: '#0055ff' }, tenant_id: u.tenantId }) });
+    const r = await provision(a, {
+      key: prov.key,
+      projectId: t.projectId,
+      body: body(id, { branding: { displayName: 'Acme Shop', primaryColor: '#0055ff' }, tenant_id: u.tenantId }),
+    });
     expect(r.status).toBe(201);
     expect(r.body).toEqual({
       provision_id: id,
@@ -52,17 +80,31 @@ describe('POST /v1/provision', () => {
     });
     const pid = r.body.project_id as string;
     // The tenant comes from the key, never from the body.
-    const [row] = await a.svc.sql<{ tenant_id: string; settings: Record<string, unknown> }[]>`select tenant_id, settings from projects where id = ${pid}`;
+    const [row] = await a.svc.sql<
+      { tenant_id: string; settings: Record<string, unknown> }[]
+    >`select tenant_id, settings from projects where id = ${pid}`;
     expect(row!.tenant_id).toBe(t.tenantId);
     expect(row!.settings).toMatchObject({ displayName: 'Acme Shop', primaryColor: '#0055ff' });
     // No per-project keys: the tenant keys serve the new project through X-Project-Id.
     expect((await a.svc.sql`select id from api_keys where project_id = ${pid}`).length).toBe(0);
-    const created = await gql(a, { 'x-api-key': prov.key, 'x-project-id': pid }, 'mutation { createProduct(data: { title: "Mug", sku: "m-1" }) { _id } }');
+    const created = await gql(
+      a,
+      { 'x-api-key': prov.key, 'x-project-id': pid },
+      'mutation { createProduct(data: { title: "Mug", sku: "m-1" }) { _id } }',
+    );
     expect(created.errors).toBeUndefined();
-    const read = await gql(a, { 'x-api-key': reader.key, 'x-project-id': pid }, '{ product(sku: "m-1") { title } products(first: 5) { totalCount } }');
+    const read = await gql(
+      a,
+      { 'x-api-key': reader.key, 'x-project-id': pid },
+      '{ product(sku: "m-1") { title } products(first: 5) { totalCount } }',
+    );
     expect(read).toEqual({ data: { product: { title: 'Mug' }, products: { totalCount: 1 } } });
     // Records stay isolated per project: the caller's own project does not see it.
-    const home = await gql(a, { 'x-api-key': reader.key, 'x-project-id': t.projectId }, '{ records(modelKey: "product") { totalCount } }');
+    const home = await gql(
+      a,
+      { 'x-api-key': reader.key, 'x-project-id': t.projectId },
+      '{ records(modelKey: "product") { totalCount } }',
+    );
     expect(home.data.records.totalCount).toBe(0);
   });
 
@@ -75,9 +117,16 @@ describe('POST /v1/provision', () => {
     expect(again.body).toEqual(first.body);
     const got = await provisionStatus(a, prov.key, t.projectId, id);
     expect(got).toEqual({ status: 200, body: first.body });
-    const other = await provision(a, { key: prov.key, projectId: t.projectId, body: body(id, { name: 'Another name' }) });
+    const other = await provision(a, {
+      key: prov.key,
+      projectId: t.projectId,
+      body: body(id, { name: 'Another name' }),
+    });
     expect(other.status).toBe(409);
-    expect(other.body).toEqual({ error: 'CONFLICT', message: `provision_id "${id}" was already used with a different request body` });
+    expect(other.body).toEqual({
+      error: 'CONFLICT',
+      message: `provision_id "${id}" was already used with a different request body`,
+    });
     expect(await projectsNamed(`Shop ${id}`)).toHaveLength(1);
     // Ids are any printable string: percent-encoded in the GET path.
     const odd = `${nextId('odd')} 100% / ü?#`;
@@ -91,22 +140,76 @@ describe('POST /v1/provision', () => {
   test('refusals: wrong credentials, browsers, missing scope, X-Project-Id, unknown or foreign group and keys', async () => {
     const pk = await apiKey(a, t.ownerKey, ['--type', 'public', '--project', t.projectId, '--scopes', 'records:read']);
     const sk = await apiKey(a, t.ownerKey, ['--type', 'secret', '--project', t.projectId, '--scopes', 'records:read']);
-    const noScope = await apiKey(a, t.ownerKey, ['--type', 'secret', '--tenant', '--projects', t.projectId, '--scopes', 'records:read']);
-    const foreignKey = await apiKey(a, u.ownerKey, ['--type', 'public', '--tenant', '--projects', u.projectId, '--scopes', 'records:read']);
+    const noScope = await apiKey(a, t.ownerKey, [
+      '--type',
+      'secret',
+      '--tenant',
+      '--projects',
+      t.projectId,
+      '--scopes',
+      'records:read',
+    ]);
+    const foreignKey = await apiKey(a, u.ownerKey, [
+      '--type',
+      'public',
+      '--tenant',
+      '--projects',
+      u.projectId,
+      '--scopes',
+      'records:read',
+    ]);
     const before = await projectCount(t.tenantId);
-    const needsSkT = { error: 'PERMISSION_DENIED', message: 'Provisioning needs a secret tenant key (sk_t_) holding the provision scope' };
-    const noControl = { error: 'PERMISSION_DENIED', message: 'Provisioning takes a secret tenant API key (sk_t_) in x-api-key; control keys and the root token cannot provision' };
+    const needsSkT = {
+      error: 'PERMISSION_DENIED',
+      message: 'Provisioning needs a secret tenant key (sk_t_) holding the provision scope',
+    };
+    const noControl = {
+      error: 'PERMISSION_DENIED',
+      message:
+        'Provisioning takes a secret tenant API key (sk_t_) in x-api-key; control keys and the root token cannot provision',
+    };
     const cases: [string, Parameters<typeof provision>[1], number, unknown][] = [
       ['publishable tenant key', { key: reader.key, projectId: t.projectId }, 403, needsSkT],
       ['publishable project key', { key: pk.key }, 403, needsSkT],
       ['secret project-bound key', { key: sk.key, projectId: t.projectId }, 403, needsSkT],
       ['control key', { headers: { authorization: `Bearer ${t.ownerKey}` } }, 403, noControl],
       ['control key as x-api-key', { key: t.ownerKey, projectId: t.projectId }, 403, noControl],
-      ['browser', { key: prov.key, projectId: t.projectId, headers: { origin: 'https://shop.example' } }, 403, { error: 'PERMISSION_DENIED', message: 'Provisioning is server-side only: requests from a browser are refused' }],
-      ['browser fetch metadata', { key: prov.key, projectId: t.projectId, headers: { 'sec-fetch-site': 'cross-site' } }, 403, { error: 'PERMISSION_DENIED', message: 'Provisioning is server-side only: requests from a browser are refused' }],
-      ['sk_t_ without provision', { key: noScope.key, projectId: t.projectId }, 403, { error: 'PERMISSION_DENIED', message: 'missing required scope: provision' }],
-      ['missing X-Project-Id', { key: prov.key }, 400, { error: 'BAD_USER_INPUT', message: 'X-Project-Id is required for a tenant API key' }],
-      ['foreign X-Project-Id', { key: prov.key, projectId: u.projectId }, 403, { error: 'PERMISSION_DENIED', message: "X-Project-Id is not on the key's project allow-list" }],
+      [
+        'browser',
+        { key: prov.key, projectId: t.projectId, headers: { origin: 'https://shop.example' } },
+        403,
+        {
+          error: 'PERMISSION_DENIED',
+          message: 'Provisioning is server-side only: requests from a browser are refused',
+        },
+      ],
+      [
+        'browser fetch metadata',
+        { key: prov.key, projectId: t.projectId, headers: { 'sec-fetch-site': 'cross-site' } },
+        403,
+        {
+          error: 'PERMISSION_DENIED',
+          message: 'Provisioning is server-side only: requests from a browser are refused',
+        },
+      ],
+      [
+        'sk_t_ without provision',
+        { key: noScope.key, projectId: t.projectId },
+        403,
+        { error: 'PERMISSION_DENIED', message: 'missing required scope: provision' },
+      ],
+      [
+        'missing X-Project-Id',
+        { key: prov.key },
+        400,
+        { error: 'BAD_USER_INPUT', message: 'X-Project-Id is required for a tenant API key' },
+      ],
+      [
+        'foreign X-Project-Id',
+        { key: prov.key, projectId: u.projectId },
+        403,
+        { error: 'PERMISSION_DENIED', message: "X-Project-Id is not on the key's project allow-list" },
+      ],
       ['no key at all', {}, 401, { error: 'UNAUTHENTICATED', message: 'Authentication required' }],
     ];
     for (const [label, call, status, expected] of cases) {
@@ -116,12 +219,24 @@ describe('POST /v1/provision', () => {
     // Body problems, after a valid key.
     const ok = { key: prov.key, projectId: t.projectId };
     const unknownGroup = await provision(a, { ...ok, body: body(nextId('g'), { group_id: 'no-such-group' }) });
-    expect(unknownGroup).toEqual({ status: 404, body: { error: 'NOT_FOUND', message: 'Fleet group not found: no-such-group' } });
+    expect(unknownGroup).toEqual({
+      status: 404,
+      body: { error: 'NOT_FOUND', message: 'Fleet group not found: no-such-group' },
+    });
     // Another tenant's group answers exactly like a group that does not exist.
     const foreignGroup = await provision(a, { ...ok, body: body(nextId('g'), { group_id: 'u-only' }) });
-    expect(foreignGroup).toEqual({ status: 404, body: { error: 'NOT_FOUND', message: 'Fleet group not found: u-only' } });
-    const foreignAllow = await provision(a, { ...ok, body: body(nextId('k'), { allow_list_key_ids: [foreignKey.id] }) });
-    expect(foreignAllow).toEqual({ status: 404, body: { error: 'NOT_FOUND', message: `API key not found: ${foreignKey.id}` } });
+    expect(foreignGroup).toEqual({
+      status: 404,
+      body: { error: 'NOT_FOUND', message: 'Fleet group not found: u-only' },
+    });
+    const foreignAllow = await provision(a, {
+      ...ok,
+      body: body(nextId('k'), { allow_list_key_ids: [foreignKey.id] }),
+    });
+    expect(foreignAllow).toEqual({
+      status: 404,
+      body: { error: 'NOT_FOUND', message: `API key not found: ${foreignKey.id}` },
+    });
     const boundAllow = await provision(a, { ...ok, body: body(nextId('k'), { allow_list_key_ids: [pk.id] }) });
     expect(boundAllow.status).toBe(400);
     expect(boundAllow.body.error).toBe('BAD_USER_INPUT');
@@ -129,19 +244,34 @@ describe('POST /v1/provision', () => {
       [{ group_id: 'shops', name: 'x' }, 'provision_id is required (a non-empty string)'],
       [{ provision_id: 'p', name: 'x' }, 'group_id is required (a non-empty string)'],
       [{ provision_id: 'p', group_id: 'shops' }, 'name is required (a non-empty string)'],
-      [{ provision_id: 'p', group_id: 'shops', name: 'x', branding: { font: 'Comic' } }, 'branding.font is not a branding field; use displayName, logoUrl, primaryColor, fromName, supportEmail, replyTo, appBaseUrl'],
-      [{ provision_id: 'p', group_id: 'shops', name: 'x', branding: { primaryColor: 'blue' } }, 'branding.primaryColor must be a hex colour like #0055ff'],
-      [{ provision_id: 'p', group_id: 'shops', name: 'x', allow_list_key_ids: 'key_1' }, 'allow_list_key_ids must be an array of API key ids'],
+      [
+        { provision_id: 'p', group_id: 'shops', name: 'x', branding: { font: 'Comic' } },
+        'branding.font is not a branding field; use displayName, logoUrl, primaryColor, fromName, supportEmail, replyTo, appBaseUrl',
+      ],
+      [
+        { provision_id: 'p', group_id: 'shops', name: 'x', branding: { primaryColor: 'blue' } },
+        'branding.primaryColor must be a hex colour like #0055ff',
+      ],
+      [
+        { provision_id: 'p', group_id: 'shops', name: 'x', allow_list_key_ids: 'key_1' },
+        'allow_list_key_ids must be an array of API key ids',
+      ],
     ] as const) {
       const r = await provision(a, { ...ok, body: bad });
       expect(r).toEqual({ status: 400, body: { error: 'BAD_USER_INPUT', message } });
     }
-    const notJson = await fetch(`${a.apiUrl}/v1/provision`, { method: 'POST', headers: { 'x-api-key': prov.key, 'x-project-id': t.projectId, 'content-type': 'application/json' }, body: '{' });
+    const notJson = await fetch(`${a.apiUrl}/v1/provision`, {
+      method: 'POST',
+      headers: { 'x-api-key': prov.key, 'x-project-id': t.projectId, 'content-type': 'application/json' },
+      body: '{',
+    });
     expect(notJson.status).toBe(400);
     // Nothing was created by any refusal.
     expect(await projectCount(t.tenantId)).toBe(before);
     // GET takes the same credentials.
-    const get = await fetch(`${a.apiUrl}/v1/provision/x`, { headers: { 'x-api-key': reader.key, 'x-project-id': t.projectId } });
+    const get = await fetch(`${a.apiUrl}/v1/provision/x`, {
+      headers: { 'x-api-key': reader.key, 'x-project-id': t.projectId },
+    });
     expect(get.status).toBe(403);
   });
 });
@@ -151,7 +281,11 @@ describe('fault tolerance', () => {
     test(`a failure right after ${step} is resumed by a re-send: one project, no duplicate allow-list entry`, async () => {
       const id = nextId(`fault-${step}`);
       a.svc.provisioning.faults.failAfter = step;
-      const failed = await provision(a, { key: prov.key, projectId: t.projectId, body: body(id, { branding: { displayName: 'Faulty' } }) });
+      const failed = await provision(a, {
+        key: prov.key,
+        projectId: t.projectId,
+        body: body(id, { branding: { displayName: 'Faulty' } }),
+      });
       expect(failed.status).toBe(500);
       expect(failed.body.error).toBe('INTERNAL_SERVER_ERROR');
       expect(JSON.stringify(failed.body)).not.toContain('injected');
@@ -159,7 +293,11 @@ describe('fault tolerance', () => {
       expect(midway.body.status).toBe(i === PROVISION_STEPS.length - 1 ? 'completed' : 'failed');
       expect(midway.body.steps).toEqual(Object.fromEntries(PROVISION_STEPS.map((s, j) => [s, j <= i])));
       // The re-send goes to the other process: the record, not memory, carries the state.
-      const resumed = await provision(b, { key: prov.key, projectId: t.projectId, body: body(id, { branding: { displayName: 'Faulty' } }) });
+      const resumed = await provision(b, {
+        key: prov.key,
+        projectId: t.projectId,
+        body: body(id, { branding: { displayName: 'Faulty' } }),
+      });
       expect(resumed.status).toBe(200);
       expect(resumed.body.status).toBe('completed');
       expect(resumed.body.project_id).toBe(midway.body.project_id);
@@ -171,7 +309,12 @@ describe('fault tolerance', () => {
       for (const server of [a, b]) {
         let r: unknown;
         const end = Date.now() + 10_000;
-        do r = await gql(server, { 'x-api-key': reader.key, 'x-project-id': resumed.body.project_id }, '{ products(first: 1) { totalCount } }');
+        do
+          r = await gql(
+            server,
+            { 'x-api-key': reader.key, 'x-project-id': resumed.body.project_id },
+            '{ products(first: 1) { totalCount } }',
+          );
         while (JSON.stringify(r).includes('allow-list') && Date.now() < end && (await Bun.sleep(20), true));
         expect(r).toEqual({ data: { products: { totalCount: 0 } } });
       }
@@ -182,7 +325,9 @@ describe('fault tolerance', () => {
 describe('concurrency', () => {
   test('1,000 concurrent requests with one provision_id produce one project', async () => {
     const id = nextId('dup');
-    const answers = await Promise.all(Array.from({ length: 1000 }, () => provision(a, { key: prov.key, projectId: t.projectId, body: body(id) })));
+    const answers = await Promise.all(
+      Array.from({ length: 1000 }, () => provision(a, { key: prov.key, projectId: t.projectId, body: body(id) })),
+    );
     expect(answers.filter((r) => r.status === 201)).toHaveLength(1);
     expect(answers.filter((r) => r.status === 200)).toHaveLength(999);
     const ids = new Set(answers.map((r) => r.body.project_id));
@@ -196,10 +341,16 @@ describe('concurrency', () => {
     await publish(a, t.ownerKey, 'racing', [PRODUCT]);
     const ids = Array.from({ length: 24 }, () => nextId('many'));
     const [answers] = await Promise.all([
-      Promise.all(ids.map((id, i) => provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id, { group_id: 'racing' }) }))),
+      Promise.all(
+        ids.map((id, i) =>
+          provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id, { group_id: 'racing' }) }),
+        ),
+      ),
       (async () => {
         await Bun.sleep(20);
-        await publish(a, t.ownerKey, 'racing', [{ ...PRODUCT, fields: [...PRODUCT.fields, { key: 'price', type: 'number' }] }]);
+        await publish(a, t.ownerKey, 'racing', [
+          { ...PRODUCT, fields: [...PRODUCT.fields, { key: 'price', type: 'number' }] },
+        ]);
       })(),
     ]);
     expect(answers.map((r) => r.status)).toEqual(ids.map(() => 201));
@@ -209,13 +360,19 @@ describe('concurrency', () => {
       expect(await allowListCount(reader.id, pid)).toBe(1);
     }
     // Whichever committed first, every member ends on the group's current version.
-    const pinned = await a.svc.sql<{ v: number }[]>`select fleet_schema_version as v from projects where id in ${a.svc.sql(projects)}`;
+    const pinned = await a.svc.sql<
+      { v: number }[]
+    >`select fleet_schema_version as v from projects where id in ${a.svc.sql(projects)}`;
     expect(new Set(pinned.map((r) => r.v))).toEqual(new Set([2]));
   }, 120_000);
 
   test('duplicates split over two processes produce one project', async () => {
     const id = nextId('two-procs');
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id) })));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) =>
+        provision(i % 2 ? a : b, { key: prov.key, projectId: t.projectId, body: body(id) }),
+      ),
+    );
     expect(answers.every((r) => r.status === 200 || r.status === 201)).toBe(true);
     expect(answers.filter((r) => r.status === 201).length).toBeGreaterThanOrEqual(1);
     const ids = new Set(answers.map((r) => r.body.project_id));
@@ -231,7 +388,9 @@ describe('CLI', () => {
     expect(r.code).toBe(0);
     const shops = r.json.groups.find((g: { groupId: string }) => g.groupId === 'shops');
     expect(shops).toMatchObject({ groupId: 'shops', name: 'Shops', schemaVersion: '1' });
-    const [row] = await a.svc.sql<{ n: number }[]>`select count(*)::int as n from projects p join fleet_groups g on g.id = p.fleet_group_id where g.tenant_id = ${t.tenantId} and g.key = 'shops'`;
+    const [row] = await a.svc.sql<
+      { n: number }[]
+    >`select count(*)::int as n from projects p join fleet_groups g on g.id = p.fleet_group_id where g.tenant_id = ${t.tenantId} and g.key = 'shops'`;
     expect(shops.projects).toBe(row!.n);
     // Another tenant's groups are not listed.
     expect(r.json.groups.map((g: { groupId: string }) => g.groupId)).not.toContain('u-only');

@@ -18,7 +18,13 @@ export function schemaFolder(models: unknown[]): string {
 }
 
 /** `svc fleet-groups publish` through the CLI; throws on failure. */
-export async function publish(server: TestServer, token: string, group: string, models: unknown[], name?: string): Promise<{ groupId: string; schemaVersion: string; projects: number }> {
+export async function publish(
+  server: TestServer,
+  token: string,
+  group: string,
+  models: unknown[],
+  name?: string,
+): Promise<{ groupId: string; schemaVersion: string; projects: number }> {
   const args = ['fleet-groups', 'publish', '--group', group, '--dir', schemaFolder(models), '--json'];
   if (name) args.push('--name', name);
   const r = await cli(server, token, ...args);
@@ -28,7 +34,16 @@ export async function publish(server: TestServer, token: string, group: string, 
 
 /** An API key created through the CLI: `{ id, key }`. */
 export async function apiKey(server: TestServer, token: string, args: string[]): Promise<{ id: string; key: string }> {
-  const r = await cli(server, token, 'api-keys', 'create', '--name', `k${Math.random().toString(16).slice(2, 8)}`, ...args, '--json');
+  const r = await cli(
+    server,
+    token,
+    'api-keys',
+    'create',
+    '--name',
+    `k${Math.random().toString(16).slice(2, 8)}`,
+    ...args,
+    '--json',
+  );
   if (r.code !== 0) throw new Error(r.err);
   return r.json;
 }
@@ -44,16 +59,36 @@ export async function provision(server: TestServer, c: ProvisionCall): Promise<{
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(c.headers ?? {}) };
   if (c.key) headers['x-api-key'] = c.key;
   if (c.projectId) headers['x-project-id'] = c.projectId;
-  const res = await fetch(`${server.apiUrl}/v1/provision`, { method: 'POST', headers, body: JSON.stringify(c.body ?? {}) });
+  const res = await fetch(`${server.apiUrl}/v1/provision`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(c.body ?? {}),
+  });
   return { status: res.status, body: await res.json() };
 }
 
-export async function provisionStatus(server: TestServer, key: string, projectId: string, id: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.apiUrl}/v1/provision/${encodeURIComponent(id)}`, { headers: { 'x-api-key': key, 'x-project-id': projectId } });
+export async function provisionStatus(
+  server: TestServer,
+  key: string,
+  projectId: string,
+  id: string,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.apiUrl}/v1/provision/${encodeURIComponent(id)}`, {
+    headers: { 'x-api-key': key, 'x-project-id': projectId },
+  });
   return { status: res.status, body: await res.json() };
 }
 
-export async function gql(server: TestServer, headers: Record<string, string>, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query, variables }) });
+export async function gql(
+  server: TestServer,
+  headers: Record<string, string>,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<any> {
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
   return res.json();
 }

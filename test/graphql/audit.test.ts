@@ -29,9 +29,13 @@ describe('GraphQL over HTTP audit', () => {
       },
     });
     const bad = results.filter((r) => r.status === 'error' || r.status === 'warn');
-    const report = await Promise.all(bad.map(async (r) => `${r.status} ${r.id} ${r.name}: ${'reason' in r ? r.reason : ''}`));
+    const report = await Promise.all(
+      bad.map(async (r) => `${r.status} ${r.id} ${r.name}: ${'reason' in r ? r.reason : ''}`),
+    );
     const notices = results.filter((r) => r.status === 'notice').map((r) => `${r.id} ${r.name}`);
-    console.log(`audit: ${results.filter((r) => r.status === 'ok').length} ok, ${notices.length} notices${notices.length ? `: ${notices.join('; ')}` : ''}`);
+    console.log(
+      `audit: ${results.filter((r) => r.status === 'ok').length} ok, ${notices.length} notices${notices.length ? `: ${notices.join('; ')}` : ''}`,
+    );
     expect(report).toEqual([]);
   });
 });

@@ -24,7 +24,11 @@ async function batch(key: string, body: unknown) {
 describe('HTTP batches', () => {
   test('an array of operations is answered by an array of results, in order', async () => {
     const key = await p.key('pk', ['records:read']);
-    const r = await batch(key, [{ query: '{ posts(first: 1) { totalCount } }' }, { query: '{ nope }' }, { query: '{ post(naturalKey: "x") { _id } }' }]);
+    const r = await batch(key, [
+      { query: '{ posts(first: 1) { totalCount } }' },
+      { query: '{ nope }' },
+      { query: '{ post(naturalKey: "x") { _id } }' },
+    ]);
     expect(r.status).toBe(200);
     expect(r.body).toHaveLength(3);
     expect(r.body[0]).toEqual({ data: { posts: { totalCount: 0 } } });
@@ -35,7 +39,14 @@ describe('HTTP batches', () => {
   });
 
   test('each operation of a batch counts against the rate limit', async () => {
-    const { key } = await insertApiKey(server.svc.sql, { tenantId: p.tenantId, projectId: p.projectId, kind: 'pk', name: 'limited', scopes: ['records:read'], rateLimit: 5 });
+    const { key } = await insertApiKey(server.svc.sql, {
+      tenantId: p.tenantId,
+      projectId: p.projectId,
+      kind: 'pk',
+      name: 'limited',
+      scopes: ['records:read'],
+      rateLimit: 5,
+    });
     const q = { query: '{ posts(first: 1) { totalCount } }' };
     const first = await batch(key, [q, q, q]);
     expect(first.status).toBe(200);

@@ -9,7 +9,9 @@ let p: GqlProject;
 let pk: string;
 
 beforeAll(async () => {
-  ({ server, p, pk } = await startGqlProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
+  ({ server, p, pk } = await startGqlProject([
+    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
+  ]));
 });
 afterAll(() => server.stop());
 
@@ -41,7 +43,9 @@ describe('row 3: caches bounded in bytes', () => {
     const big = 'v'.repeat(400_000);
     const before = graphqlCacheStats().kinds.responses?.bytes ?? 0;
     for (let i = 0; i < 10; i++) {
-      const r = await p.gql(pk, 'query($s: String) { _schemaVersion page(naturalKey: $s) { title } }', { s: `${i}${big}` });
+      const r = await p.gql(pk, 'query($s: String) { _schemaVersion page(naturalKey: $s) { title } }', {
+        s: `${i}${big}`,
+      });
       expect(r.headers.get('cache-control')).toStartWith('public');
     }
     const after = graphqlCacheStats().kinds.responses!.bytes;

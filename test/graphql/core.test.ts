@@ -25,12 +25,18 @@ afterAll(async () => {
   await api.stop();
 });
 
-const principal = async (server: TestServer, key: string) => (await server.svc.gate.authenticate({ headers: { 'x-api-key': key } })).key;
+const principal = async (server: TestServer, key: string) =>
+  (await server.svc.gate.authenticate({ headers: { 'x-api-key': key } })).key;
 
 describe('GraphQL core', () => {
   test('answers an ExecutionResult; errors stay GraphQLErrors until a transport masks them', async () => {
     const pk = await principal(api, await p.key('pk', ['records:read']));
-    const ok = await execute(api.svc, pk, { query: '{ posts(first: 1) { edges { node { title } } } }' }, { method: 'POST', customer: null });
+    const ok = await execute(
+      api.svc,
+      pk,
+      { query: '{ posts(first: 1) { edges { node { title } } } }' },
+      { method: 'POST', customer: null },
+    );
     expect(ok.rejected).toBe(false);
     expect(ok.result).toEqual({ data: { posts: { edges: [] } } });
     expect(JSON.parse(ok.body!)).toEqual(ok.result);
@@ -40,9 +46,16 @@ describe('GraphQL core', () => {
     expect(bad.result.errors![0]).toBeInstanceOf(GraphQLError);
     expect(maskErrors(bad.result.errors!, true)[0]!.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
 
-    const denied = await execute(api.svc, pk, { query: '{ post(naturalKey: "x", preview: true) { title } }' }, { method: 'POST', customer: null });
+    const denied = await execute(
+      api.svc,
+      pk,
+      { query: '{ post(naturalKey: "x", preview: true) { title } }' },
+      { method: 'POST', customer: null },
+    );
     expect(denied.rejected).toBe(false);
-    expect(maskErrors(denied.result.errors!, true)[0]).toMatchObject({ message: 'missing required scope: drafts:read' });
+    expect(maskErrors(denied.result.errors!, true)[0]).toMatchObject({
+      message: 'missing required scope: drafts:read',
+    });
   });
 
   test('the prepare step serves a subscribe path: compiled document, context and variables without executing', async () => {
@@ -62,7 +75,13 @@ describe('GraphQL core', () => {
   test('a gateway-only process drops cached reads when another process writes', async () => {
     const sk = await p.key('sk', ALL_SECRET);
     const pk = await principal(gateway, await p.key('pk', ['records:read']));
-    const read = () => execute(gateway.svc, pk, { query: '{ posts(first: 5) { edges { node { title } } } }' }, { method: 'POST', customer: null });
+    const read = () =>
+      execute(
+        gateway.svc,
+        pk,
+        { query: '{ posts(first: 5) { edges { node { title } } } }' },
+        { method: 'POST', customer: null },
+      );
     const first = await read();
     expect(first.cacheControl).toBe('public, max-age=30, stale-while-revalidate=30');
     expect((await read()).body).toBe(first.body);

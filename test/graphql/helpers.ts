@@ -11,11 +11,23 @@ export interface GqlProject {
   /** The tenant owner's control key (`svc` commands that need one). */
   ownerKey: string;
   key(kind: KeyKind, scopes: string[], allowedModels?: string[] | null): Promise<string>;
-  gql(key: string, query: string, variables?: Record<string, unknown>, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  gql(
+    key: string,
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   setModels(models: ModelDef[]): Promise<void>;
 }
 
-export const ALL_SECRET = ['records:read', 'records:write', 'records:publish', 'records:delete', 'drafts:read', 'search:read'];
+export const ALL_SECRET = [
+  'records:read',
+  'records:write',
+  'records:publish',
+  'records:delete',
+  'drafts:read',
+  'search:read',
+];
 
 export async function gqlProject(server: TestServer, models: ModelDef[], name = 'site'): Promise<GqlProject> {
   const { tenantId, projectId, ownerKey } = await bootstrapProject(server, name);
@@ -24,7 +36,14 @@ export async function gqlProject(server: TestServer, models: ModelDef[], name = 
     tenantId,
     ownerKey,
     async key(kind, scopes, allowedModels = null) {
-      const k = await insertApiKey(server.svc.sql, { tenantId, projectId, kind, name: `k${Math.random()}`, scopes, allowedModels });
+      const k = await insertApiKey(server.svc.sql, {
+        tenantId,
+        projectId,
+        kind,
+        name: `k${Math.random()}`,
+        scopes,
+        allowedModels,
+      });
       return k.key;
     },
     async gql(key, query, variables, headers = {}) {
@@ -59,12 +78,20 @@ export async function startGqlProject(models: ModelDef[]): Promise<{ server: Tes
 }
 
 /** A fresh test server with one project of `models` and its secret key `sk` (ALL_SECRET). */
-export async function startSecretProject(models: ModelDef[], name = 'site'): Promise<{ server: TestServer; p: GqlProject; sk: string }> {
+export async function startSecretProject(
+  models: ModelDef[],
+  name = 'site',
+): Promise<{ server: TestServer; p: GqlProject; sk: string }> {
   const { server, p, key } = await startWithKey(models, name, 'sk', ALL_SECRET);
   return { server, p, sk: key };
 }
 
-async function startWithKey(models: ModelDef[], name: string, keyName: KeyKind, scopes: string[]): Promise<{ server: TestServer; p: GqlProject; key: string }> {
+async function startWithKey(
+  models: ModelDef[],
+  name: string,
+  keyName: KeyKind,
+  scopes: string[],
+): Promise<{ server: TestServer; p: GqlProject; key: string }> {
   const server = await startTestServer();
   try {
     const p = await gqlProject(server, models, name);

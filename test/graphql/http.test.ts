@@ -30,7 +30,11 @@ afterAll(() => server.stop());
 
 async function publishAll(ids: string[]) {
   const ops = ids.map((_id) => ({ action: 'PUBLISH', _id }));
-  const r = await p.gql(sk, `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`, { ops });
+  const r = await p.gql(
+    sk,
+    `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`,
+    { ops },
+  );
   if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
 }
 
@@ -38,10 +42,13 @@ describe('no N+1', () => {
   test('references and selects over a page cost one query per field, not per record', async () => {
     const ids: string[] = [];
     const tags: string[] = [];
-    for (let i = 0; i < 3; i++) tags.push((await p.gql(sk, `mutation { createTag(data: { label: "t${i}" }) { _id } }`)).body.data.createTag._id);
+    for (let i = 0; i < 3; i++)
+      tags.push((await p.gql(sk, `mutation { createTag(data: { label: "t${i}" }) { _id } }`)).body.data.createTag._id);
     for (let i = 0; i < 10; i++) {
       const a = await p.gql(sk, `mutation($n: String) { createAuthor(data: { name: $n }) { _id } }`, { n: `a${i}` });
-      const post = await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, { d: { title: `p${i}`, author: a.body.data.createAuthor._id, tags } });
+      const post = await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, {
+        d: { title: `p${i}`, author: a.body.data.createAuthor._id, tags },
+      });
       ids.push(a.body.data.createAuthor._id, post.body.data.createPost._id);
     }
     await publishAll([...ids, ...tags]);
@@ -51,7 +58,11 @@ describe('no N+1', () => {
     observeQueries(undefined);
     expect(r.body.errors).toBeUndefined();
     expect(r.body.data.posts.edges).toHaveLength(10);
-    expect(r.body.data.posts.edges[3].node).toEqual({ title: 'p3', author: { name: 'a3' }, tags: [{ label: 't0' }, { label: 't1' }, { label: 't2' }] });
+    expect(r.body.data.posts.edges[3].node).toEqual({
+      title: 'p3',
+      author: { name: 'a3' },
+      tags: [{ label: 't0' }, { label: 't1' }, { label: 't2' }],
+    });
     // One list query plus one batched by-id query for the authors and tags of the whole page.
     expect(seen.length).toBeLessThanOrEqual(2);
   });
@@ -96,17 +107,23 @@ describe('response cache', () => {
 describe('batch', () => {
   test('all or nothing: a failing operation rolls back the earlier ones', async () => {
     const before = await p.gql(sk, `{ posts(preview: true) { totalCount } }`);
-    const r = await p.gql(sk, `mutation { batchRecordOperations(operations: [
+    const r = await p.gql(
+      sk,
+      `mutation { batchRecordOperations(operations: [
       { action: CREATE, modelKey: "post", naturalKey: "b1", data: { title: "b1" } },
       { action: CREATE, modelKey: "post", naturalKey: "b1", data: { title: "dup" } }
-    ]) { _id } }`);
+    ]) { _id } }`,
+    );
     expect(r.body.errors[0].extensions.code).toBe('CONFLICT');
     const after = await p.gql(sk, `{ posts(preview: true) { totalCount } }`);
     expect(after.body.data.posts.totalCount).toBe(before.body.data.posts.totalCount);
-    const ok = await p.gql(sk, `mutation { batchRecordOperations(operations: [
+    const ok = await p.gql(
+      sk,
+      `mutation { batchRecordOperations(operations: [
       { action: CREATE, modelKey: "post", naturalKey: "b1", data: { title: "b1" } },
       { action: CREATE, modelKey: "post", naturalKey: "b2", data: { title: "b2" } }
-    ]) { action _id record { _id ... on Post { title } } } }`);
+    ]) { action _id record { _id ... on Post { title } } } }`,
+    );
     expect(ok.body.data.batchRecordOperations.map((x: any) => x.record.title)).toEqual(['b1', 'b2']);
   });
 });
@@ -125,7 +142,9 @@ describe('per-key pruning', () => {
   });
 
   test('_hasDraft exists only for keys holding drafts:read', async () => {
-    expect((await p.gql(pk, `{ posts { edges { node { _hasDraft } } } }`)).body.errors[0].message).toStartWith('Cannot query field');
+    expect((await p.gql(pk, `{ posts { edges { node { _hasDraft } } } }`)).body.errors[0].message).toStartWith(
+      'Cannot query field',
+    );
     expect((await p.gql(sk, `{ posts { edges { node { _hasDraft } } } }`)).body.errors).toBeUndefined();
   });
 
@@ -147,13 +166,21 @@ describe('per-key pruning', () => {
 
 describe('HTTP surface', () => {
   test('missing key is UNAUTHENTICATED', async () => {
-    const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ _schemaVersion }"}' });
+    const r = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"query":"{ _schemaVersion }"}',
+    });
     const body: any = await r.json();
     expect(body.errors[0]).toEqual({ message: 'Authentication required', extensions: { code: 'UNAUTHENTICATED' } });
   });
 
   test('malformed JSON is HTTP 400 with a JSON error', async () => {
-    const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk }, body: '{"query":' });
+    const r = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': pk },
+      body: '{"query":',
+    });
     expect(r.status).toBe(400);
     expect(((await r.json()) as any).errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
@@ -186,7 +213,10 @@ describe('HTTP surface', () => {
     expect(introspection.body.errors).toBeUndefined();
     const aliases = Array.from({ length: 31 }, (_, i) => `a${i}: _schemaVersion`).join(' ');
     expect((await p.gql(pk, `{ ${aliases} }`)).body.errors[0].extensions.code).toBe('TOO_MANY_ALIASES');
-    const costly = await p.gql(pk, `{ posts(first: 100) { edges { node { tags { label _id _createdAt _updatedAt naturalKey content } } } } a: posts(first: 100) { edges { node { tags { label _id _createdAt _updatedAt naturalKey content } } } } }`);
+    const costly = await p.gql(
+      pk,
+      `{ posts(first: 100) { edges { node { tags { label _id _createdAt _updatedAt naturalKey content } } } } a: posts(first: 100) { edges { node { tags { label _id _createdAt _updatedAt naturalKey content } } } } }`,
+    );
     expect(costly.body.errors[0].extensions.code).toBe('QUERY_TOO_COMPLEX');
   });
 });

@@ -20,7 +20,9 @@ beforeAll(async () => {
     },
   ]));
   for (let i = 0; i < 3; i++) {
-    const r = await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, { d: { title: `t${i}`, price: i } });
+    const r = await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, {
+      d: { title: `t${i}`, price: i },
+    });
     await p.gql(sk, `mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }`, { id: r.body.data.createPost._id });
   }
 });
@@ -49,7 +51,10 @@ describe('row 4: strings PostgreSQL cannot store', () => {
 
   test('NUL bytes and lone surrogates in a text field, through variables', async () => {
     for (const s of [NUL, LONE]) {
-      badInput(await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, { d: { title: s } }), 'data');
+      badInput(
+        await p.gql(sk, `mutation($d: PostInput!) { createPost(data: $d) { _id } }`, { d: { title: s } }),
+        'data',
+      );
     }
   });
 
@@ -59,11 +64,25 @@ describe('row 4: strings PostgreSQL cannot store', () => {
   });
 
   test('naturalKey, where, search and JSON values and keys', async () => {
-    badInput(await p.gql(sk, `mutation($k: String) { createPost(naturalKey: $k, data: { title: "x" }) { _id } }`, { k: NUL }), 'naturalKey');
-    badInput(await p.gql(sk, `query($w: PostWhere) { posts(where: $w) { totalCount } }`, { w: { title: { eq: NUL } } }), 'where');
+    badInput(
+      await p.gql(sk, `mutation($k: String) { createPost(naturalKey: $k, data: { title: "x" }) { _id } }`, { k: NUL }),
+      'naturalKey',
+    );
+    badInput(
+      await p.gql(sk, `query($w: PostWhere) { posts(where: $w) { totalCount } }`, { w: { title: { eq: NUL } } }),
+      'where',
+    );
     badInput(await p.gql(sk, `query($q: String!) { searchPosts(query: $q) { totalCount } }`, { q: LONE }), 'query');
-    badInput(await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, { m: { deep: [NUL] } }), 'data');
-    badInput(await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, { m: { [NUL]: 1 } }), 'data');
+    badInput(
+      await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, {
+        m: { deep: [NUL] },
+      }),
+      'data',
+    );
+    badInput(
+      await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, { m: { [NUL]: 1 } }),
+      'data',
+    );
     badInput(await p.gql(sk, `query($id: ID!) { post(_id: $id) { _id } }`, { id: NUL }), '_id');
   });
 });
@@ -80,13 +99,31 @@ describe('row 4: forged pagination cursors', () => {
   });
 
   test('list cursors of the wrong shape, type or value', async () => {
-    for (const after of [cursor([{ a: 1 }, 'rec_1']), cursor(['abc', 'rec_1']), cursor([1, 2]), cursor(['1']), cursor('x'), cursor(['1', { id: 1 }]), cursor(['1e999999', 'rec_1']), cursor(['1', 'a\u0000']), 'not base64 !!', 'A'.repeat(5000)]) {
+    for (const after of [
+      cursor([{ a: 1 }, 'rec_1']),
+      cursor(['abc', 'rec_1']),
+      cursor([1, 2]),
+      cursor(['1']),
+      cursor('x'),
+      cursor(['1', { id: 1 }]),
+      cursor(['1e999999', 'rec_1']),
+      cursor(['1', 'a\u0000']),
+      'not base64 !!',
+      'A'.repeat(5000),
+    ]) {
       badInput(await p.gql(sk, list, { after }), 'after');
     }
   });
 
   test('search cursors with a huge, negative or non-integer offset', async () => {
-    for (const after of [cursor(['s', 1e300]), cursor(['s', -5]), cursor(['s', 1.5]), cursor(['s', '3']), cursor(['s', 100_000_000]), cursor({ s: 1 })]) {
+    for (const after of [
+      cursor(['s', 1e300]),
+      cursor(['s', -5]),
+      cursor(['s', 1.5]),
+      cursor(['s', '3']),
+      cursor(['s', 100_000_000]),
+      cursor({ s: 1 }),
+    ]) {
       badInput(await p.gql(sk, search, { after }), 'after');
     }
   });
@@ -110,8 +147,15 @@ describe('row 4: very deep or very wide input', () => {
   // Found by the fuzz suite: 20,000 sort keys reached PostgreSQL ("target lists can have at most 1664 entries").
   test('an orderBy with thousands of keys', async () => {
     const orderBy = Array.from({ length: 20_000 }, () => ({ field: 'price', direction: 'ASC' }));
-    badInput(await p.gql(sk, `query($o: [PostOrderBy!]) { posts(orderBy: $o) { totalCount } }`, { o: orderBy }), 'orderBy');
-    const ok = await p.gql(sk, `query($o: [PostOrderBy!]) { posts(orderBy: $o, first: 1) { edges { node { title } } } }`, { o: [{ field: 'price', direction: 'DESC' }, { field: 'title' }] });
+    badInput(
+      await p.gql(sk, `query($o: [PostOrderBy!]) { posts(orderBy: $o) { totalCount } }`, { o: orderBy }),
+      'orderBy',
+    );
+    const ok = await p.gql(
+      sk,
+      `query($o: [PostOrderBy!]) { posts(orderBy: $o, first: 1) { edges { node { title } } } }`,
+      { o: [{ field: 'price', direction: 'DESC' }, { field: 'title' }] },
+    );
     expect(ok.body.data.posts.edges[0].node.title).toBe('t2');
   });
 
@@ -124,11 +168,16 @@ describe('row 4: very deep or very wide input', () => {
 
   test('JSON values nested thousands deep, as variables and as literals', async () => {
     const deep = nested(5000, 1, (x) => [x]);
-    badInput(await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, { m: deep }), 'data');
+    badInput(
+      await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "x", meta: $m }) { _id } }`, { m: deep }),
+      'data',
+    );
     const literal = `${'['.repeat(2000)}1${']'.repeat(2000)}`;
     badInput(await p.gql(sk, `mutation { createPost(data: { title: "x", meta: ${literal} }) { _id } }`), 'data');
     const shallow = nested(20, { ok: true }, (x) => ({ x }));
-    const r = await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "deep-ok", meta: $m }) { meta } }`, { m: shallow });
+    const r = await p.gql(sk, `mutation($m: JSON) { createPost(data: { title: "deep-ok", meta: $m }) { meta } }`, {
+      m: shallow,
+    });
     expect(r.body.errors).toBeUndefined();
     expect(r.body.data.createPost.meta).toEqual(shallow);
   });
@@ -136,21 +185,43 @@ describe('row 4: very deep or very wide input', () => {
 
 describe('row 6: locales on writes', () => {
   test('a malformed locale is refused on create, update and batch writes, as on reads', async () => {
-    badInput(await p.gql(sk, `mutation { createPost(locale: "not a locale", data: { title: "x" }) { _id } }`), 'locale');
+    badInput(
+      await p.gql(sk, `mutation { createPost(locale: "not a locale", data: { title: "x" }) { _id } }`),
+      'locale',
+    );
     const created = await p.gql(sk, `mutation { createPost(data: { title: "loc" }) { _id } }`);
     const id = created.body.data.createPost._id;
-    badInput(await p.gql(sk, `mutation($id: ID!) { updatePost(_id: $id, locale: "x'; drop", data: { title: "y" }) { _id } }`, { id }), 'locale');
-    badInput(await p.gql(sk, `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`, { ops: [{ action: 'UPDATE', _id: id, locale: '??', data: { title: 'z' } }] }), 'operations.0.locale');
+    badInput(
+      await p.gql(sk, `mutation($id: ID!) { updatePost(_id: $id, locale: "x'; drop", data: { title: "y" }) { _id } }`, {
+        id,
+      }),
+      'locale',
+    );
+    badInput(
+      await p.gql(
+        sk,
+        `mutation($ops: [BatchRecordOperationInput!]!) { batchRecordOperations(operations: $ops) { _id } }`,
+        { ops: [{ action: 'UPDATE', _id: id, locale: '??', data: { title: 'z' } }] },
+      ),
+      'operations.0.locale',
+    );
     badInput(await p.gql(sk, `query($id: ID!) { post(_id: $id, locale: "??") { _id } }`, { id }), 'locale');
     // A well-formed locale writes and reads back.
-    const de = await p.gql(sk, `mutation($id: ID!) { updatePost(_id: $id, locale: "de-AT", data: { title: "Servus" }) { title } }`, { id });
+    const de = await p.gql(
+      sk,
+      `mutation($id: ID!) { updatePost(_id: $id, locale: "de-AT", data: { title: "Servus" }) { title } }`,
+      { id },
+    );
     expect(de.body.errors).toBeUndefined();
-    const back = await p.gql(sk, `query($id: ID!) { post(_id: $id, locale: "de-AT", preview: true) { title } }`, { id });
+    const back = await p.gql(sk, `query($id: ID!) { post(_id: $id, locale: "de-AT", preview: true) { title } }`, {
+      id,
+    });
     expect(back.body.data.post.title).toBe('Servus');
   });
 
-  test("with configured locales, writes and reads outside them are refused", async () => {
-    await server.svc.sql`update projects set settings = settings || ${server.svc.sql.json({ locales: ['en', 'de'] } as never)} where id = ${p.projectId}`;
+  test('with configured locales, writes and reads outside them are refused', async () => {
+    await server.svc
+      .sql`update projects set settings = settings || ${server.svc.sql.json({ locales: ['en', 'de'] } as never)} where id = ${p.projectId}`;
     await (await server.svc.projects.get(p.projectId)).reload();
     try {
       badInput(await p.gql(sk, `mutation { createPost(locale: "fr", data: { title: "bonjour" }) { _id } }`), 'locale');

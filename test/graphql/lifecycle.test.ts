@@ -32,7 +32,11 @@ describe('draft, publish, preview', () => {
   test('create makes a draft only; publish makes it visible; unpublish hides it; delete removes it', async () => {
     const events: BusEvent[] = [];
     const off = server.svc.bus.subscribe((e) => e.type === 'record.changed' && events.push(e));
-    const c = await p.gql(sk, `mutation($d: BlogPostInput!) { createBlogPost(naturalKey: "hello", data: $d) { _id title _hasDraft _publishedAt } }`, { d: { title: 'Hello', rank: 1 } });
+    const c = await p.gql(
+      sk,
+      `mutation($d: BlogPostInput!) { createBlogPost(naturalKey: "hello", data: $d) { _id title _hasDraft _publishedAt } }`,
+      { d: { title: 'Hello', rank: 1 } },
+    );
     expect(c.body.errors).toBeUndefined();
     const id = c.body.data.createBlogPost._id;
     expect(c.body.data.createBlogPost).toMatchObject({ title: 'Hello', _hasDraft: true, _publishedAt: null });
@@ -43,7 +47,11 @@ describe('draft, publish, preview', () => {
     expect(prev.body.data.blogPost.title).toBe('Hello');
     expect(prev.headers.get('cache-control')).toBe('no-store');
 
-    const pub = await p.gql(sk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id _hasDraft _publishedAt } }`, { id });
+    const pub = await p.gql(
+      sk,
+      `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id _hasDraft _publishedAt } }`,
+      { id },
+    );
     expect(pub.body.data.publishBlogPostVersion._hasDraft).toBe(false);
     const pubRead = await p.gql(pk, read, { k: 'hello' });
     expect(pubRead.body.data.blogPost.title).toBe('Hello');
@@ -63,13 +71,23 @@ describe('draft, publish, preview', () => {
     expect(del.body.data.deleteBlogPost).toBe(true);
     expect((await p.gql(sk, read, { k: 'hello', p: true })).body.data.blogPost).toBeNull();
     off();
-    expect(events.map((e) => (e as { action: string }).action)).toEqual(['created', 'published', 'updated', 'published', 'unpublished', 'deleted']);
+    expect(events.map((e) => (e as { action: string }).action)).toEqual([
+      'created',
+      'published',
+      'updated',
+      'published',
+      'unpublished',
+      'deleted',
+    ]);
     expect(events[0]).toMatchObject({ recordId: id, modelKey: 'blogPost', projectId: p.projectId });
   });
 
   test('preview without drafts:read is a scope error, never published content', async () => {
     await p.gql(sk, `mutation { a: createBlogPost(naturalKey: "pv", data: { title: "x" }) { _id } }`);
-    const noDrafts = await p.gql(await p.key('sk', ['records:read']), `{ blogPost(naturalKey: "pv", preview: true) { title } }`);
+    const noDrafts = await p.gql(
+      await p.key('sk', ['records:read']),
+      `{ blogPost(naturalKey: "pv", preview: true) { title } }`,
+    );
     expect(noDrafts.body.data.blogPost).toBeNull();
     expect(noDrafts.body.errors[0].message).toBe('missing required scope: drafts:read');
     expect(noDrafts.body.errors[0].extensions).toBeUndefined();
@@ -106,7 +124,9 @@ describe('draft, publish, preview', () => {
 
   test('lookups are arguments of the single read', async () => {
     const c = await p.gql(sk, `mutation { createBlogPost(data: { title: "Looked up" }) { _id } }`);
-    await p.gql(sk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, { id: c.body.data.createBlogPost._id });
+    await p.gql(sk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, {
+      id: c.body.data.createBlogPost._id,
+    });
     const r = await p.gql(pk, `{ blogPost(title: "Looked up") { _id } }`);
     expect(r.body.data.blogPost._id).toBe(c.body.data.createBlogPost._id);
   });
@@ -115,7 +135,11 @@ describe('draft, publish, preview', () => {
     const c = await p.gql(sk, `mutation { createBlogPost(data: { title: "v" }) { _id } }`);
     const id = c.body.data.createBlogPost._id;
     await p.gql(sk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, { id });
-    const v = await p.gql(sk, `query($id: ID!) { recordVersions(_id: $id) { version action userId userEmail createdAt content } }`, { id });
+    const v = await p.gql(
+      sk,
+      `query($id: ID!) { recordVersions(_id: $id) { version action userId userEmail createdAt content } }`,
+      { id },
+    );
     expect(v.body.data.recordVersions.map((x: any) => x.action)).toEqual(['created', 'published']);
     expect(v.body.data.recordVersions[0].userId).toMatch(/^key_/);
     // Member emails are for signed-in members (the Studio's History); a key never sees one.
@@ -125,16 +149,24 @@ describe('draft, publish, preview', () => {
   // Content and history go with their record by a trigger (sql/029_write_pg_cost.sql), no
   // longer by foreign keys: a record's delete, and its project's, still take them along.
   test("deleting a record, or its project, removes the record's content and history", async () => {
-    const q = await gqlProject(server, [
-      { key: 'blogPost', name: 'Blog post', fields: [{ key: 'title', type: 'text' }] },
-      { key: 'setting', name: 'Setting', versioned: false, fields: [{ key: 'value', type: 'text' }] },
-    ], 'doomed');
+    const q = await gqlProject(
+      server,
+      [
+        { key: 'blogPost', name: 'Blog post', fields: [{ key: 'title', type: 'text' }] },
+        { key: 'setting', name: 'Setting', versioned: false, fields: [{ key: 'value', type: 'text' }] },
+      ],
+      'doomed',
+    );
     const qsk = await q.key('sk', ALL_SECRET);
     const ids: string[] = [];
     for (const t of ['one', 'two']) {
       const c = await q.gql(qsk, `mutation($t: String) { createBlogPost(data: { title: $t }) { _id } }`, { t });
       const id = c.body.data.createBlogPost._id;
-      await q.gql(qsk, `mutation($id: ID!) { updateBlogPost(_id: $id, locale: "de", data: { title: "zwei" }) { _id } }`, { id });
+      await q.gql(
+        qsk,
+        `mutation($id: ID!) { updateBlogPost(_id: $id, locale: "de", data: { title: "zwei" }) { _id } }`,
+        { id },
+      );
       await q.gql(qsk, `mutation($id: ID!) { publishBlogPostVersion(_id: $id) { _id } }`, { id });
       ids.push(id);
     }
@@ -158,7 +190,9 @@ describe('draft, publish, preview', () => {
     await server.svc.sql`delete from projects where id = ${q.projectId}`;
     for (const id of ids) expect(await rows(id)).toEqual({ records: 0, content: 0, versions: 0 });
     // Other projects keep theirs.
-    const [other] = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from record_content where project_id = ${p.projectId}`;
+    const [other] = await server.svc.sql<
+      { n: number }[]
+    >`select count(*)::int as n from record_content where project_id = ${p.projectId}`;
     expect(other!.n).toBeGreaterThan(0);
   });
 });

@@ -12,7 +12,14 @@ let sk: string;
 beforeAll(async () => {
   server = await startTestServer();
   p = await gqlProject(server, [
-    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', queryable: true }, { key: 'parent', type: 'reference', config: { modelKey: 'page' } }] },
+    {
+      key: 'page',
+      name: 'Page',
+      fields: [
+        { key: 'title', type: 'text', queryable: true },
+        { key: 'parent', type: 'reference', config: { modelKey: 'page' } },
+      ],
+    },
   ]);
   pk = await p.key('pk', ['records:read']);
   sk = await p.key('sk', ALL_SECRET);
@@ -59,7 +66,10 @@ describe('row 1: limit checks are linear and stop early', () => {
 
   test('a connection costs its page size once: edges and node add no second multiplier', async () => {
     const fields = '_id _modelKey _createdAt _updatedAt _publishedAt naturalKey content title';
-    const full = await p.gql(pk, `{ pages(first: 100) { totalCount edges { cursor node { ${fields} parent { ${fields} } } } pageInfo { hasNextPage endCursor } } }`);
+    const full = await p.gql(
+      pk,
+      `{ pages(first: 100) { totalCount edges { cursor node { ${fields} parent { ${fields} } } } pageInfo { hasNextPage endCursor } } }`,
+    );
     expect(full.body.errors).toBeUndefined();
   });
 
@@ -85,7 +95,11 @@ describe('row 1: limit checks are linear and stop early', () => {
     const r = await p.gql(pk, `{ ${fields} }`);
     expect(r.status).toBe(400);
     expect(r.body.errors[0].extensions.code).toBe('QUERY_TOO_COMPLEX');
-    const viaFragments = Array.from({ length: 20 }, (_, i) => `fragment G${i} on Query { ${Array.from({ length: 40 }, (_, j) => `page(_id: "${i}-${j}") { title }`).join(' ')} }`);
+    const viaFragments = Array.from(
+      { length: 20 },
+      (_, i) =>
+        `fragment G${i} on Query { ${Array.from({ length: 40 }, (_, j) => `page(_id: "${i}-${j}") { title }`).join(' ')} }`,
+    );
     const r2 = await p.gql(pk, `{ ${viaFragments.map((_, i) => `...G${i}`).join(' ')} } ${viaFragments.join(' ')}`);
     expect(r2.status).toBe(400);
     expect(r2.body.errors[0].extensions.code).toBe('QUERY_TOO_COMPLEX');
@@ -95,7 +109,15 @@ describe('row 1: limit checks are linear and stop early', () => {
 
 describe('row 2: introspection is not counted against the depth limit', () => {
   test('the standard introspection query of graphql-js loads the schema', async () => {
-    const r = await p.gql(pk, getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, inputValueDeprecation: true }));
+    const r = await p.gql(
+      pk,
+      getIntrospectionQuery({
+        descriptions: true,
+        specifiedByUrl: true,
+        directiveIsRepeatable: true,
+        inputValueDeprecation: true,
+      }),
+    );
     expect(r.status).toBe(200);
     expect(r.body.errors).toBeUndefined();
     expect(r.body.data.__schema.types.map((t: { name: string }) => t.name)).toContain('Page');
@@ -117,15 +139,26 @@ describe('row 2: introspection is not counted against the depth limit', () => {
 describe('issue 27 item 13: deeply nested variables are bounded before any recursive walk', () => {
   /** Built as text: the test's own JSON.stringify would overflow its stack on these values. */
   function nestedWhere(levels: number, list: boolean): string {
-    return (list ? '{"AND":[' : '{"AND":').repeat(levels) + '{"title":{"eq":"home"}}' + (list ? ']}' : '}').repeat(levels);
+    return (
+      (list ? '{"AND":[' : '{"AND":').repeat(levels) + '{"title":{"eq":"home"}}' + (list ? ']}' : '}').repeat(levels)
+    );
   }
   async function post(key: string, body: string) {
-    const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body });
+    const res = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body,
+    });
     return { status: res.status, body: (await res.json()) as any };
   }
   const QUERY = 'query($w: PageWhere) { pages(where: $w) { edges { node { title } } } }';
 
-  for (const [levels, list] of [[20_000, true], [20_000, false], [90_000, false], [3_000, true]] as const) {
+  for (const [levels, list] of [
+    [20_000, true],
+    [20_000, false],
+    [90_000, false],
+    [3_000, true],
+  ] as const) {
     test(`${levels} nested AND levels (${list ? 'lists' : 'objects'}) answer BAD_USER_INPUT naming "where"`, async () => {
       for (const key of [pk, sk]) {
         const r = await post(key, `{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(levels, list)}}}`);
@@ -139,7 +172,10 @@ describe('issue 27 item 13: deeply nested variables are bounded before any recur
   }
 
   test('in an HTTP batch, the deep operation fails alone', async () => {
-    const r = await post(pk, `[{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(20_000, true)}}},{"query":"{ pages { edges { node { title } } } }"}]`);
+    const r = await post(
+      pk,
+      `[{"query":${JSON.stringify(QUERY)},"variables":{"w":${nestedWhere(20_000, true)}}},{"query":"{ pages { edges { node { title } } } }"}]`,
+    );
     expect(r.status).toBe(200);
     expect(r.body[0].errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(r.body[1].data.pages.edges[0].node.title).toBe('home');

@@ -12,7 +12,11 @@ beforeAll(async () => {
   p = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text' }] }]);
   sk = await p.key('sk', ALL_SECRET);
   for (const nk of ['a', 'b']) {
-    const c = await p.gql(sk, `mutation($nk: String) { createNote(naturalKey: $nk, data: { body: "hello" }) { _id } }`, { nk });
+    const c = await p.gql(
+      sk,
+      `mutation($nk: String) { createNote(naturalKey: $nk, data: { body: "hello" }) { _id } }`,
+      { nk },
+    );
     await p.gql(sk, `mutation($id: ID!) { publishNoteVersion(_id: $id) { _id } }`, { id: c.body.data.createNote._id });
   }
 });
@@ -38,7 +42,9 @@ describe('list reads', () => {
   });
 
   test('selecting a records column (naturalKey, timestamps, _hasDraft) still returns it', async () => {
-    const { data, sql } = await listWithSql('{ notes(first: 5) { edges { node { naturalKey _publishedAt _hasDraft } } } }');
+    const { data, sql } = await listWithSql(
+      '{ notes(first: 5) { edges { node { naturalKey _publishedAt _hasDraft } } } }',
+    );
     expect(data.notes.edges.map((e: any) => e.node.naturalKey)).toEqual(['a', 'b']);
     expect(data.notes.edges[0].node._publishedAt).toMatch(/^\d{4}-\d{2}-\d{2}T/);
     expect(data.notes.edges[0].node._hasDraft).toBe(false);
@@ -46,7 +52,9 @@ describe('list reads', () => {
   });
 
   test('fragments on the node are read with the join, conservatively', async () => {
-    const { data } = await listWithSql('{ notes(first: 5) { edges { node { ...F } } } } fragment F on Note { naturalKey }');
+    const { data } = await listWithSql(
+      '{ notes(first: 5) { edges { node { ...F } } } } fragment F on Note { naturalKey }',
+    );
     expect(data.notes.edges.map((e: any) => e.node.naturalKey)).toEqual(['a', 'b']);
   });
 });

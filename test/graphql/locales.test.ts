@@ -32,11 +32,17 @@ async function ok(key: string, q: string, v?: Record<string, unknown>) {
 
 describe('locales', () => {
   test('the locale argument selects that locale; a locale without content falls back to the default locale', async () => {
-    const c = await ok(sk, `mutation { createPage(naturalKey: "home", data: { title: "Home", slug: "home" }) { _id } }`);
+    const c = await ok(
+      sk,
+      `mutation { createPage(naturalKey: "home", data: { title: "Home", slug: "home" }) { _id } }`,
+    );
     const id = c.createPage._id;
-    await ok(sk, `mutation($id: ID!) { updatePage(_id: $id, locale: "de", data: { title: "Startseite" }) { _id } }`, { id });
+    await ok(sk, `mutation($id: ID!) { updatePage(_id: $id, locale: "de", data: { title: "Startseite" }) { _id } }`, {
+      id,
+    });
     await ok(sk, `mutation($id: ID!) { publishPageVersion(_id: $id) { _id } }`, { id });
-    const read = (locale: string) => ok(pk, `query($l: String) { page(naturalKey: "home", locale: $l) { title slug } }`, { l: locale });
+    const read = (locale: string) =>
+      ok(pk, `query($l: String) { page(naturalKey: "home", locale: $l) { title slug } }`, { l: locale });
     expect((await read('en')).page).toEqual({ title: 'Home', slug: 'home' });
     // A translation changes only what it translates; the rest comes from the default locale.
     expect((await read('de')).page).toEqual({ title: 'Startseite', slug: 'home' });

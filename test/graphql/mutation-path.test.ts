@@ -9,8 +9,26 @@ import { newRecordId } from '../../src/content/write.ts';
 // the longer way answered.
 describe('mutation path shortcuts', () => {
   test('startsAsMutation reads past ignored tokens and only takes the keyword', () => {
-    for (const q of ['mutation { a }', '  mutation{a}', '\ufeff,\n\tmutation M($x: Int) { a }', '# c\nmutation { a }', '#c\r\n  # d\n mutation\n{ a }']) expect(startsAsMutation(q)).toBe(true);
-    for (const q of ['{ a }', 'query { a }', 'query M { a } mutation N { b }', 'mutations { a }', 'mutation_x { a }', 'mutation1', '# mutation\n{ a }', '', 'subscription { a }']) expect(startsAsMutation(q)).toBe(false);
+    for (const q of [
+      'mutation { a }',
+      '  mutation{a}',
+      '\ufeff,\n\tmutation M($x: Int) { a }',
+      '# c\nmutation { a }',
+      '#c\r\n  # d\n mutation\n{ a }',
+    ])
+      expect(startsAsMutation(q)).toBe(true);
+    for (const q of [
+      '{ a }',
+      'query { a }',
+      'query M { a } mutation N { b }',
+      'mutations { a }',
+      'mutation_x { a }',
+      'mutation1',
+      '# mutation\n{ a }',
+      '',
+      'subscription { a }',
+    ])
+      expect(startsAsMutation(q)).toBe(false);
   });
 
   test('documentKey is the digest of name and text, remembered or not', () => {
@@ -24,16 +42,39 @@ describe('mutation path shortcuts', () => {
   });
 
   test('pathOf answers what new URL(url).pathname answers', () => {
-    for (const u of ['http://127.0.0.1:4000/graphql', 'http://h/graphql?x=1', 'http://h/', 'http://h', 'http://h/a/../graphql', 'http://h/api/files/upload%2F..', 'http://h/x#y', 'http://h?q/x', 'http://h#a/b', 'http://h/a\\b', 'http://h/.well-known/x', 'http://h/graphql?a=/b#c', 'http://u:p@h:1/v1/control/projects']) {
+    for (const u of [
+      'http://127.0.0.1:4000/graphql',
+      'http://h/graphql?x=1',
+      'http://h/',
+      'http://h',
+      'http://h/a/../graphql',
+      'http://h/api/files/upload%2F..',
+      'http://h/x#y',
+      'http://h?q/x',
+      'http://h#a/b',
+      'http://h/a\\b',
+      'http://h/.well-known/x',
+      'http://h/graphql?a=/b#c',
+      'http://u:p@h:1/v1/control/projects',
+    ]) {
       expect(pathOf(u)).toBe(new URL(u).pathname);
     }
   });
 
   test('checkInputValue names where the problem is, as a dotted path', () => {
-    expect(checkInputValue({ a: [1, { b: 'ok' }, { c: 'x\0y' }] })).toEqual({ path: 'a.2.c', reason: 'NUL characters are not allowed' });
+    expect(checkInputValue({ a: [1, { b: 'ok' }, { c: 'x\0y' }] })).toEqual({
+      path: 'a.2.c',
+      reason: 'NUL characters are not allowed',
+    });
     expect(checkInputValue('x\0')).toEqual({ path: '', reason: 'NUL characters are not allowed' });
-    expect(checkInputValue({ a: { ['k\0']: 1 } })).toEqual({ path: 'a', reason: 'object keys: NUL characters are not allowed' });
-    expect(checkInputValue({ a: { b: { c: 1 } } }, 2)).toEqual({ path: 'a.b', reason: 'values may nest at most 2 levels deep' });
+    expect(checkInputValue({ a: { ['k\0']: 1 } })).toEqual({
+      path: 'a',
+      reason: 'object keys: NUL characters are not allowed',
+    });
+    expect(checkInputValue({ a: { b: { c: 1 } } }, 2)).toEqual({
+      path: 'a.b',
+      reason: 'values may nest at most 2 levels deep',
+    });
     expect(checkInputValue({ a: [1, true, null, 'fine', { b: 2 }] })).toBeNull();
   });
 

@@ -9,7 +9,9 @@ let p: GqlProject;
 let pk: string;
 
 beforeAll(async () => {
-  ({ server, p, pk } = await startGqlProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
+  ({ server, p, pk } = await startGqlProject([
+    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
+  ]));
 });
 afterAll(() => server.stop());
 
@@ -20,7 +22,12 @@ const MB = 1024 * 1024;
  * stops as soon as an answer arrives (or the server closes). Returns the answer and how much of
  * the body had been handed to the socket by then.
  */
-async function sendChunked(method: string, path: string, headers: Record<string, string>, total: number): Promise<{ status: number; body: string; sent: number }> {
+async function sendChunked(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  total: number,
+): Promise<{ status: number; body: string; sent: number }> {
   const url = new URL(server.apiUrl);
   const socket = connect(Number(url.port), url.hostname);
   await new Promise<void>((ok, fail) => socket.once('connect', ok).once('error', fail));
@@ -42,7 +49,13 @@ async function sendChunked(method: string, path: string, headers: Record<string,
   });
   let done = false;
   void answered.then(() => (done = true));
-  const head = [`${method} ${path} HTTP/1.1`, `Host: ${url.host}`, 'Transfer-Encoding: chunked', 'Content-Type: application/json', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const head = [
+    `${method} ${path} HTTP/1.1`,
+    `Host: ${url.host}`,
+    'Transfer-Encoding: chunked',
+    'Content-Type: application/json',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   socket.write(head.join('\r\n') + '\r\n\r\n');
   const chunk = Buffer.alloc(64 * 1024, 'x');
   chunk.write('{"query":"');
@@ -74,9 +87,21 @@ describe('request bodies are counted while they stream', () => {
   }, 60_000);
 
   test('a 50 MB chunked body to a control-plane endpoint is refused with 413 without reading it all', async () => {
-    const r = await sendChunked('POST', `/v1/control/projects/${p.projectId}/config`, { authorization: `Bearer ${server.rootToken}` }, 50 * MB);
+    const r = await sendChunked(
+      'POST',
+      `/v1/control/projects/${p.projectId}/config`,
+      { authorization: `Bearer ${server.rootToken}` },
+      50 * MB,
+    );
     expect(r.status).toBe(413);
-    expect(JSON.parse(r.body.trim().replace(/^[0-9a-f]+\r\n/, '').replace(/\r\n0\r\n$/, ''))).toMatchObject({ error: 'PAYLOAD_TOO_LARGE' });
+    expect(
+      JSON.parse(
+        r.body
+          .trim()
+          .replace(/^[0-9a-f]+\r\n/, '')
+          .replace(/\r\n0\r\n$/, ''),
+      ),
+    ).toMatchObject({ error: 'PAYLOAD_TOO_LARGE' });
     // 16 MB limit + socket buffers; how much more the client hands over before it sees the answer
     // depends on how busy the machine is, but buffering the body would take all 50.
     expect(r.sent).toBeLessThan(40 * MB);
@@ -98,7 +123,8 @@ describe('request bodies are counted while they stream', () => {
     const refused: string[] = [];
     for (const r of routes) {
       const path = r.path.replace(/:id/g, p.projectId).replace(/:[A-Za-z]+/g, 'x');
-      const auth: Record<string, string> = path === '/graphql' ? { 'x-api-key': pk } : { authorization: `Bearer ${server.rootToken}` };
+      const auth: Record<string, string> =
+        path === '/graphql' ? { 'x-api-key': pk } : { authorization: `Bearer ${server.rootToken}` };
       const res = await sendChunked(r.method, path, auth, 50 * MB);
       expect(`${r.method} ${r.path} ${res.status}`).toMatch(/ [1-4]\d\d$/);
       // Under the whole 50 MB: the answer came before the body ended (limits are 1 or 16 MB; the
@@ -109,16 +135,33 @@ describe('request bodies are counted while they stream', () => {
     // Those without a body (enable, disable, cancel, trigger, rotate, logout, DELETE) answer before reading
     // anything, as does the upload, which refuses the root token (it takes API keys) unread, and
     // the signed upload URL, which refuses an unknown upload id and token unread.
-    expect(refused.sort()).toEqual(routes.map((r) => `${r.method} ${r.path}`).filter((r) => !/\/(disable|enable|cancel|trigger|signing-secret\/rotate|api\/logout)$|^DELETE |^POST \/api\/files\/upload$|^PUT \/api\/files\/uploads\/:id$/.test(r)).sort());
+    expect(refused.sort()).toEqual(
+      routes
+        .map((r) => `${r.method} ${r.path}`)
+        .filter(
+          (r) =>
+            !/\/(disable|enable|cancel|trigger|signing-secret\/rotate|api\/logout)$|^DELETE |^POST \/api\/files\/upload$|^PUT \/api\/files\/uploads\/:id$/.test(
+              r,
+            ),
+        )
+        .sort(),
+    );
   }, 120_000);
 
   test('bodies within the limit still work, chunked or not', async () => {
     const body = JSON.stringify({ query: '{ _schemaVersion }' });
     const stream = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(body)), c.close()) });
-    const chunked = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk }, body: stream, duplex: 'half' } as RequestInit);
+    const chunked = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': pk },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
     expect(chunked.status).toBe(200);
     const made = await fetch(`${server.apiUrl}/v1/control/projects`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${server.rootToken}` }, body: JSON.stringify({ name: 'x' }),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${server.rootToken}` },
+      body: JSON.stringify({ name: 'x' }),
     });
     // The root token may not create projects: the body was read and the route answered.
     expect(made.status).toBe(403);

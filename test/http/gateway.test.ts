@@ -7,7 +7,8 @@ function echo(name: string, prefix: string): GatewayModule {
     name,
     fetch(req, url, server) {
       if (!url.pathname.startsWith(prefix)) return undefined;
-      if (req.headers.get('upgrade') === 'websocket') return server.upgrade(req, { data: { kind: name } }) ? UPGRADED : new Response('no', { status: 400 });
+      if (req.headers.get('upgrade') === 'websocket')
+        return server.upgrade(req, { data: { kind: name } }) ? UPGRADED : new Response('no', { status: 400 });
       return new Response(`${name} http`);
     },
     websocket: {

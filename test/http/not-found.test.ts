@@ -15,7 +15,10 @@ afterAll(() => server.stop());
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${server.apiUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${own.ownerKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${own.ownerKey}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };
@@ -31,7 +34,9 @@ describe('the control plane names the missing resource (CONTRACT §5)', () => {
         ['DELETE', `/v1/control/api-keys/${id}`],
       ] as [string, string, unknown?][]) {
         const r = await call(method, path, body);
-        expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(`${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'API key not found' })}`);
+        expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(
+          `${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'API key not found' })}`,
+        );
       }
     }
   });
@@ -56,7 +61,9 @@ describe('the control plane names the missing resource (CONTRACT §5)', () => {
         ['POST', '/v1/control/members', { email: 'a@b.example', role: 'viewer', project: id }],
       ] as [string, string, unknown?][]) {
         const r = await call(method, path, body);
-        expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(`${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'Project not found' })}`);
+        expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(
+          `${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'Project not found' })}`,
+        );
       }
     }
   });
@@ -71,7 +78,9 @@ describe('the control plane names the missing resource (CONTRACT §5)', () => {
       ['GET', `${base}/customer-role-assignments?role=nope`],
     ] as [string, string, unknown?][]) {
       const r = await call(method, path, body);
-      expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(`${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'Customer role not found' })}`);
+      expect(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`).toBe(
+        `${method} ${path}: 404 ${JSON.stringify({ error: 'NOT_FOUND', message: 'Customer role not found' })}`,
+      );
     }
     const d = await call('POST', `${base}/domains/verify`, { domain: 'nope.example' });
     expect(d.status).toBe(404);

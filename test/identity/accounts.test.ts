@@ -13,7 +13,9 @@ let p: GqlProject;
 let pk: string;
 
 beforeAll(async () => {
-  ({ server, p, pk } = await startGqlProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
+  ({ server, p, pk } = await startGqlProject([
+    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
+  ]));
 }, 60_000);
 afterAll(() => server.stop());
 
@@ -26,11 +28,14 @@ const email = () => `u${Math.random().toString(16).slice(2, 10)}@Example.com`;
 const bearer = (t: string) => ({ authorization: `Bearer ${t}` });
 
 async function setSettings(settings: Record<string, unknown>) {
-  await server.svc.sql`update projects set settings = settings || ${server.svc.sql.json(settings as never)} where id = ${p.projectId}`;
+  await server.svc
+    .sql`update projects set settings = settings || ${server.svc.sql.json(settings as never)} where id = ${p.projectId}`;
   await (await server.svc.projects.get(p.projectId)).reload();
 }
 
-async function mails(to?: string): Promise<{ to: string; subject: string; text: string; list: string; headers: Record<string, string> }[]> {
+async function mails(
+  to?: string,
+): Promise<{ to: string; subject: string; text: string; list: string; headers: Record<string, string> }[]> {
   let out = '';
   const argv = ['mail', 'list', '--json', ...(to ? ['--to', to] : [])];
   const code = await runCli(argv, { out: (s) => (out += s), err: () => {} }, { SVC_DATA_DIR: server.dataDir });
@@ -39,7 +44,9 @@ async function mails(to?: string): Promise<{ to: string; subject: string; text: 
 }
 
 async function customers(): Promise<number> {
-  const [r] = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customers where project_id = ${p.projectId}`;
+  const [r] = await server.svc.sql<
+    { n: number }[]
+  >`select count(*)::int as n from customers where project_id = ${p.projectId}`;
   return r!.n;
 }
 
@@ -56,7 +63,9 @@ describe('register → login → currentUser → refresh → reuse → logout', 
     expect(payload.sub).toBe(r.customer.id);
 
     // The password is stored as argon2id, never in the clear.
-    const [row] = await server.svc.sql<{ password_hash: string }[]>`select password_hash from customers where id = ${r.customer.id}`;
+    const [row] = await server.svc.sql<
+      { password_hash: string }[]
+    >`select password_hash from customers where id = ${r.customer.id}`;
     expect(row!.password_hash).toStartWith('$argon2id$');
     // The refresh token is opaque and stored as a digest only.
     expect(r.refreshToken).toStartWith('rt_');
@@ -83,9 +92,14 @@ describe('register → login → currentUser → refresh → reuse → logout', 
 
     // Re-using the rotated token is theft: the whole session dies, new tokens included.
     const reuse = await p.gql(pk, REFRESH, { t: l.refreshToken });
-    expect(reuse.body.errors[0]).toMatchObject({ message: 'Invalid or expired token', extensions: { code: 'UNAUTHENTICATED' } });
+    expect(reuse.body.errors[0]).toMatchObject({
+      message: 'Invalid or expired token',
+      extensions: { code: 'UNAUTHENTICATED' },
+    });
     expect((await p.gql(pk, REFRESH, { t: f.refreshToken })).body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
-    expect((await p.gql(pk, ME, undefined, bearer(f.accessToken))).body.errors[0].message).toBe('Invalid or expired token');
+    expect((await p.gql(pk, ME, undefined, bearer(f.accessToken))).body.errors[0].message).toBe(
+      'Invalid or expired token',
+    );
     // The registration's own session is untouched.
     expect((await p.gql(pk, ME, undefined, bearer(r.accessToken))).body.data.currentUser.id).toBe(r.customer.id);
 
@@ -93,8 +107,12 @@ describe('register → login → currentUser → refresh → reuse → logout', 
     const peer = await spawnPeer(server);
     try {
       const onPeer = () =>
-        fetch(`${peer.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk, ...bearer(r.accessToken) }, body: JSON.stringify({ query: ME }) });
-      expect((await (await onPeer()).json() as any).data.currentUser.id).toBe(r.customer.id);
+        fetch(`${peer.apiUrl}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': pk, ...bearer(r.accessToken) },
+          body: JSON.stringify({ query: ME }),
+        });
+      expect(((await (await onPeer()).json()) as any).data.currentUser.id).toBe(r.customer.id);
       // And the other way round: a token the peer signs is accepted here (one key set in PostgreSQL).
       const peerLogin = await fetch(`${peer.apiUrl}/graphql`, {
         method: 'POST',
@@ -102,7 +120,9 @@ describe('register → login → currentUser → refresh → reuse → logout', 
         body: JSON.stringify({ query: LOGIN, variables: { e, p: 'correct horse battery' } }),
       });
       const fromPeer = ((await peerLogin.json()) as any).data.loginCustomer;
-      expect((await p.gql(pk, ME, undefined, bearer(fromPeer.accessToken))).body.data.currentUser.id).toBe(r.customer.id);
+      expect((await p.gql(pk, ME, undefined, bearer(fromPeer.accessToken))).body.data.currentUser.id).toBe(
+        r.customer.id,
+      );
       const out = await p.gql(pk, `mutation($t: String) { logoutCustomer(refreshToken: $t) }`, { t: r.refreshToken });
       expect(out.body.data.logoutCustomer).toBe(true);
       expect((await p.gql(pk, ME, undefined, bearer(r.accessToken))).status).toBe(401);
@@ -118,7 +138,7 @@ describe('register → login → currentUser → refresh → reuse → logout', 
     }
   }, 60_000);
 
-  test('logout without a refresh token revokes the access token\'s own session', async () => {
+  test("logout without a refresh token revokes the access token's own session", async () => {
     const reg = (await p.gql(pk, REGISTER, { e: email(), p: 'another fine password' })).body.data.registerCustomer;
     const out = await p.gql(pk, 'mutation { logoutCustomer }', undefined, bearer(reg.accessToken));
     expect(out.body.data.logoutCustomer).toBe(true);
@@ -146,7 +166,10 @@ describe('bad input leaves nothing behind', () => {
       const r = await p.gql(pk, REGISTER, vars);
       expect(r.body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'password' });
     }
-    expect((await p.gql(pk, REGISTER, { p: 'correct horse battery' })).body.errors[0].extensions).toEqual({ code: 'BAD_USER_INPUT', field: 'email' });
+    expect((await p.gql(pk, REGISTER, { p: 'correct horse battery' })).body.errors[0].extensions).toEqual({
+      code: 'BAD_USER_INPUT',
+      field: 'email',
+    });
     expect(await customers()).toBe(before);
     const e = email();
     expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
@@ -161,18 +184,26 @@ describe('bad input leaves nothing behind', () => {
     const unknown = await p.gql(pk, LOGIN, { e: email(), p: 'correct horse battery' });
     const wrong = await p.gql(pk, LOGIN, { e, p: 'wrong horse battery' });
     expect(unknown.body.errors[0]).toEqual(wrong.body.errors[0]);
-    expect(wrong.body.errors[0]).toMatchObject({ message: 'Invalid email or password', extensions: { code: 'UNAUTHENTICATED' } });
+    expect(wrong.body.errors[0]).toMatchObject({
+      message: 'Invalid email or password',
+      extensions: { code: 'UNAUTHENTICATED' },
+    });
     const codes: string[] = [];
-    for (let i = 0; i < 20; i++) codes.push((await p.gql(pk, LOGIN, { e, p: `wrong password ${i}` })).body.errors[0].extensions.code);
+    for (let i = 0; i < 20; i++)
+      codes.push((await p.gql(pk, LOGIN, { e, p: `wrong password ${i}` })).body.errors[0].extensions.code);
     expect(codes.at(-1)).toBe('RATE_LIMITED');
     expect(codes.filter((c) => c === 'RATE_LIMITED').length).toBeGreaterThan(5);
-    expect((await p.gql(pk, LOGIN, { e, p: 'correct horse battery' })).body.errors[0].extensions.code).toBe('RATE_LIMITED');
+    expect((await p.gql(pk, LOGIN, { e, p: 'correct horse battery' })).body.errors[0].extensions.code).toBe(
+      'RATE_LIMITED',
+    );
   }, 60_000);
 
   test('a burst of 20 wrong passwords sent at once checks at most 10 of them; the rest are RATE_LIMITED', async () => {
     const e = email();
     expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => p.gql(pk, LOGIN, { e, p: `wrong password ${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => p.gql(pk, LOGIN, { e, p: `wrong password ${i}` })),
+    );
     const codes = answers.map((a) => a.body.errors[0].extensions.code as string);
     expect(codes.every((c) => c === 'UNAUTHENTICATED' || c === 'RATE_LIMITED')).toBe(true);
     // 10 failures per email: never more password checks than that, however the requests interleave.
@@ -184,7 +215,9 @@ describe('bad input leaves nothing behind', () => {
     const good = email();
     expect((await p.gql(pk, REGISTER, { e: good, p: 'correct horse battery' })).body.errors).toBeUndefined();
     // One real failure from this address, with an address that has no account.
-    expect((await p.gql(pk, LOGIN, { e: email(), p: 'some wrong password' })).body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+    expect((await p.gql(pk, LOGIN, { e: email(), p: 'some wrong password' })).body.errors[0].extensions.code).toBe(
+      'UNAUTHENTICATED',
+    );
     const [ip] = await server.svc.sql<{ subject: string; n: number }[]>`
       select subject, count(*)::int as n from customer_login_failures where project_id = ${p.projectId} and subject like 'ip:%' group by subject`;
     expect(ip!.subject).toStartWith('ip:');
@@ -192,14 +225,19 @@ describe('bad input leaves nothing behind', () => {
       // The failures other addresses' attempts would leave from this IP, short of the limit by four
       // (each a distinct email, so no email limit is reached; written directly: 95 argon2id
       // checks would only make the test slow).
-      await server.svc.sql`insert into customer_login_failures (project_id, subject) select ${p.projectId}, ${ip!.subject} from generate_series(1, ${100 - ip!.n - 4})`;
-      for (let i = 0; i < 4; i++) expect((await p.gql(pk, LOGIN, { e: email(), p: 'another wrong one' })).body.errors[0].extensions.code).toBe('UNAUTHENTICATED');
+      await server.svc
+        .sql`insert into customer_login_failures (project_id, subject) select ${p.projectId}, ${ip!.subject} from generate_series(1, ${100 - ip!.n - 4})`;
+      for (let i = 0; i < 4; i++)
+        expect((await p.gql(pk, LOGIN, { e: email(), p: 'another wrong one' })).body.errors[0].extensions.code).toBe(
+          'UNAUTHENTICATED',
+        );
       // 100 failures from this address: the right password of an untouched account is refused here.
       const refused = await p.gql(pk, LOGIN, { e: good, p: 'correct horse battery' });
       expect(refused.body.errors[0]).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
       expect(refused.body.data ?? null).toBeNull();
     } finally {
-      await server.svc.sql`delete from customer_login_failures where project_id = ${p.projectId} and subject = ${ip!.subject}`;
+      await server.svc
+        .sql`delete from customer_login_failures where project_id = ${p.projectId} and subject = ${ip!.subject}`;
     }
     // Once the address's count is gone, the same login goes through: the refusal was the IP's.
     expect((await p.gql(pk, LOGIN, { e: good, p: 'correct horse battery' })).body.errors).toBeUndefined();
@@ -210,7 +248,9 @@ describe('bad input leaves nothing behind', () => {
     const r = await p.gql(pk, REGISTER, { e: email(), p: 'correct horse battery' });
     expect(r.body.errors[0].extensions.code).toBe('PERMISSION_DENIED');
     await setSettings({ customerSignupEnabled: true, customerPasswordEnabled: false });
-    expect((await p.gql(pk, LOGIN, { e: email(), p: 'correct horse battery' })).body.errors[0].extensions.code).toBe('PERMISSION_DENIED');
+    expect((await p.gql(pk, LOGIN, { e: email(), p: 'correct horse battery' })).body.errors[0].extensions.code).toBe(
+      'PERMISSION_DENIED',
+    );
     await setSettings({ customerPasswordEnabled: true });
   });
 });
@@ -227,7 +267,9 @@ describe('one-time codes and mail', () => {
     expect(mail!.list).toBe('otp');
     const code = /\b(\d{6})\b/.exec(mail!.subject)![1]!;
     // Stored hashed, never the code itself.
-    const stored = await server.svc.sql<{ code_hash: string }[]>`select code_hash from customer_otps where email = ${e.toLowerCase()}`;
+    const stored = await server.svc.sql<
+      { code_hash: string }[]
+    >`select code_hash from customer_otps where email = ${e.toLowerCase()}`;
     expect(stored[0]!.code_hash).not.toContain(code);
     const wrongCode = code === '000000' ? '111111' : '000000';
     expect((await p.gql(pk, use, { e, c: wrongCode })).body.errors[0].message).toBe('Invalid or expired code');
@@ -249,17 +291,29 @@ describe('one-time codes and mail', () => {
       const late = email().toLowerCase();
       expect((await p.gql(pk, ask, { e: late })).body.data.requestCustomerOtp).toBe(true);
       const lateCode = await codeOf(late);
-      await server.svc.sql`update customer_otps set expires_at = now() - interval '1 second' where project_id = ${p.projectId} and email = ${late}`;
-      expect((await p.gql(pk, use, { e: late, c: lateCode })).body.errors[0]).toMatchObject({ message: 'Invalid or expired code', extensions: { code: 'UNAUTHENTICATED' } });
+      await server.svc
+        .sql`update customer_otps set expires_at = now() - interval '1 second' where project_id = ${p.projectId} and email = ${late}`;
+      expect((await p.gql(pk, use, { e: late, c: lateCode })).body.errors[0]).toMatchObject({
+        message: 'Invalid or expired code',
+        extensions: { code: 'UNAUTHENTICATED' },
+      });
 
       const guessed = email().toLowerCase();
       expect((await p.gql(pk, ask, { e: guessed })).body.data.requestCustomerOtp).toBe(true);
       const code = await codeOf(guessed);
       const wrong = (i: number) => String((Number(code) + 1 + i) % 1_000_000).padStart(6, '0');
-      for (let i = 0; i < 5; i++) expect((await p.gql(pk, use, { e: guessed, c: wrong(i) })).body.errors[0].message).toBe('Invalid or expired code');
-      expect((await p.gql(pk, use, { e: guessed, c: code })).body.errors[0]).toMatchObject({ message: 'Invalid or expired code', extensions: { code: 'UNAUTHENTICATED' } });
+      for (let i = 0; i < 5; i++)
+        expect((await p.gql(pk, use, { e: guessed, c: wrong(i) })).body.errors[0].message).toBe(
+          'Invalid or expired code',
+        );
+      expect((await p.gql(pk, use, { e: guessed, c: code })).body.errors[0]).toMatchObject({
+        message: 'Invalid or expired code',
+        extensions: { code: 'UNAUTHENTICATED' },
+      });
       // No account was made by either refused login.
-      const [n] = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customers where project_id = ${p.projectId} and email in ${server.svc.sql([late, guessed])}`;
+      const [n] = await server.svc.sql<
+        { n: number }[]
+      >`select count(*)::int as n from customers where project_id = ${p.projectId} and email in ${server.svc.sql([late, guessed])}`;
       expect(n!.n).toBe(0);
     } finally {
       await setSettings({ customerOtpEnabled: false });
@@ -273,7 +327,10 @@ describe('one-time codes and mail', () => {
       expect((await p.gql(pk, REGISTER, { e, p: 'correct horse battery' })).body.errors).toBeUndefined();
       // A code mailed afterwards shows the outbox is read after anything the registration sent.
       await setSettings({ customerOtpEnabled: true });
-      expect((await p.gql(pk, `mutation($e: String!) { requestCustomerOtp(email: $e) }`, { e })).body.data.requestCustomerOtp).toBe(true);
+      expect(
+        (await p.gql(pk, `mutation($e: String!) { requestCustomerOtp(email: $e) }`, { e })).body.data
+          .requestCustomerOtp,
+      ).toBe(true);
       expect((await mails(e)).map((m) => m.list)).toEqual(['otp']);
     } finally {
       await setSettings({ customerWelcomeEmailEnabled: true, customerOtpEnabled: false });
@@ -291,18 +348,26 @@ describe('one-time codes and mail', () => {
     expect(welcome!.text).toContain(link.href);
     // SVC_BASE_URL names the public address; the test server listens on an ephemeral port.
     const url = `${server.apiUrl}${link.pathname}${link.search}`;
-    const optOuts = () => server.svc.sql`select list from email_unsubscribes where project_id = ${p.projectId} and email = ${e}`;
+    const optOuts = () =>
+      server.svc.sql`select list from email_unsubscribes where project_id = ${p.projectId} and email = ${e}`;
 
     const get = await fetch(url);
     expect(get.status).toBe(200);
     expect(await get.text()).toContain('<form method="post"');
     expect(await optOuts()).toHaveLength(0);
 
-    const post = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+    const post = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'List-Unsubscribe=One-Click',
+    });
     expect(post.status).toBe(200);
     expect((await optOuts()).map((r) => r.list)).toEqual(['welcome']);
 
-    const forged = url.replace(/token=[^.]+/, `token=${Buffer.from(JSON.stringify({ p: p.projectId, e: 'victim@example.com', l: '*' })).toString('base64url')}`);
+    const forged = url.replace(
+      /token=[^.]+/,
+      `token=${Buffer.from(JSON.stringify({ p: p.projectId, e: 'victim@example.com', l: '*' })).toString('base64url')}`,
+    );
     expect((await fetch(forged, { method: 'POST' })).status).toBe(400);
     expect((await fetch(`${server.apiUrl}/v1/email/unsubscribe?token=garbage`)).status).toBe(400);
   });

@@ -33,13 +33,47 @@ beforeAll(async () => {
   appBase = `http://127.0.0.1:${appPort}`;
   server = await startTestServer({ PORT: String(port), SVC_BASE_URL: base });
   const p = await bootstrapProject(server, 'browser');
-  const r = await cli(server, p.ownerKey, 'push', '--json', '--dir', folder({ 'svc.config.json': minimal(p, {
-    project: { id: p.projectId, tenantId: p.tenantId, settings: { displayName: 'Acme Outfitters', primaryColor: '#0b6e4f', customerOtpEnabled: true } },
-    authProviders: [{ key: 'google', name: 'Google', type: 'oauth2', isDefault: true, config: { issuer: 'https://accounts.google.com', clientId: 'acme-store' } }],
-    relyingParties: [{ clientId: 'store', name: 'Acme Store', redirectUris: [`${appBase}/cb`], allowedScopes: ['openid', 'email', 'profile'] }],
-  }) }));
+  const r = await cli(
+    server,
+    p.ownerKey,
+    'push',
+    '--json',
+    '--dir',
+    folder({
+      'svc.config.json': minimal(p, {
+        project: {
+          id: p.projectId,
+          tenantId: p.tenantId,
+          settings: { displayName: 'Acme Outfitters', primaryColor: '#0b6e4f', customerOtpEnabled: true },
+        },
+        authProviders: [
+          {
+            key: 'google',
+            name: 'Google',
+            type: 'oauth2',
+            isDefault: true,
+            config: { issuer: 'https://accounts.google.com', clientId: 'acme-store' },
+          },
+        ],
+        relyingParties: [
+          {
+            clientId: 'store',
+            name: 'Acme Store',
+            redirectUris: [`${appBase}/cb`],
+            allowedScopes: ['openid', 'email', 'profile'],
+          },
+        ],
+      }),
+    }),
+  );
   if (r.code !== 0) throw new Error(r.out + r.err);
-  const config = await oidc.discovery(new URL(`${base}/customer`), `${p.projectId}.store`, { id_token_signed_response_alg: 'EdDSA' }, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  const config = await oidc.discovery(
+    new URL(`${base}/customer`),
+    `${p.projectId}.store`,
+    { id_token_signed_response_alg: 'EdDSA' },
+    oidc.None(),
+    { execute: [oidc.allowInsecureRequests] },
+  );
 
   // The relying party: a small web app that signs its users in with openid-client.
   const pending = new Map<string, { verifier: string; nonce: string }>();
@@ -54,7 +88,12 @@ beforeAll(async () => {
         const nonce = oidc.randomNonce();
         pending.set(state, { verifier, nonce });
         const to = oidc.buildAuthorizationUrl(config, {
-          redirect_uri: `${appBase}/cb`, scope: 'openid email profile', state, nonce, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
+          redirect_uri: `${appBase}/cb`,
+          scope: 'openid email profile',
+          state,
+          nonce,
+          code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+          code_challenge_method: 'S256',
         });
         return Response.redirect(to.href, 302);
       }
@@ -63,19 +102,37 @@ beforeAll(async () => {
         const p = pending.get(state);
         if (!p) return new Response('unknown state', { status: 400 });
         pending.delete(state);
-        const tokens = await oidc.authorizationCodeGrant(config, url, { pkceCodeVerifier: p.verifier, expectedState: state, expectedNonce: p.nonce, idTokenExpected: true });
+        const tokens = await oidc.authorizationCodeGrant(config, url, {
+          pkceCodeVerifier: p.verifier,
+          expectedState: state,
+          expectedNonce: p.nonce,
+          idTokenExpected: true,
+        });
         const c = tokens.claims()!;
-        return new Response(`<!doctype html><title>Store</title><h1 id="who">Signed in as ${c.email}</h1><p id="sub">${c.sub}</p>`, { headers: { 'content-type': 'text/html' } });
+        return new Response(
+          `<!doctype html><title>Store</title><h1 id="who">Signed in as ${c.email}</h1><p id="sub">${c.sub}</p>`,
+          { headers: { 'content-type': 'text/html' } },
+        );
       }
       if (url.pathname === '/framed') {
-        return new Response(`<!doctype html><title>framing</title><iframe id="f" src="${base}/auth/authorize?client_id=${p.projectId}.store"></iframe>`, { headers: { 'content-type': 'text/html' } });
+        return new Response(
+          `<!doctype html><title>framing</title><iframe id="f" src="${base}/auth/authorize?client_id=${p.projectId}.store"></iframe>`,
+          { headers: { 'content-type': 'text/html' } },
+        );
       }
       return new Response('not found', { status: 404 });
     },
   });
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
 }, 120_000);
 afterAll(async () => {
@@ -115,7 +172,11 @@ describe.skipIf(!CHROMIUM)('the hosted login in headless Chromium', () => {
     const order: string[] = [];
     for (let i = 0; i < 8; i++) {
       await page.keyboard.press('Tab');
-      order.push(await page.locator(':focus').evaluate((el: { id: string; textContent: string | null }) => el.id || el.textContent || ''));
+      order.push(
+        await page
+          .locator(':focus')
+          .evaluate((el: { id: string; textContent: string | null }) => el.id || el.textContent || ''),
+      );
     }
     const pw = order.indexOf('pw-email');
     expect(pw).toBeGreaterThanOrEqual(0);

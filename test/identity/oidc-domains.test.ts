@@ -40,22 +40,46 @@ beforeAll(async () => {
   projectId = p.projectId;
   const other = await bootstrapProject(server, 'other');
   const config = minimal(p, {
-    project: { id: p.projectId, tenantId: p.tenantId, settings: { displayName: 'Acme Accounts', primaryColor: '#a30' } },
-    relyingParties: [{ clientId: 'web', name: 'Acme Web', redirectUris: [WEB], allowedOrigins: ['https://app.example'], customDomains: [DOMAIN], postLoginUrl: ACCOUNT }],
+    project: {
+      id: p.projectId,
+      tenantId: p.tenantId,
+      settings: { displayName: 'Acme Accounts', primaryColor: '#a30' },
+    },
+    relyingParties: [
+      {
+        clientId: 'web',
+        name: 'Acme Web',
+        redirectUris: [WEB],
+        allowedOrigins: ['https://app.example'],
+        customDomains: [DOMAIN],
+        postLoginUrl: ACCOUNT,
+      },
+    ],
   });
   const dir = folder({ 'svc.config.json': config });
   // Before the records exist the domain serves nothing.
   const r = await cli(server, p.ownerKey, 'push', '--dir', dir);
   if (r.code !== 0) throw new Error(r.out + r.err);
   pushText = r.out;
-  const pending = await new Browser({ [`${DOMAIN}:${port}`]: `127.0.0.1:${port}` }).fetch(`${custom}/authorize?client_id=${p.projectId}.web`);
+  const pending = await new Browser({ [`${DOMAIN}:${port}`]: `127.0.0.1:${port}` }).fetch(
+    `${custom}/authorize?client_id=${p.projectId}.web`,
+  );
   if (pending.status !== 404) throw new Error(`a pending domain answered ${pending.status}`);
   const token = /TXT _svc-challenge\.login\.acme\.test (\S+)/.exec(r.out)![1]!;
   records.txt.set(`_svc-challenge.${DOMAIN}`, token);
   records.cname.set(DOMAIN, '127.0.0.1');
   const v = await cli(server, p.ownerKey, 'domains', 'verify', DOMAIN, '--dir', dir, '--json');
   if (v.code !== 0) throw new Error(v.out + v.err);
-  const o = await cli(server, other.ownerKey, 'push', '--dir', folder({ 'svc.config.json': minimal(other, { relyingParties: [{ clientId: 'web', name: 'Other', redirectUris: [WEB] }] }) }), '--json');
+  const o = await cli(
+    server,
+    other.ownerKey,
+    'push',
+    '--dir',
+    folder({
+      'svc.config.json': minimal(other, { relyingParties: [{ clientId: 'web', name: 'Other', redirectUris: [WEB] }] }),
+    }),
+    '--json',
+  );
   if (o.code !== 0) throw new Error(o.out + o.err);
   otherClient = `${other.projectId}.web`;
 }, 90_000);
@@ -82,7 +106,9 @@ async function customDiscovery(): Promise<oidc.Configuration> {
 
 describe('custom domains', () => {
   test('svc push prints the DNS challenge of a new domain: the CNAME target and the _svc-challenge TXT value', () => {
-    expect(pushText).toContain(`domain ${DOMAIN} is pending; add these DNS records, then run svc domains verify ${DOMAIN}:`);
+    expect(pushText).toContain(
+      `domain ${DOMAIN} is pending; add these DNS records, then run svc domains verify ${DOMAIN}:`,
+    );
     expect(pushText).toContain(`CNAME ${DOMAIN} 127.0.0.1`);
     expect(pushText).toMatch(new RegExp(`TXT _svc-challenge\\.${DOMAIN.replace(/\./g, '\\.')} [0-9a-f]{32}`));
   });
@@ -104,7 +130,12 @@ describe('custom domains', () => {
     expect(post.status).toBe(303);
     const loc = new URL(post.headers.get('location')!);
     expect(loc.searchParams.get('iss')).toBe(custom);
-    const tokens = await oidc.authorizationCodeGrant(config, loc, { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(config, loc, {
+      pkceCodeVerifier: a.verifier,
+      expectedState: a.state,
+      expectedNonce: a.nonce,
+      idTokenExpected: true,
+    });
     expect(tokens.claims()!.iss).toBe(custom);
     expect(tokens.claims()!.email).toBe(email);
     // The cookie lives on the domain, for the whole host.
@@ -115,7 +146,14 @@ describe('custom domains', () => {
     const p2 = await b.submit(a2.url, 'password', { email, password: PASSWORD });
     const code = new URL(p2.post.headers.get('location')!).searchParams.get('code')!;
     const res = await fetch(`http://127.0.0.1:${port}/customer/oauth/token`, {
-      method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', client_id: `${projectId}.web`, code, redirect_uri: WEB, code_verifier: a2.verifier }),
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: `${projectId}.web`,
+        code,
+        redirect_uri: WEB,
+        code_verifier: a2.verifier,
+      }),
     });
     expect(((await res.json()) as { error: string }).error).toBe('invalid_grant');
   });
@@ -138,14 +176,24 @@ describe('custom domains', () => {
     const a = await authRequest(config, WEB);
     const silent = await b.fetch(a.url);
     expect(silent.status).toBe(303);
-    const tokens = await oidc.authorizationCodeGrant(config, new URL(silent.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce });
+    const tokens = await oidc.authorizationCodeGrant(config, new URL(silent.headers.get('location')!), {
+      pkceCodeVerifier: a.verifier,
+      expectedState: a.state,
+      expectedNonce: a.nonce,
+    });
     expect(tokens.claims()!.email).toBe(email);
   });
 
   test("another project's party is not served on the domain; an unknown host serves no login", async () => {
     await customDiscovery();
     const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
-    const q = new URLSearchParams({ client_id: otherClient, redirect_uri: WEB, response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256' });
+    const q = new URLSearchParams({
+      client_id: otherClient,
+      redirect_uri: WEB,
+      response_type: 'code',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const res = await browser().fetch(`${custom}/authorize?${q}`);
     expect(res.status).toBe(400);
     expect(res.headers.get('location')).toBeNull();
@@ -167,14 +215,23 @@ describe('custom domains', () => {
       const peerAddr = new URL(peer.apiUrl).host;
       // The same public address, answered by the peer (as behind a load balancer).
       const viaPeer = new Browser({ [`${DOMAIN}:${port}`]: peerAddr });
-      const doc = (await (await viaPeer.fetch(`${custom}/.well-known/openid-configuration`)).json()) as { issuer: string };
+      const doc = (await (await viaPeer.fetch(`${custom}/.well-known/openid-configuration`)).json()) as {
+        issuer: string;
+      };
       expect(doc.issuer).toBe(custom);
       const a = await authRequest(config, WEB);
       const b = browser();
       const { post } = await b.submit(a.url, 'signup', { email: newEmail(), password: PASSWORD });
       const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
       const res = await viaPeer.fetch(`${custom}/oauth/token`, {
-        method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', client_id: `${projectId}.web`, code, redirect_uri: WEB, code_verifier: a.verifier }),
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: `${projectId}.web`,
+          code,
+          redirect_uri: WEB,
+          code_verifier: a.verifier,
+        }),
       });
       expect(res.status).toBe(200);
       // The browser session made on the first process signs in on the peer.

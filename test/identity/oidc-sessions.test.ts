@@ -48,7 +48,12 @@ async function signUpAt(browser: Browser, party = 'web', redirect = WEB) {
   const email = newEmail();
   const { post } = await browser.submit(a.url, 'signup', { email, password: PASSWORD, name: 'Ada' });
   expect(post.status).toBe(303);
-  const tokens = await oidc.authorizationCodeGrant(rp[party]!, new URL(post.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: true });
+  const tokens = await oidc.authorizationCodeGrant(rp[party]!, new URL(post.headers.get('location')!), {
+    pkceCodeVerifier: a.verifier,
+    expectedState: a.state,
+    expectedNonce: a.nonce,
+    idTokenExpected: true,
+  });
   return { email, tokens, post };
 }
 
@@ -77,7 +82,12 @@ describe('browser sessions at the hosted login', () => {
     expect(res.status).toBe(303);
     const loc = new URL(res.headers.get('location')!);
     expect(loc.origin + loc.pathname).toBe(SHOP);
-    const shop = await oidc.authorizationCodeGrant(rp.shop!, loc, { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: true });
+    const shop = await oidc.authorizationCodeGrant(rp.shop!, loc, {
+      pkceCodeVerifier: a.verifier,
+      expectedState: a.state,
+      expectedNonce: a.nonce,
+      idTokenExpected: true,
+    });
     const c1 = first.tokens.claims()!;
     const c2 = shop.claims()!;
     expect(c2.sub).toBe(c1.sub);
@@ -120,19 +130,35 @@ describe('browser sessions at the hosted login', () => {
   test('logout with id_token_hint ends the browser session and the hinted tokens and returns to a registered URI; without a hint it asks first', async () => {
     const browser = new Browser();
     const { tokens } = await signUpAt(browser);
-    const bad = await browser.fetch(`${base}/auth/logout?${new URLSearchParams({ id_token_hint: tokens.id_token!, post_logout_redirect_uri: 'https://evil.example/' })}`);
+    const bad = await browser.fetch(
+      `${base}/auth/logout?${new URLSearchParams({ id_token_hint: tokens.id_token!, post_logout_redirect_uri: 'https://evil.example/' })}`,
+    );
     expect(bad.status).toBe(400);
     expect(bad.headers.get('location')).toBeNull();
     // A forged or foreign hint, or a client_id that is not the hint's, ends nothing.
     const [h, p, sig] = tokens.id_token!.split('.');
     const forgedHint = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'cus_other' })).toString('base64url')}.${sig}`;
-    for (const q of [{ id_token_hint: forgedHint }, { id_token_hint: 'garbage' }, { id_token_hint: tokens.id_token!, client_id: `${projectId}.shop` }] as Record<string, string>[]) {
-      const res = await browser.fetch(`${base}/auth/logout?${new URLSearchParams({ ...q, post_logout_redirect_uri: WEB })}`);
-      expect({ q, status: res.status, location: res.headers.get('location') }).toEqual({ q, status: 400, location: null });
+    for (const q of [
+      { id_token_hint: forgedHint },
+      { id_token_hint: 'garbage' },
+      { id_token_hint: tokens.id_token!, client_id: `${projectId}.shop` },
+    ] as Record<string, string>[]) {
+      const res = await browser.fetch(
+        `${base}/auth/logout?${new URLSearchParams({ ...q, post_logout_redirect_uri: WEB })}`,
+      );
+      expect({ q, status: res.status, location: res.headers.get('location') }).toEqual({
+        q,
+        status: 400,
+        location: null,
+      });
     }
     expect(browser.cookies(new URL(base).host).has(cookieName())).toBe(true);
 
-    const url = oidc.buildEndSessionUrl(rp.web!, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: WEB, state: 'bye' });
+    const url = oidc.buildEndSessionUrl(rp.web!, {
+      id_token_hint: tokens.id_token!,
+      post_logout_redirect_uri: WEB,
+      state: 'bye',
+    });
     expect(url.href.startsWith(`${base}/auth/logout?`)).toBe(true);
     const out = await browser.fetch(url);
     expect(out.status).toBe(303);
@@ -140,8 +166,11 @@ describe('browser sessions at the hosted login', () => {
     expect(out.headers.getSetCookie().find((c) => c.startsWith(`${cookieName()}=`))).toContain('Max-Age=0');
     expect(browser.cookies(new URL(base).host).has(cookieName())).toBe(false);
     expect((await silent(browser, 'shop', SHOP)).res.status).toBe(200);
-    await expect(oidc.refreshTokenGrant(rp.web!, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
-    const [row] = await server.svc.sql`select count(*)::int as n from auth_browser_sessions where project_id = ${projectId} and revoked_at is null and customer_id = ${tokens.claims()!.sub}`;
+    await expect(oidc.refreshTokenGrant(rp.web!, tokens.refresh_token!)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+    const [row] = await server.svc
+      .sql`select count(*)::int as n from auth_browser_sessions where project_id = ${projectId} and revoked_at is null and customer_id = ${tokens.claims()!.sub}`;
     expect(row!.n).toBe(0);
 
     // No hint: a confirmation page whose form (CSRF-protected) signs out.
@@ -151,10 +180,16 @@ describe('browser sessions at the hosted login', () => {
     const page = await ask.text();
     expect(ask.status).toBe(200);
     expect(page).toContain('Sign out');
-    const forged = await new Browser().fetch(`${base}/auth/logout`, { method: 'POST', body: new URLSearchParams({ client_id: `${projectId}.web` }) });
+    const forged = await new Browser().fetch(`${base}/auth/logout`, {
+      method: 'POST',
+      body: new URLSearchParams({ client_id: `${projectId}.web` }),
+    });
     expect(forged.status).toBe(403);
     const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
-    const done = await other.fetch(`${base}/auth/logout`, { method: 'POST', body: new URLSearchParams({ client_id: `${projectId}.web`, csrf }) });
+    const done = await other.fetch(`${base}/auth/logout`, {
+      method: 'POST',
+      body: new URLSearchParams({ client_id: `${projectId}.web`, csrf }),
+    });
     expect(done.status).toBe(200);
     expect(other.cookies(new URL(base).host).has(cookieName())).toBe(false);
   });
@@ -167,10 +202,18 @@ describe('refresh and userinfo', () => {
     const refreshed = await oidc.refreshTokenGrant(rp.web!, tokens.refresh_token!);
     expect(refreshed.id_token).toBeString();
     const after = refreshed.claims()!;
-    expect([after.iss, after.sub, after.aud, after.auth_time, after.sid]).toEqual([before.iss, before.sub, before.aud, before.auth_time, before.sid]);
+    expect([after.iss, after.sub, after.aud, after.auth_time, after.sid]).toEqual([
+      before.iss,
+      before.sub,
+      before.aud,
+      before.auth_time,
+      before.sid,
+    ]);
     expect(after.nonce).toBeUndefined();
     expect(decodeJwt(refreshed.id_token!).iat).toBeGreaterThanOrEqual(before.iat);
-    await expect(oidc.refreshTokenGrant(rp.shop!, refreshed.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(oidc.refreshTokenGrant(rp.shop!, refreshed.refresh_token!)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
     // The refused attempt by another party does not spend the token.
     const again = await oidc.refreshTokenGrant(rp.web!, refreshed.refresh_token!);
     expect(again.claims()!.sub).toBe(before.sub);
@@ -179,9 +222,13 @@ describe('refresh and userinfo', () => {
     expect(info.email).toBe(before.email as string);
     expect(info.name).toBe('Ada');
     // Browser apps read it from their party's origins only.
-    const fromApp = await fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://app.example' } });
+    const fromApp = await fetch(`${base}/customer/oauth/userinfo`, {
+      headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://app.example' },
+    });
     expect(fromApp.headers.get('access-control-allow-origin')).toBe('https://app.example');
-    const fromShop = await fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://shop.example' } });
+    const fromShop = await fetch(`${base}/customer/oauth/userinfo`, {
+      headers: { authorization: `Bearer ${again.access_token}`, origin: 'https://shop.example' },
+    });
     expect(fromShop.status).toBe(200);
     expect(fromShop.headers.get('access-control-allow-origin')).toBeNull();
     const noToken = await fetch(`${base}/customer/oauth/userinfo`);
@@ -211,7 +258,14 @@ describe('two processes on one database', () => {
       expect(res.status).toBe(303);
       const loc = new URL(res.headers.get('location')!);
       const exchanged = await fetch(`${peer.apiUrl}/customer/oauth/token`, {
-        method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', client_id: `${projectId}.shop`, code: loc.searchParams.get('code')!, redirect_uri: SHOP, code_verifier: a.verifier }),
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: `${projectId}.shop`,
+          code: loc.searchParams.get('code')!,
+          redirect_uri: SHOP,
+          code_verifier: a.verifier,
+        }),
       });
       expect(exchanged.status).toBe(200);
       const body = (await exchanged.json()) as { id_token: string };
@@ -227,20 +281,32 @@ describe('behind https (a TLS-terminating proxy in front of svc)', () => {
     const httpsServer = await startTestServer({ SVC_BASE_URL: 'https://login.example' });
     try {
       const p = await bootstrapProject(httpsServer, 'secure');
-      const config = minimal(p, { relyingParties: [{ clientId: 'web', name: 'Web', redirectUris: [WEB], allowedOrigins: ['https://app.example'] }] });
+      const config = minimal(p, {
+        relyingParties: [
+          { clientId: 'web', name: 'Web', redirectUris: [WEB], allowedOrigins: ['https://app.example'] },
+        ],
+      });
       const r = await cli(httpsServer, p.ownerKey, 'push', '--dir', folder({ 'svc.config.json': config }), '--json');
       expect(r.code).toBe(0);
       // The proxy forwards plain http with the public Host.
       const local = new URL(httpsServer.apiUrl);
       const browser = new Browser({ 'login.example': local.host });
       const plainFetch = browser.fetch.bind(browser);
-      browser.fetch = (url, init) => plainFetch(String(url).replace(/^https:\/\/login\.example/, `http://login.example`), init);
+      browser.fetch = (url, init) =>
+        plainFetch(String(url).replace(/^https:\/\/login\.example/, `http://login.example`), init);
       const verifier = oidc.randomPKCECodeVerifier();
       const url = new URL('https://login.example/auth/authorize');
       for (const [k, v] of Object.entries({
-        client_id: `${p.projectId}.web`, redirect_uri: WEB, response_type: 'code', scope: 'openid email', state: 'st', nonce: 'nn',
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256',
-      })) url.searchParams.set(k, v);
+        client_id: `${p.projectId}.web`,
+        redirect_uri: WEB,
+        response_type: 'code',
+        scope: 'openid email',
+        state: 'st',
+        nonce: 'nn',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }))
+        url.searchParams.set(k, v);
       const page = await browser.fetch(url);
       expect(page.status).toBe(200);
       const html = await page.text();

@@ -38,7 +38,11 @@ export class Browser {
   }
 
   /** GETs the page, fills the form of `step`, POSTs it to the form's action. */
-  async submit(url: string | URL, step: string, fields: Record<string, string>): Promise<{ page: string; post: Response }> {
+  async submit(
+    url: string | URL,
+    step: string,
+    fields: Record<string, string>,
+  ): Promise<{ page: string; post: Response }> {
     const res = await this.fetch(url);
     const page = await res.text();
     if (res.status !== 200) throw new Error(`page answered ${res.status}: ${page.slice(0, 300)}`);
@@ -55,22 +59,36 @@ export class Browser {
 /** The hidden inputs and action of the form whose step is `step`. */
 export function formOf(page: string, step: string, provider?: string): { action: string; form: URLSearchParams } {
   const forms = page.split('<form').slice(1);
-  const found = forms.find((f) => f.includes(`name="step" value="${step}"`) && (!provider || f.includes(`name="provider" value="${provider}"`)));
+  const found = forms.find(
+    (f) =>
+      f.includes(`name="step" value="${step}"`) && (!provider || f.includes(`name="provider" value="${provider}"`)),
+  );
   if (!found) throw new Error(`no ${step} form on the page`);
   const form = new URLSearchParams();
-  for (const m of found.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) form.set(m[1]!, unescapeHtml(m[2]!));
+  for (const m of found.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g))
+    form.set(m[1]!, unescapeHtml(m[2]!));
   return { action: unescapeHtml(/action="([^"]*)"/.exec(found)![1]!), form };
 }
 
 const unescapeHtml = (s: string) => s.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c)));
 
 /** A relying party's authorize URL with fresh PKCE, state and nonce. */
-export async function authRequest(config: oidc.Configuration, redirect_uri: string, extra: Record<string, string> = {}) {
+export async function authRequest(
+  config: oidc.Configuration,
+  redirect_uri: string,
+  extra: Record<string, string> = {},
+) {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
   const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri, scope: 'openid email profile', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce, ...extra,
+    redirect_uri,
+    scope: 'openid email profile',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...extra,
   });
   return { url, verifier, state, nonce };
 }

@@ -32,24 +32,88 @@ beforeAll(async () => {
   const [a, b] = [await freePort(), await freePort()];
   shopBase = `http://127.0.0.1:${a}`;
   idpBase = `http://127.0.0.1:${b}`;
-  [shop, idp] = await Promise.all([startTestServer({ PORT: String(a), SVC_BASE_URL: shopBase }), startTestServer({ PORT: String(b), SVC_BASE_URL: idpBase })]);
+  [shop, idp] = await Promise.all([
+    startTestServer({ PORT: String(a), SVC_BASE_URL: shopBase }),
+    startTestServer({ PORT: String(b), SVC_BASE_URL: idpBase }),
+  ]);
   const up = await bootstrapProject(idp, 'idp');
-  await push(idp, up, minimal(up, {
-    project: { id: up.projectId, tenantId: up.tenantId, settings: { displayName: 'Upstream ID', customerOtpEnabled: true } },
-    relyingParties: [{ clientId: 'federation', name: 'Acme Shop', redirectUris: [`${shopBase}/auth/callback`], allowedScopes: ['openid', 'email', 'profile'] }],
-  }));
+  await push(
+    idp,
+    up,
+    minimal(up, {
+      project: {
+        id: up.projectId,
+        tenantId: up.tenantId,
+        settings: { displayName: 'Upstream ID', customerOtpEnabled: true },
+      },
+      relyingParties: [
+        {
+          clientId: 'federation',
+          name: 'Acme Shop',
+          redirectUris: [`${shopBase}/auth/callback`],
+          allowedScopes: ['openid', 'email', 'profile'],
+        },
+      ],
+    }),
+  );
   const p = await bootstrapProject(shop, 'shop');
   shopProject = p.projectId;
-  await push(shop, p, minimal(p, {
-    project: { id: p.projectId, tenantId: p.tenantId, settings: { displayName: 'Acme Shop' } },
-    authProviders: [
-      { key: 'idp', name: 'Upstream ID', type: 'oauth2', isDefault: true, priority: 2, config: { issuer: `${idpBase}/customer`, clientId: `${up.projectId}.federation`, allowedDomains: ['example.com', 'corp.test'] } },
-      { key: 'second', name: 'Second ID', type: 'oauth2', priority: 1, config: { authorizeUrl: `${idpBase}/auth/authorize`, tokenUrl: `${idpBase}/customer/oauth/token`, userinfoUrl: `${idpBase}/customer/oauth/userinfo`, clientId: 'x' } },
-      { key: 'hidden', name: 'Hidden ID', type: 'oauth2', priority: 3, config: { issuer: `${idpBase}/customer`, clientId: 'x' } },
-      { key: 'off', name: 'Off ID', type: 'oauth2', enabled: false, config: { issuer: `${idpBase}/customer`, clientId: 'x' } },
-    ],
-    relyingParties: [{ clientId: 'web', name: 'Acme Web', redirectUris: [WEB], allowedOrigins: ['https://app.example'], loginMethods: { disabledProviders: ['hidden'] } }],
-  }));
+  await push(
+    shop,
+    p,
+    minimal(p, {
+      project: { id: p.projectId, tenantId: p.tenantId, settings: { displayName: 'Acme Shop' } },
+      authProviders: [
+        {
+          key: 'idp',
+          name: 'Upstream ID',
+          type: 'oauth2',
+          isDefault: true,
+          priority: 2,
+          config: {
+            issuer: `${idpBase}/customer`,
+            clientId: `${up.projectId}.federation`,
+            allowedDomains: ['example.com', 'corp.test'],
+          },
+        },
+        {
+          key: 'second',
+          name: 'Second ID',
+          type: 'oauth2',
+          priority: 1,
+          config: {
+            authorizeUrl: `${idpBase}/auth/authorize`,
+            tokenUrl: `${idpBase}/customer/oauth/token`,
+            userinfoUrl: `${idpBase}/customer/oauth/userinfo`,
+            clientId: 'x',
+          },
+        },
+        {
+          key: 'hidden',
+          name: 'Hidden ID',
+          type: 'oauth2',
+          priority: 3,
+          config: { issuer: `${idpBase}/customer`, clientId: 'x' },
+        },
+        {
+          key: 'off',
+          name: 'Off ID',
+          type: 'oauth2',
+          enabled: false,
+          config: { issuer: `${idpBase}/customer`, clientId: 'x' },
+        },
+      ],
+      relyingParties: [
+        {
+          clientId: 'web',
+          name: 'Acme Web',
+          redirectUris: [WEB],
+          allowedOrigins: ['https://app.example'],
+          loginMethods: { disabledProviders: ['hidden'] },
+        },
+      ],
+    }),
+  );
   rp = await discover(`${shopBase}/customer`, `${p.projectId}.web`);
 }, 120_000);
 afterAll(async () => {
@@ -84,8 +148,13 @@ describe('upstream providers', () => {
     const b = new Browser();
     const a = await authRequest(rp, WEB);
     const page = await (await b.fetch(a.url)).text();
-    const buttons = [...page.matchAll(/<button type="submit" class="([^"]+)">Continue with ([^<]+)<\/button>/g)].map((m) => [m[2], m[1]]);
-    expect(buttons).toEqual([['Second ID', 'provider'], ['Upstream ID', 'provider default']]);
+    const buttons = [...page.matchAll(/<button type="submit" class="([^"]+)">Continue with ([^<]+)<\/button>/g)].map(
+      (m) => [m[2], m[1]],
+    );
+    expect(buttons).toEqual([
+      ['Second ID', 'provider'],
+      ['Upstream ID', 'provider default'],
+    ]);
     const { action, form } = formOf(page, 'upstream', 'idp');
     form.set('provider', 'hidden');
     const res = await b.fetch(new URL(action, shopBase), { method: 'POST', body: form });
@@ -109,20 +178,31 @@ describe('upstream providers', () => {
     expect(callback.startsWith(`${shopBase}/auth/callback?`)).toBe(true);
     const done = await b.fetch(callback);
     expect(done.status).toBe(303);
-    const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), {
+      pkceCodeVerifier: a.verifier,
+      expectedState: a.state,
+      expectedNonce: a.nonce,
+      idTokenExpected: true,
+    });
     const claims = tokens.claims()!;
     expect(claims.email).toBe(email);
     expect(claims.email_verified).toBe(true);
-    const [link] = await shop.svc.sql`select customer_id, provider_key from customer_identities where project_id = ${shopProject} and email = ${email}`;
+    const [link] = await shop.svc
+      .sql`select customer_id, provider_key from customer_identities where project_id = ${shopProject} and email = ${email}`;
     expect(link).toEqual({ customer_id: claims.sub, provider_key: 'idp' });
     // The next time, the upstream identity finds the same customer by its link.
     const c = new Browser();
     const again = await startAtShop(c);
     const back2 = await upstreamOtp(c, again.upstream, email);
     const done2 = await c.fetch(back2.headers.get('location')!);
-    const t2 = await oidc.authorizationCodeGrant(rp, new URL(done2.headers.get('location')!), { pkceCodeVerifier: again.a.verifier, expectedState: again.a.state, expectedNonce: again.a.nonce });
+    const t2 = await oidc.authorizationCodeGrant(rp, new URL(done2.headers.get('location')!), {
+      pkceCodeVerifier: again.a.verifier,
+      expectedState: again.a.state,
+      expectedNonce: again.a.nonce,
+    });
     expect(t2.claims()!.sub).toBe(claims.sub);
-    const [links] = await shop.svc.sql`select count(*)::int as n from customer_identities where project_id = ${shopProject} and email = ${email}`;
+    const [links] = await shop.svc
+      .sql`select count(*)::int as n from customer_identities where project_id = ${shopProject} and email = ${email}`;
     expect(links!.n).toBe(1);
   });
 
@@ -131,15 +211,24 @@ describe('upstream providers', () => {
     const b = new Browser();
     const first = await authRequest(rp, WEB);
     const { post } = await b.submit(first.url, 'signup', { email, password: PASSWORD });
-    const own = await oidc.authorizationCodeGrant(rp, new URL(post.headers.get('location')!), { pkceCodeVerifier: first.verifier, expectedState: first.state, expectedNonce: first.nonce });
+    const own = await oidc.authorizationCodeGrant(rp, new URL(post.headers.get('location')!), {
+      pkceCodeVerifier: first.verifier,
+      expectedState: first.state,
+      expectedNonce: first.nonce,
+    });
     const other = new Browser();
     const { a, upstream } = await startAtShop(other);
     const back = await upstreamOtp(other, upstream, email);
     const done = await other.fetch(back.headers.get('location')!);
     expect(done.status).toBe(303);
-    const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce });
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), {
+      pkceCodeVerifier: a.verifier,
+      expectedState: a.state,
+      expectedNonce: a.nonce,
+    });
     expect(tokens.claims()!.sub).toBe(own.claims()!.sub);
-    const [count] = await shop.svc.sql`select count(*)::int as n from customers where project_id = ${shopProject} and email = ${email}`;
+    const [count] = await shop.svc
+      .sql`select count(*)::int as n from customers where project_id = ${shopProject} and email = ${email}`;
     expect(count!.n).toBe(1);
   });
 
@@ -161,7 +250,8 @@ describe('upstream providers', () => {
     const res = await c.fetch(back.headers.get('location')!);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('Addresses at other.test cannot sign in with Upstream ID');
-    const rows = await shop.svc.sql`select email from customers where project_id = ${shopProject} and email in ${shop.svc.sql([email, outsider])}`;
+    const rows = await shop.svc
+      .sql`select email from customers where project_id = ${shopProject} and email in ${shop.svc.sql([email, outsider])}`;
     expect(rows.length).toBe(0);
   });
 
@@ -205,7 +295,11 @@ describe('two processes', () => {
       b.jar.set(new URL(peer.apiUrl).host, b.cookies(new URL(shopBase).host));
       const done = await b.fetch(back.headers.get('location')!.replace(shopBase, peer.apiUrl));
       expect(done.status).toBe(303);
-      const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), { pkceCodeVerifier: a.verifier, expectedState: a.state, expectedNonce: a.nonce });
+      const tokens = await oidc.authorizationCodeGrant(rp, new URL(done.headers.get('location')!), {
+        pkceCodeVerifier: a.verifier,
+        expectedState: a.state,
+        expectedNonce: a.nonce,
+      });
       expect(tokens.claims()!.email).toBe(email);
     } finally {
       await peer.stop();
@@ -216,16 +310,37 @@ describe('two processes', () => {
 describe('config', () => {
   test('an oauth2 provider without an issuer or the three endpoints is a warning; https and the secret by label only are errors', async () => {
     const p = await bootstrapProject(shop, 'bad-providers');
-    const r = await cli(shop, p.ownerKey, 'push', '--json', '--dir', folder({ 'svc.config.json': minimal(p, {
-      authProviders: [
-        { key: 'a', name: 'A', type: 'oauth2', config: { clientId: 'x', authorizeUrl: 'https://a.example/authorize' } },
-        { key: 'b', name: 'B', type: 'oauth2', config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' } },
-      ],
-    }) }));
+    const r = await cli(
+      shop,
+      p.ownerKey,
+      'push',
+      '--json',
+      '--dir',
+      folder({
+        'svc.config.json': minimal(p, {
+          authProviders: [
+            {
+              key: 'a',
+              name: 'A',
+              type: 'oauth2',
+              config: { clientId: 'x', authorizeUrl: 'https://a.example/authorize' },
+            },
+            {
+              key: 'b',
+              name: 'B',
+              type: 'oauth2',
+              config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
+            },
+          ],
+        }),
+      }),
+    );
     expect(r.code).not.toBe(0);
     const messages = r.json.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('\n');
     // Without an issuer or all three endpoints it is accepted, held disabled, and warned about (test/config/auth-providers.test.ts).
-    expect(r.json.warnings.map((w: { path: string; message: string }) => `${w.path}: ${w.message}`).join('\n')).toContain('authProviders[0].config: this oauth2 provider cannot log anyone in yet');
+    expect(
+      r.json.warnings.map((w: { path: string; message: string }) => `${w.path}: ${w.message}`).join('\n'),
+    ).toContain('authProviders[0].config: this oauth2 provider cannot log anyone in yet');
     expect(messages).not.toContain('authProviders[0]');
     expect(messages).toContain('authProviders[1].config.issuer');
     expect(messages).toContain('authProviders[1].config.clientSecret: a client secret never goes in the config');

@@ -24,10 +24,25 @@ beforeAll(async () => {
   const p = await bootstrapProject(server, 'shop');
   projectId = p.projectId;
   const config = minimal(p, {
-    project: { id: p.projectId, tenantId: p.tenantId, settings: { displayName: 'Acme Shop', primaryColor: '#0a5', customerOtpEnabled: true } },
+    project: {
+      id: p.projectId,
+      tenantId: p.tenantId,
+      settings: { displayName: 'Acme Shop', primaryColor: '#0a5', customerOtpEnabled: true },
+    },
     relyingParties: [
-      { clientId: 'web', name: 'Acme Storefront', redirectUris: [CB, 'https://app.example/cb?x=1'], allowedScopes: ['openid', 'email', 'profile'], allowedOrigins: ['https://app.example'] },
-      { clientId: 'pos', name: 'Point of Sale', redirectUris: ['https://pos.example/cb'], loginMethods: { otp: false } },
+      {
+        clientId: 'web',
+        name: 'Acme Storefront',
+        redirectUris: [CB, 'https://app.example/cb?x=1'],
+        allowedScopes: ['openid', 'email', 'profile'],
+        allowedOrigins: ['https://app.example'],
+      },
+      {
+        clientId: 'pos',
+        name: 'Point of Sale',
+        redirectUris: ['https://pos.example/cb'],
+        loginMethods: { otp: false },
+      },
     ],
   });
   const r = await cli(server, p.ownerKey, 'push', '--dir', folder({ 'svc.config.json': config }), '--json');
@@ -38,7 +53,9 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 async function rp(id = clientId) {
-  return oidc.discovery(new URL(`${base}/customer`), id, { id_token_signed_response_alg: 'EdDSA' }, oidc.None(), { execute: [oidc.allowInsecureRequests] });
+  return oidc.discovery(new URL(`${base}/customer`), id, { id_token_signed_response_alg: 'EdDSA' }, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
 }
 
 /** The hidden inputs of the form whose step is `step`, as a browser would post them. */
@@ -48,19 +65,31 @@ function formOf(page: string, step: string): URLSearchParams {
   if (!form) throw new Error(`no ${step} form on the page`);
   const out = new URLSearchParams();
   for (const m of form.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
-    out.set(m[1]!, m[2]!.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c))));
+    out.set(
+      m[1]!,
+      m[2]!.replace(/&#(\d+);/g, (_, c) => String.fromCharCode(Number(c))),
+    );
   }
   return out;
 }
 
 /** GET the authorize URL, fill the chosen form, POST it; returns the POST response (not followed). */
-async function drive(url: URL | string, step: string, fields: Record<string, string>): Promise<{ page: Response; post: Response; html: string }> {
+async function drive(
+  url: URL | string,
+  step: string,
+  fields: Record<string, string>,
+): Promise<{ page: Response; post: Response; html: string }> {
   const page = await fetch(url, { redirect: 'manual' });
   const html = await page.text();
   const cookie = (page.headers.get('set-cookie') ?? '').split(';')[0]!;
   const form = formOf(html, step);
   for (const [k, v] of Object.entries(fields)) form.set(k, v);
-  const post = await fetch(`${base}/auth/authorize`, { method: 'POST', body: form, headers: { cookie }, redirect: 'manual' });
+  const post = await fetch(`${base}/auth/authorize`, {
+    method: 'POST',
+    body: form,
+    headers: { cookie },
+    redirect: 'manual',
+  });
   return { page, post, html };
 }
 
@@ -73,7 +102,13 @@ async function authUrl(config: oidc.Configuration, extra: Record<string, string>
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
   const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: CB, scope: 'openid email', code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256', state, nonce, ...extra,
+    redirect_uri: CB,
+    scope: 'openid email',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+    ...extra,
   });
   return { url, verifier, state, nonce };
 }
@@ -104,7 +139,12 @@ describe('hosted login: the whole flow with openid-client', () => {
     const s = await signUp(config);
     expect(s.location.origin + s.location.pathname).toBe(CB);
     expect(s.location.searchParams.get('state')).toBe(s.state);
-    const tokens = await oidc.authorizationCodeGrant(config, s.location, { pkceCodeVerifier: s.verifier, expectedState: s.state, expectedNonce: s.nonce, idTokenExpected: true });
+    const tokens = await oidc.authorizationCodeGrant(config, s.location, {
+      pkceCodeVerifier: s.verifier,
+      expectedState: s.state,
+      expectedNonce: s.nonce,
+      idTokenExpected: true,
+    });
     const claims = tokens.claims()!;
     expect(claims.iss).toBe(`${base}/customer`);
     expect(claims.aud).toBe(clientId);
@@ -127,7 +167,11 @@ describe('hosted login: the whole flow with openid-client', () => {
     const b = await authUrl(config);
     const { post } = await drive(b.url, 'password', { email: s.email, password: PASSWORD });
     expect(post.status).toBe(303);
-    const t2 = await oidc.authorizationCodeGrant(config, new URL(post.headers.get('location')!), { pkceCodeVerifier: b.verifier, expectedState: b.state, expectedNonce: b.nonce });
+    const t2 = await oidc.authorizationCodeGrant(config, new URL(post.headers.get('location')!), {
+      pkceCodeVerifier: b.verifier,
+      expectedState: b.state,
+      expectedNonce: b.nonce,
+    });
     expect(t2.claims()!.sub).toBe(claims.sub);
   });
 
@@ -146,7 +190,11 @@ describe('hosted login: the whole flow with openid-client', () => {
 
     const pos = await rp(otherClientId);
     const v = oidc.randomPKCECodeVerifier();
-    const posUrl = oidc.buildAuthorizationUrl(pos, { redirect_uri: 'https://pos.example/cb', code_challenge: await oidc.calculatePKCECodeChallenge(v), code_challenge_method: 'S256' });
+    const posUrl = oidc.buildAuthorizationUrl(pos, {
+      redirect_uri: 'https://pos.example/cb',
+      code_challenge: await oidc.calculatePKCECodeChallenge(v),
+      code_challenge_method: 'S256',
+    });
     const posPage = await (await fetch(posUrl)).text();
     expect(posPage).toContain('Point of Sale');
     expect(posPage).not.toContain('value="otp-request"');
@@ -156,9 +204,15 @@ describe('hosted login: the whole flow with openid-client', () => {
     const hidden = formOf(posHtml, 'password');
     hidden.set('step', 'otp-request');
     hidden.set('email', email());
-    const otps = async () => (await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customer_otps`)[0]!.n;
+    const otps = async () =>
+      (await server.svc.sql<{ n: number }[]>`select count(*)::int as n from customer_otps`)[0]!.n;
     const before = await otps();
-    const sneaked = await fetch(`${base}/auth/authorize`, { method: 'POST', body: hidden, headers: { cookie: (posGet.headers.get('set-cookie') ?? '').split(';')[0]! }, redirect: 'manual' });
+    const sneaked = await fetch(`${base}/auth/authorize`, {
+      method: 'POST',
+      body: hidden,
+      headers: { cookie: (posGet.headers.get('set-cookie') ?? '').split(';')[0]! },
+      redirect: 'manual',
+    });
     expect(sneaked.status).toBeGreaterThanOrEqual(400);
     expect(sneaked.status).toBeLessThan(500);
     expect(sneaked.headers.get('location')).toBeNull();
@@ -178,7 +232,13 @@ describe('hosted login: the whole flow with openid-client', () => {
     const { post } = await drive(a.url, 'signup', { email: email(), password: PASSWORD, name: 'Ada' });
     expect(post.status).toBe(303);
     const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
-    const res = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: a.verifier });
+    const res = await tokenPost({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      redirect_uri: CB,
+      code_verifier: a.verifier,
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
     expect(typeof body.access_token).toBe('string');
@@ -200,20 +260,44 @@ describe('hosted login: the whole flow with openid-client', () => {
 describe('authorize: bad requests', () => {
   async function authorize(params: Record<string, string>) {
     const challenge = await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier());
-    const q = new URLSearchParams({ client_id: clientId, redirect_uri: CB, response_type: 'code', code_challenge: challenge, code_challenge_method: 'S256', state: 'st', ...params });
+    const q = new URLSearchParams({
+      client_id: clientId,
+      redirect_uri: CB,
+      response_type: 'code',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      state: 'st',
+      ...params,
+    });
     for (const [k, v] of Object.entries(params)) if (v === '\0') q.delete(k);
     return fetch(`${base}/auth/authorize?${q}`, { redirect: 'manual' });
   }
 
   test('unknown client_id, and each redirect_uri variant, get an error page and never a redirect', async () => {
     const variants = [
-      'https://app.example/cb/', 'https://app.example:8443/cb', 'http://app.example/cb', 'https://app.example/cb?x=2', 'https://app.example/cb?x=1&y=2',
-      'https://App.example/cb', 'https://app.example/CB', 'https://app.example/cb#frag', 'https://app.example/c', 'https://app.example/cb@evil.example',
-      'https://app.example@evil.example/cb', '//evil.example/cb', 'https://evil.example/cb', 'https://app.example/cb/../cb', 'https://app.example/%63b',
+      'https://app.example/cb/',
+      'https://app.example:8443/cb',
+      'http://app.example/cb',
+      'https://app.example/cb?x=2',
+      'https://app.example/cb?x=1&y=2',
+      'https://App.example/cb',
+      'https://app.example/CB',
+      'https://app.example/cb#frag',
+      'https://app.example/c',
+      'https://app.example/cb@evil.example',
+      'https://app.example@evil.example/cb',
+      '//evil.example/cb',
+      'https://evil.example/cb',
+      'https://app.example/cb/../cb',
+      'https://app.example/%63b',
     ];
     for (const redirect_uri of variants) {
       const res = await authorize({ redirect_uri });
-      expect({ redirect_uri, status: res.status, location: res.headers.get('location') }).toEqual({ redirect_uri, status: 400, location: null });
+      expect({ redirect_uri, status: res.status, location: res.headers.get('location') }).toEqual({
+        redirect_uri,
+        status: 400,
+        location: null,
+      });
     }
     for (const client_id of ['nope', `${projectId}.nope`, 'prj_x.web', `${projectId}.WEB`]) {
       const res = await authorize({ client_id });
@@ -250,18 +334,35 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
     const config = await rp();
     const s = await signUp(config);
     const code = s.location.searchParams.get('code')!;
-    const first = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier });
+    const first = await tokenPost({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      redirect_uri: CB,
+      code_verifier: s.verifier,
+    });
     expect(first.status).toBe(200);
     const issued = (await first.json()) as { access_token: string; refresh_token: string };
-    const userinfo = () => fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${issued.access_token}` } });
+    const userinfo = () =>
+      fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${issued.access_token}` } });
     expect((await userinfo()).status).toBe(200);
-    const again = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier });
+    const again = await tokenPost({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code,
+      redirect_uri: CB,
+      code_verifier: s.verifier,
+    });
     expect(again.status).toBe(400);
     // The access token it issued no longer works either.
     expect((await userinfo()).status).toBe(401);
     expect(((await again.json()) as { error: string }).error).toBe('invalid_grant');
     // The refresh token it issued is dead, and so is the access token.
-    const refresh = await tokenPost({ grant_type: 'refresh_token', client_id: clientId, refresh_token: issued.refresh_token });
+    const refresh = await tokenPost({
+      grant_type: 'refresh_token',
+      client_id: clientId,
+      refresh_token: issued.refresh_token,
+    });
     expect(refresh.status).toBe(400);
     expect(((await refresh.json()) as { error: string }).error).toBe('invalid_grant');
     const [row] = await server.svc.sql<{ revoked_reason: string }[]>`
@@ -279,18 +380,54 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
       expect(json.access_token).toBeUndefined();
     };
     const a = await signUp(config);
-    await bad({ grant_type: 'authorization_code', client_id: otherClientId, code: a.location.searchParams.get('code')!, redirect_uri: CB, code_verifier: a.verifier });
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: otherClientId,
+      code: a.location.searchParams.get('code')!,
+      redirect_uri: CB,
+      code_verifier: a.verifier,
+    });
     const b = await signUp(config);
-    await bad({ grant_type: 'authorization_code', client_id: clientId, code: b.location.searchParams.get('code')!, redirect_uri: CB, code_verifier: oidc.randomPKCECodeVerifier() });
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: b.location.searchParams.get('code')!,
+      redirect_uri: CB,
+      code_verifier: oidc.randomPKCECodeVerifier(),
+    });
     const c = await signUp(config);
-    await bad({ grant_type: 'authorization_code', client_id: clientId, code: c.location.searchParams.get('code')!, redirect_uri: 'https://app.example/cb?x=1', code_verifier: c.verifier });
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: c.location.searchParams.get('code')!,
+      redirect_uri: 'https://app.example/cb?x=1',
+      code_verifier: c.verifier,
+    });
     const d = await signUp(config);
-    await server.svc.sql`update oauth_codes set expires_at = now() - interval '1 second' where customer_id = (select id from customers where email = ${d.email})`;
-    await bad({ grant_type: 'authorization_code', client_id: clientId, code: d.location.searchParams.get('code')!, redirect_uri: CB, code_verifier: d.verifier });
-    await bad({ grant_type: 'authorization_code', client_id: clientId, code: 'ac_nope', redirect_uri: CB, code_verifier: d.verifier });
+    await server.svc
+      .sql`update oauth_codes set expires_at = now() - interval '1 second' where customer_id = (select id from customers where email = ${d.email})`;
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: d.location.searchParams.get('code')!,
+      redirect_uri: CB,
+      code_verifier: d.verifier,
+    });
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: 'ac_nope',
+      redirect_uri: CB,
+      code_verifier: d.verifier,
+    });
     // A missing verifier is a wrong verifier.
     const e = await signUp(config);
-    await bad({ grant_type: 'authorization_code', client_id: clientId, code: e.location.searchParams.get('code')!, redirect_uri: CB });
+    await bad({
+      grant_type: 'authorization_code',
+      client_id: clientId,
+      code: e.location.searchParams.get('code')!,
+      redirect_uri: CB,
+    });
 
     const unknown = await tokenPost({ grant_type: 'authorization_code', client_id: 'nope', code: 'x' });
     expect(unknown.status).toBe(401);
@@ -299,14 +436,26 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
     expect(((await grant.json()) as { error: string }).error).toBe('unsupported_grant_type');
   });
 
-  test('CORS only for the party\'s allowedOrigins', async () => {
-    const ok = await tokenPost({ grant_type: 'refresh_token', client_id: clientId, refresh_token: 'x' }, { origin: 'https://app.example' });
+  test("CORS only for the party's allowedOrigins", async () => {
+    const ok = await tokenPost(
+      { grant_type: 'refresh_token', client_id: clientId, refresh_token: 'x' },
+      { origin: 'https://app.example' },
+    );
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://app.example');
-    const other = await tokenPost({ grant_type: 'refresh_token', client_id: clientId, refresh_token: 'x' }, { origin: 'https://evil.example' });
+    const other = await tokenPost(
+      { grant_type: 'refresh_token', client_id: clientId, refresh_token: 'x' },
+      { origin: 'https://evil.example' },
+    );
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
-    const pos = await tokenPost({ grant_type: 'refresh_token', client_id: otherClientId, refresh_token: 'x' }, { origin: 'https://app.example' });
+    const pos = await tokenPost(
+      { grant_type: 'refresh_token', client_id: otherClientId, refresh_token: 'x' },
+      { origin: 'https://app.example' },
+    );
     expect(pos.headers.get('access-control-allow-origin')).toBeNull();
-    const pre = await fetch(`${base}/customer/oauth/token`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    const pre = await fetch(`${base}/customer/oauth/token`, {
+      method: 'OPTIONS',
+      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' },
+    });
     expect(pre.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
@@ -324,7 +473,14 @@ describe('two processes on one database', () => {
       const s = await signUp(await rp());
       const code = s.location.searchParams.get('code')!;
       const res = await fetch(`${peer.apiUrl}/customer/oauth/token`, {
-        method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier }),
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: clientId,
+          code,
+          redirect_uri: CB,
+          code_verifier: s.verifier,
+        }),
       });
       expect(res.status).toBe(200);
       const issued = (await res.json()) as { id_token: string; refresh_token: string };
@@ -332,10 +488,21 @@ describe('two processes on one database', () => {
       const idt = await jwtVerify(issued.id_token, jwks, { issuer: `${base}/customer`, audience: clientId });
       expect(idt.payload.nonce).toBe(s.nonce);
 
-      const replay = await tokenPost({ grant_type: 'authorization_code', client_id: clientId, code, redirect_uri: CB, code_verifier: s.verifier });
+      const replay = await tokenPost({
+        grant_type: 'authorization_code',
+        client_id: clientId,
+        code,
+        redirect_uri: CB,
+        code_verifier: s.verifier,
+      });
       expect(((await replay.json()) as { error: string }).error).toBe('invalid_grant');
       const refresh = await fetch(`${peer.apiUrl}/customer/oauth/token`, {
-        method: 'POST', body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: issued.refresh_token }),
+        method: 'POST',
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          client_id: clientId,
+          refresh_token: issued.refresh_token,
+        }),
       });
       expect(refresh.status).toBe(400);
       expect(((await refresh.json()) as { error: string }).error).toBe('invalid_grant');

@@ -13,7 +13,9 @@ describe('password hashing', () => {
     expect(await verifyPassword('wrong horse battery', h)).toBe(false);
     expect(await verifyPassword('anything', 'not a hash')).toBe(false);
     // Hashes made with other parameters (Bun's default, older accounts) still verify.
-    expect(await verifyPassword('old account pw', await Bun.password.hash('old account pw', { algorithm: 'argon2id' }))).toBe(true);
+    expect(
+      await verifyPassword('old account pw', await Bun.password.hash('old account pw', { algorithm: 'argon2id' })),
+    ).toBe(true);
   });
 
   test('many at once all complete, each right', async () => {
@@ -22,14 +24,17 @@ describe('password hashing', () => {
     expect(checks).toEqual(Array(6).fill(true));
   });
 
-  test.skipIf(!existsSync('/proc/self/task'))('the hashing runs on a thread of lower priority than the request thread (nice 10)', async () => {
-    await hashPassword('warm the hasher up');
-    const nices = readdirSync('/proc/self/task').map((tid) => {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      // Fields after the command name (which may hold spaces): state is field 3, nice field 19.
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    });
-    expect(nices).toContain(10);
-    expect(Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[16])).toBe(0);
-  });
+  test.skipIf(!existsSync('/proc/self/task'))(
+    'the hashing runs on a thread of lower priority than the request thread (nice 10)',
+    async () => {
+      await hashPassword('warm the hasher up');
+      const nices = readdirSync('/proc/self/task').map((tid) => {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        // Fields after the command name (which may hold spaces): state is field 3, nice field 19.
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+      });
+      expect(nices).toContain(10);
+      expect(Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[16])).toBe(0);
+    },
+  );
 });

@@ -23,14 +23,26 @@ beforeAll(async () => {
     },
     { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
   ]));
-  await upsertRole(server.svc.sql, p.projectId, { key: 'member', name: 'Member', permissions: ['self:*'], isDefault: true });
+  await upsertRole(server.svc.sql, p.projectId, {
+    key: 'member',
+    name: 'Member',
+    permissions: ['self:*'],
+    isDefault: true,
+  });
 }, 60_000);
 afterAll(() => server.stop());
 
 async function customer() {
   const e = `p${Math.random().toString(16).slice(2, 10)}@example.com`;
-  const r = await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "principal pw 1") { accessToken customer { id } } }`, { e });
-  return { id: r.body.data.registerCustomer.customer.id as string, auth: { authorization: `Bearer ${r.body.data.registerCustomer.accessToken}` } };
+  const r = await p.gql(
+    pk,
+    `mutation($e: String!) { registerCustomer(email: $e, password: "principal pw 1") { accessToken customer { id } } }`,
+    { e },
+  );
+  return {
+    id: r.body.data.registerCustomer.customer.id as string,
+    auth: { authorization: `Bearer ${r.body.data.registerCustomer.accessToken}` },
+  };
 }
 
 const CREATE = `mutation($d: NoteInput!) { createNote(data: $d) { _id title body } }`;
@@ -42,7 +54,9 @@ describe('key + token = that customer', () => {
     const r = await p.gql(pk, CREATE, { d: { title: 'mine', body: 'hello' } }, a.auth);
     expect(r.body.errors).toBeUndefined();
     const id = r.body.data.createNote._id;
-    const [row] = await server.svc.sql<{ owner_customer_id: string; created_by: string }[]>`select owner_customer_id, created_by from records where id = ${id}`;
+    const [row] = await server.svc.sql<
+      { owner_customer_id: string; created_by: string }[]
+    >`select owner_customer_id, created_by from records where id = ${id}`;
     expect(row).toEqual({ owner_customer_id: a.id, created_by: a.id });
     // The key alone has no write field; other models stay read-only for the customer too.
     const keyOnly = await p.gql(pk, 'mutation { createNote(data: { title: "x" }) { _id } }');
@@ -63,8 +77,13 @@ describe('key + token = that customer', () => {
     expect(mine.body.errors).toBeUndefined();
     expect(mine.body.data.updateNote.body).toBe('changed');
     const theirs = await p.gql(pk, UPDATE, { id, d: { title: 'hijack' } }, b.auth);
-    expect(theirs.body.errors[0]).toMatchObject({ message: 'Insufficient permissions', extensions: { code: 'PERMISSION_DENIED' } });
-    const [row] = await server.svc.sql<{ data: { title: string; body: string } }[]>`select data from record_content where record_id = ${id} and stage = 'draft'`;
+    expect(theirs.body.errors[0]).toMatchObject({
+      message: 'Insufficient permissions',
+      extensions: { code: 'PERMISSION_DENIED' },
+    });
+    const [row] = await server.svc.sql<
+      { data: { title: string; body: string } }[]
+    >`select data from record_content where record_id = ${id} and stage = 'draft'`;
     expect(row!.data).toEqual({ title: 't', body: 'changed' });
   });
 
@@ -72,7 +91,9 @@ describe('key + token = that customer', () => {
     const sk = await p.key('sk', ['records:read', 'records:write']);
     const r = await p.gql(sk, CREATE, { d: { title: 's', body: 'service may' } });
     expect(r.body.errors).toBeUndefined();
-    const [row] = await server.svc.sql<{ owner_customer_id: string | null }[]>`select owner_customer_id from records where id = ${r.body.data.createNote._id}`;
+    const [row] = await server.svc.sql<
+      { owner_customer_id: string | null }[]
+    >`select owner_customer_id from records where id = ${r.body.data.createNote._id}`;
     expect(row!.owner_customer_id).toBeNull();
   });
 });

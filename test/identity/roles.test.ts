@@ -31,27 +31,75 @@ describe('role stamping (rules 1–4)', () => {
   test('default roles for everyone, self:* expanded to customer-writable models only, assignments at the next login, refresh re-stamps the old scopes', async () => {
     const { upsertRole } = await import('../../src/identity/customer-roles.ts');
     const roleCli = async (verb: 'assign' | 'revoke', customerId: string) => {
-      const r = await cli(server, p.ownerKey, 'customer-roles', verb, '--project', p.projectId, '--key', 'runner', '--customer', customerId, '--json');
+      const r = await cli(
+        server,
+        p.ownerKey,
+        'customer-roles',
+        verb,
+        '--project',
+        p.projectId,
+        '--key',
+        'runner',
+        '--customer',
+        customerId,
+        '--json',
+      );
       expect(r.err).toBe('');
       expect(r.code).toBe(0);
     };
-    await upsertRole(server.svc.sql, p.projectId, { key: 'member', name: 'Member', permissions: ['self:*', 'notifications:read'], isDefault: true });
-    await upsertRole(server.svc.sql, p.projectId, { key: 'runner', name: 'Runner', permissions: ['operations:execute'] });
-    await upsertRole(server.svc.sql, p.projectId, { key: 'off', name: 'Off', permissions: ['records:write'], isDefault: true });
-    await server.svc.sql`update customer_roles set disabled_at = now() where project_id = ${p.projectId} and key = 'off'`;
+    await upsertRole(server.svc.sql, p.projectId, {
+      key: 'member',
+      name: 'Member',
+      permissions: ['self:*', 'notifications:read'],
+      isDefault: true,
+    });
+    await upsertRole(server.svc.sql, p.projectId, {
+      key: 'runner',
+      name: 'Runner',
+      permissions: ['operations:execute'],
+    });
+    await upsertRole(server.svc.sql, p.projectId, {
+      key: 'off',
+      name: 'Off',
+      permissions: ['records:write'],
+      isDefault: true,
+    });
+    await server.svc
+      .sql`update customer_roles set disabled_at = now() where project_id = ${p.projectId} and key = 'off'`;
 
     const email = `r${Date.now()}@example.com`;
-    const reg = (await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "role stamping pw") { ${PAYLOAD} } }`, { e: email })).body.data.registerCustomer;
+    const reg = (
+      await p.gql(
+        pk,
+        `mutation($e: String!) { registerCustomer(email: $e, password: "role stamping pw") { ${PAYLOAD} } }`,
+        { e: email },
+      )
+    ).body.data.registerCustomer;
     expect(reg.customer.roles).toEqual(['member']);
     // self:* covers `note` (a field grants write to self) and not `page`; never operations:execute.
     expect(await scopesOf(reg.accessToken)).toEqual(['notifications:read', 'records:read:note', 'records:write:note']);
 
     // `svc customer-roles assign`: the live session keeps its scopes, even through a refresh.
     await roleCli('assign', reg.customer.id);
-    const refreshed = (await p.gql(pk, `mutation($t: String!) { refreshCustomerToken(refreshToken: $t) { ${PAYLOAD} } }`, { t: reg.refreshToken })).body.data.refreshCustomerToken;
-    expect(await scopesOf(refreshed.accessToken)).toEqual(['notifications:read', 'records:read:note', 'records:write:note']);
+    const refreshed = (
+      await p.gql(pk, `mutation($t: String!) { refreshCustomerToken(refreshToken: $t) { ${PAYLOAD} } }`, {
+        t: reg.refreshToken,
+      })
+    ).body.data.refreshCustomerToken;
+    expect(await scopesOf(refreshed.accessToken)).toEqual([
+      'notifications:read',
+      'records:read:note',
+      'records:write:note',
+    ]);
 
-    const login = async () => (await p.gql(pk, `mutation($e: String!) { loginCustomer(email: $e, password: "role stamping pw") { ${PAYLOAD} } }`, { e: email })).body.data.loginCustomer;
+    const login = async () =>
+      (
+        await p.gql(
+          pk,
+          `mutation($e: String!) { loginCustomer(email: $e, password: "role stamping pw") { ${PAYLOAD} } }`,
+          { e: email },
+        )
+      ).body.data.loginCustomer;
     const l1 = await login();
     expect(l1.customer.roles).toEqual(['member', 'runner']);
     expect(await scopesOf(l1.accessToken)).toContain('operations:execute');
@@ -62,9 +110,18 @@ describe('role stamping (rules 1–4)', () => {
 
   test('a public key never adds write or execute scopes: a customer without a role holds a read-only token', async () => {
     // A project without roles; `note` is customer-writable, yet nothing grants writing it.
-    const q = await gqlProject(server, [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] }], 'no-roles');
+    const q = await gqlProject(
+      server,
+      [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] }],
+      'no-roles',
+    );
     const qpk = await q.key('pk', ['records:read', 'notifications:read']);
-    const reg = (await q.gql(qpk, `mutation { registerCustomer(email: "plain@example.com", password: "role stamping pw") { accessToken customer { roles } } }`)).body.data.registerCustomer;
+    const reg = (
+      await q.gql(
+        qpk,
+        `mutation { registerCustomer(email: "plain@example.com", password: "role stamping pw") { accessToken customer { roles } } }`,
+      )
+    ).body.data.registerCustomer;
     expect(reg.customer.roles).toEqual([]);
     const jwks = createRemoteJWKSet(new URL(`${server.apiUrl}/.well-known/jwks.json`));
     const { payload } = await jwtVerify(reg.accessToken, jwks, { issuer: 'svc-customer', audience: q.projectId });
@@ -78,5 +135,4 @@ describe('role stamping (rules 1–4)', () => {
     expect(read.body.errors).toBeUndefined();
     expect(read.body.data.notes.totalCount).toBe(0);
   });
-
 });

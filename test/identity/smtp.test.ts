@@ -84,8 +84,11 @@ let pk: string;
 let smtp: ReturnType<typeof smtpListener>;
 
 beforeAll(async () => {
-  ({ server, p, pk } = await startGqlProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
-  await server.svc.sql`update projects set settings = settings || ${server.svc.sql.json({ customerOtpEnabled: true })} where id = ${p.projectId}`;
+  ({ server, p, pk } = await startGqlProject([
+    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
+  ]));
+  await server.svc
+    .sql`update projects set settings = settings || ${server.svc.sql.json({ customerOtpEnabled: true })} where id = ${p.projectId}`;
   await (await server.svc.projects.get(p.projectId)).reload();
   smtp = smtpListener();
 }, 90_000);
@@ -96,14 +99,24 @@ afterAll(async () => {
 
 describe('SVC_SMTP_URL', () => {
   test('a process with it sends the welcome mail and the one-time code over SMTP, with the RFC 8058 headers, and writes no outbox', async () => {
-    const peer = await spawnPeer(server, { SVC_SMTP_URL: `smtp://127.0.0.1:${smtp.port}`, SVC_MAIL_FROM: 'shop@example.com' });
+    const peer = await spawnPeer(server, {
+      SVC_SMTP_URL: `smtp://127.0.0.1:${smtp.port}`,
+      SVC_MAIL_FROM: 'shop@example.com',
+    });
     try {
       const gqlAt = async (query: string, variables: Record<string, unknown>) => {
-        const res = await fetch(`${peer.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': pk }, body: JSON.stringify({ query, variables }) });
+        const res = await fetch(`${peer.apiUrl}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': pk },
+          body: JSON.stringify({ query, variables }),
+        });
         return (await res.json()) as any;
       };
       const e = `smtp${Math.random().toString(16).slice(2, 10)}@example.com`;
-      const reg = await gqlAt(`mutation($e: String!) { registerCustomer(email: $e, password: "smtp test pw 1") { customer { id } } }`, { e });
+      const reg = await gqlAt(
+        `mutation($e: String!) { registerCustomer(email: $e, password: "smtp test pw 1") { customer { id } } }`,
+        { e },
+      );
       expect(reg.errors).toBeUndefined();
       await eventually(() => smtp.mails.some((m) => m.to.includes(e)), 15_000);
       const welcome = smtp.mails.find((m) => m.to.includes(e))!;
@@ -113,13 +126,19 @@ describe('SVC_SMTP_URL', () => {
       expect(welcome.headers['list-unsubscribe']).toMatch(/^<.+\/v1\/email\/unsubscribe\?token=[^>]+>$/);
 
       // A one-time code over SMTP logs in on the other process: the code is shared, not the mail path.
-      expect((await gqlAt(`mutation($e: String!) { requestCustomerOtp(email: $e) }`, { e })).data.requestCustomerOtp).toBe(true);
+      expect(
+        (await gqlAt(`mutation($e: String!) { requestCustomerOtp(email: $e) }`, { e })).data.requestCustomerOtp,
+      ).toBe(true);
       await eventually(() => smtp.mails.filter((m) => m.to.includes(e)).length === 2, 15_000);
       const otp = smtp.mails.filter((m) => m.to.includes(e))[1]!;
       const code = /\b(\d{6})\b/.exec(otp.headers.subject!)![1]!;
       expect(otp.body).toContain(code);
       expect(otp.headers['list-unsubscribe-post']).toBe('List-Unsubscribe=One-Click');
-      const login = await p.gql(pk, `mutation($e: String!, $c: String!) { loginCustomerWithOtp(email: $e, code: $c) { customer { id } } }`, { e, c: code });
+      const login = await p.gql(
+        pk,
+        `mutation($e: String!, $c: String!) { loginCustomerWithOtp(email: $e, code: $c) { customer { id } } }`,
+        { e, c: code },
+      );
       expect(login.body.errors).toBeUndefined();
       expect(login.body.data.loginCustomerWithOtp.customer.id).toBe(reg.data.registerCustomer.customer.id);
 

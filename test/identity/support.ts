@@ -5,7 +5,10 @@ import type { TestServer } from '../support/server.ts';
 const ROOT = join(import.meta.dir, '..', '..');
 
 /** A second svc process (`bun src/main.ts`) on the same database and data folder (same vault key). */
-export async function spawnPeer(server: TestServer, extraEnv: Record<string, string> = {}): Promise<{ apiUrl: string; stop(): Promise<void> }> {
+export async function spawnPeer(
+  server: TestServer,
+  extraEnv: Record<string, string> = {},
+): Promise<{ apiUrl: string; stop(): Promise<void> }> {
   const [port, rport] = [await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;

@@ -29,7 +29,13 @@ async function customer(projectId: string, email = `c${Math.random().toString(16
   const id = newId('cus');
   await server.svc.sql`insert into customers (id, project_id, email) values (${id}, ${projectId}, ${email})`;
   const tokens = tokenService(server.svc);
-  const issued = await createSession(server.svc.sql, tokens, { projectId, customerId: id, email, scopes: ['records:read'], roles: [] });
+  const issued = await createSession(server.svc.sql, tokens, {
+    projectId,
+    customerId: id,
+    email,
+    scopes: ['records:read'],
+    roles: [],
+  });
   return { id, email, ...issued };
 }
 
@@ -49,7 +55,10 @@ describe('signing keys and JWKS', () => {
 
     const c = await customer(p.projectId);
     const jwks = createRemoteJWKSet(new URL(`${server.apiUrl}/.well-known/jwks.json`));
-    const { payload, protectedHeader } = await jwtVerify(c.accessToken, jwks, { issuer: 'svc-customer', audience: p.projectId });
+    const { payload, protectedHeader } = await jwtVerify(c.accessToken, jwks, {
+      issuer: 'svc-customer',
+      audience: p.projectId,
+    });
     expect(protectedHeader.alg).toBe('EdDSA');
     expect(protectedHeader.kid).toBe(set.keys[0]!.kid);
     expect(payload.sub).toBe(c.id);
@@ -82,13 +91,32 @@ describe('forged and foreign tokens get UNAUTHENTICATED "Invalid or expired toke
     const kid = decodeProtectedHeader(c.accessToken).kid!;
     const { key } = await tokenService(server.svc).keys.signer();
     const sign = (build: (j: SignJWT) => SignJWT, header: Record<string, unknown> = {}) =>
-      build(new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt', ...header }).setIssuer('svc-customer').setAudience(p.projectId).setSubject(c.id).setIssuedAt()).sign(key);
+      build(
+        new SignJWT(claims)
+          .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt', ...header })
+          .setIssuer('svc-customer')
+          .setAudience(p.projectId)
+          .setSubject(c.id)
+          .setIssuedAt(),
+      ).sign(key);
 
     // alg none
-    await refused(new UnsecuredJWT(claims).setIssuer('svc-customer').setAudience(p.projectId).setSubject(c.id).setExpirationTime('5m').encode());
+    await refused(
+      new UnsecuredJWT(claims)
+        .setIssuer('svc-customer')
+        .setAudience(p.projectId)
+        .setSubject(c.id)
+        .setExpirationTime('5m')
+        .encode(),
+    );
     // HS256 "signed" with the public key's bytes (the classic algorithm confusion)
     const jwk = (await (await fetch(`${server.apiUrl}/.well-known/jwks.json`)).json()) as { keys: { x: string }[] };
-    const hs = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' }).setIssuer('svc-customer').setAudience(p.projectId).setSubject(c.id).setExpirationTime('5m')
+    const hs = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid, typ: 'at+jwt' })
+      .setIssuer('svc-customer')
+      .setAudience(p.projectId)
+      .setSubject(c.id)
+      .setExpirationTime('5m')
       .sign(base64url.decode(jwk.keys[0]!.x));
     await refused(hs);
     // wrong kid, wrong issuer, wrong audience, expired, not yet valid
@@ -119,7 +147,14 @@ describe('no query per request', () => {
     const TARGETED = '{ pages(first: 1) { totalCount edges { node { _context { authStatus segments } } } } }';
     // The first read verifies the token and reads the profile (the only queries it may make).
     expect((await p.gql(pk, TARGETED, undefined, auth)).status).toBe(200);
-    const tables = ['customers', 'customer_sessions', 'customer_refresh_tokens', 'customer_roles', 'customer_role_assignments', 'signing_keys'];
+    const tables = [
+      'customers',
+      'customer_sessions',
+      'customer_refresh_tokens',
+      'customer_roles',
+      'customer_role_assignments',
+      'signing_keys',
+    ];
     // While another transaction holds every identity table exclusively, any query of the token
     // path would wait for it: the reads must come back without it ending.
     await server.svc.sql.begin(async (tx) => {
@@ -141,7 +176,12 @@ describe('expiry of a token already verified', () => {
     const { key } = await tokenService(server.svc).keys.signer();
     const exp = Math.floor(Date.now() / 1000) + 6;
     const token = await new SignJWT({ scope: 'records:read', sid: c.sessionId })
-      .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' }).setIssuer('svc-customer').setAudience(p.projectId).setSubject(c.id).setIssuedAt().setExpirationTime(exp)
+      .setProtectedHeader({ alg: 'EdDSA', kid, typ: 'at+jwt' })
+      .setIssuer('svc-customer')
+      .setAudience(p.projectId)
+      .setSubject(c.id)
+      .setIssuedAt()
+      .setExpirationTime(exp)
       .sign(key);
     const auth = { authorization: `Bearer ${token}` };
     const first = await p.gql(pk, READ, undefined, auth);
@@ -152,7 +192,10 @@ describe('expiry of a token already verified', () => {
     await Bun.sleep(Math.max(0, exp * 1000 - Date.now()) + 50);
     const late = await p.gql(pk, READ, undefined, auth);
     expect(late.status).toBe(401);
-    expect(late.body.errors[0]).toEqual({ message: 'Invalid or expired token', extensions: { code: 'UNAUTHENTICATED' } });
+    expect(late.body.errors[0]).toEqual({
+      message: 'Invalid or expired token',
+      extensions: { code: 'UNAUTHENTICATED' },
+    });
   });
 });
 
@@ -174,7 +217,9 @@ describe('revocation', () => {
       expect(await revokeSession(server.svc.sql, tokenService(server.svc), p.projectId, c.sessionId)).toBe(true);
       off();
       expect(told).toEqual([c.sessionId]);
-      await expect(verifyAccessToken(server.svc, c.accessToken, p.projectId)).rejects.toThrow('Invalid or expired token');
+      await expect(verifyAccessToken(server.svc, c.accessToken, p.projectId)).rejects.toThrow(
+        'Invalid or expired token',
+      );
       const t0 = Date.now();
       let status = 0;
       while (Date.now() - t0 < 5000) {
@@ -195,7 +240,9 @@ describe('revocation', () => {
     // Same database, same data folder (so the same vault key): another process in all but name.
     const second = await startTestServer({ DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir });
     try {
-      await expect(verifyAccessToken(second.svc, c.accessToken, p.projectId)).rejects.toThrow('Invalid or expired token');
+      await expect(verifyAccessToken(second.svc, c.accessToken, p.projectId)).rejects.toThrow(
+        'Invalid or expired token',
+      );
       expect((await verifyAccessToken(second.svc, live.accessToken, p.projectId)).customerId).toBe(live.id);
     } finally {
       await second.stop();
@@ -216,23 +263,31 @@ describe('rotation', () => {
       // Still signed by the old key until the new one's publish window has passed.
       const during = await customer(p.projectId);
       // (Only if it was minted inside the window: a box slower than two seconds proves nothing.)
-      if (Date.now() < Date.parse(r.json.activeFrom)) expect(decodeProtectedHeader(during.accessToken).kid).toBe(decodeProtectedHeader(before.accessToken).kid);
+      if (Date.now() < Date.parse(r.json.activeFrom))
+        expect(decodeProtectedHeader(during.accessToken).kid).toBe(decodeProtectedHeader(before.accessToken).kid);
       await Bun.sleep(Math.max(0, Date.parse(r.json.activeFrom) - Date.now()) + 100);
       const after = await customer(p.projectId);
       expect(decodeProtectedHeader(after.accessToken).kid).toBe(r.json.kid);
-      for (const t of [before, after]) expect((await p.gql(pk, READ, undefined, { authorization: `Bearer ${t.accessToken}` })).status).toBe(200);
+      for (const t of [before, after])
+        expect((await p.gql(pk, READ, undefined, { authorization: `Bearer ${t.accessToken}` })).status).toBe(200);
       // The old key stays published until every token it signed has expired (an hour at most).
       const [old] = await server.svc.sql<{ kept: number }[]>`
         select extract(epoch from expires_at - retired_at)::int as kept from signing_keys where kid = ${decodeProtectedHeader(before.accessToken).kid!}`;
       expect(old!.kept).toBeGreaterThanOrEqual(3600);
       // The other process heard of the rotation: it publishes the new key and signs with it too.
-      const peerKids = async () => ((await (await fetch(`${peer.apiUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
-      for (const end = Date.now() + 15_000; !(await peerKids()).includes(r.json.kid) && Date.now() < end; ) await Bun.sleep(50);
+      const peerKids = async () =>
+        ((await (await fetch(`${peer.apiUrl}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map(
+          (k) => k.kid,
+        );
+      for (const end = Date.now() + 15_000; !(await peerKids()).includes(r.json.kid) && Date.now() < end; )
+        await Bun.sleep(50);
       expect(await peerKids()).toContain(r.json.kid);
       const reg = await fetch(`${peer.apiUrl}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-api-key': pk },
-        body: JSON.stringify({ query: `mutation { registerCustomer(email: "rotated@example.com", password: "rotation pw 12") { accessToken } }` }),
+        body: JSON.stringify({
+          query: `mutation { registerCustomer(email: "rotated@example.com", password: "rotation pw 12") { accessToken } }`,
+        }),
       });
       const peerToken = ((await reg.json()) as any).data.registerCustomer.accessToken;
       expect(decodeProtectedHeader(peerToken).kid).toBe(r.json.kid);

@@ -30,8 +30,14 @@ beforeAll(async () => {
   p = await opsProject(server, 'cust-exec');
   await p.push({
     operationBaseUrl: ep.url,
-    operations: [{ key: 'ping', endpoint: '/ping' }, { key: 'other', endpoint: '/other' }, { key: 'slow', endpoint: '/slow', timeoutSeconds: 60 }],
-    models: [{ key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] }],
+    operations: [
+      { key: 'ping', endpoint: '/ping' },
+      { key: 'other', endpoint: '/other' },
+      { key: 'slow', endpoint: '/slow', timeoutSeconds: 60 },
+    ],
+    models: [
+      { key: 'note', name: 'Note', fields: [{ key: 'body', type: 'text', access: { write: ['self', 'service'] } }] },
+    ],
   });
   sk = await p.key(['operations:execute', 'operations:read']);
 }, 60_000);
@@ -74,28 +80,46 @@ describe('keys that may execute nothing', () => {
 
 describe("a customer's role reaches operations through a public key", () => {
   const password = 'customer execute pw';
-  async function customerWith(permissions: string[] | null): Promise<{ pk: string; id: string; auth: Record<string, string>; token: string }> {
+  async function customerWith(
+    permissions: string[] | null,
+  ): Promise<{ pk: string; id: string; auth: Record<string, string>; token: string }> {
     const { upsertRole, assignRole } = await import('../../src/identity/customer-roles.ts');
     const pk = await p.key(['records:read'], 'pk');
     const email = `ce${Math.random().toString(16).slice(2, 10)}@example.com`;
-    const reg = await p.gql(pk, `mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { customer { id } } }`, { e: email, p: password });
+    const reg = await p.gql(
+      pk,
+      `mutation($e: String!, $p: String!) { registerCustomer(email: $e, password: $p) { customer { id } } }`,
+      { e: email, p: password },
+    );
     const id = reg.data.registerCustomer.customer.id;
     if (permissions) {
       const role = `r${Math.random().toString(16).slice(2, 10)}`;
       await upsertRole(server.svc.sql, p.projectId, { key: role, name: role, permissions });
       await assignRole(server.svc.sql, p.projectId, role, id);
     }
-    const login = await p.gql(pk, `mutation($e: String!, $p: String!) { loginCustomer(email: $e, password: $p) { accessToken } }`, { e: email, p: password });
+    const login = await p.gql(
+      pk,
+      `mutation($e: String!, $p: String!) { loginCustomer(email: $e, password: $p) { accessToken } }`,
+      { e: email, p: password },
+    );
     const token = login.data.loginCustomer.accessToken;
     return { pk, id, token, auth: { authorization: `Bearer ${token}` } };
   }
-  const as = async (c: { pk: string; auth: Record<string, string> }, query: string) => (await fetch(`${server.apiUrl}/graphql`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': c.pk, ...c.auth }, body: JSON.stringify({ query }),
-  })).json() as Promise<any>;
+  const as = async (c: { pk: string; auth: Record<string, string> }, query: string) =>
+    (
+      await fetch(`${server.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': c.pk, ...c.auth },
+        body: JSON.stringify({ query }),
+      })
+    ).json() as Promise<any>;
 
   test('operations:execute:ping in the role: executePing is in the schema of key plus token and runs; other operations stay absent', async () => {
     const c = await customerWith(['operations:execute:ping']);
-    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executePing']);
+    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual([
+      'executeOperation',
+      'executePing',
+    ]);
     const ran = await as(c, 'mutation { executePing(input: { hi: 1 }) { id status } }');
     expect(ran.errors).toBeUndefined();
     expect(ran.data.executePing.status).toBe('pending');
@@ -110,7 +134,12 @@ describe("a customer's role reaches operations through a public key", () => {
 
   test('unscoped operations:execute in the role: every execute<Op>', async () => {
     const c = await customerWith(['operations:execute']);
-    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual(['executeOperation', 'executeOther', 'executePing', 'executeSlow']);
+    expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute')).sort()).toEqual([
+      'executeOperation',
+      'executeOther',
+      'executePing',
+      'executeSlow',
+    ]);
     const ran = await as(c, 'mutation { executeOther { id status } }');
     expect(ran.data.executeOther.status).toBe('pending');
   });
@@ -142,7 +171,12 @@ describe("a customer's role reaches operations through a public key", () => {
       expect(res.status).toBe(200);
       await res.body?.cancel();
     }
-    for (const q of [`token=${stranger.token}`, `apiKey=${stranger.pk}&token=${stranger.token}`, `apiKey=${c.pk}`, `token=${c.token}&x=jobs-star`]) {
+    for (const q of [
+      `token=${stranger.token}`,
+      `apiKey=${stranger.pk}&token=${stranger.token}`,
+      `apiKey=${c.pk}`,
+      `token=${c.token}&x=jobs-star`,
+    ]) {
       const channel = q.endsWith('jobs-star') ? 'jobs:*' : `jobs:${id}`;
       const res = await fetch(`${server.gatewayUrl}/sse/${channel}?${q}`, { signal: AbortSignal.timeout(10_000) });
       expect({ q: q.replace(/=[^&]+/g, ''), status: res.status }).toEqual({ q: q.replace(/=[^&]+/g, ''), status: 403 });
@@ -151,7 +185,15 @@ describe("a customer's role reaches operations through a public key", () => {
   });
 
   test('two processes: the customer executes through one API process and follows jobs:{executionId} on a gateway process', async () => {
-    const { proc, url: gateway } = await spawnService({ DATABASE_URL: server.databaseUrl, SVC_ROOT_TOKEN: server.rootToken, SVC_DATA_DIR: server.dataDir, SVC_READ_POOL: '1' }, { role: 'gateway', cwd: join(import.meta.dir, '..', '..') });
+    const { proc, url: gateway } = await spawnService(
+      {
+        DATABASE_URL: server.databaseUrl,
+        SVC_ROOT_TOKEN: server.rootToken,
+        SVC_DATA_DIR: server.dataDir,
+        SVC_READ_POOL: '1',
+      },
+      { role: 'gateway', cwd: join(import.meta.dir, '..', '..') },
+    );
     try {
       const c = await customerWith(['operations:execute:slow']);
       const ran = await as(c, 'mutation { executeSlow(input: { n: 1 }) { id } }');
@@ -161,14 +203,23 @@ describe("a customer's role reaches operations through a public key", () => {
       const stream = sse(gateway, `jobs:${id}`, { token: c.token });
       try {
         await eventually(() => stream.isConnected(), 10_000);
-        const secretRes = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+        const secretRes = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, {
+          headers: { authorization: `Bearer ${p.ownerKey}` },
+        });
         const { secret } = (await secretRes.json()) as { secret: string };
         const { sign } = await import('../../src/operations/signing.ts');
         const body = JSON.stringify({ status: 'completed', result: { done: true } });
-        const callback = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, body) }, body });
+        const callback = await fetch(`${server.apiUrl}/v1/operations/executions/${id}/callback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-svc-signature': sign(secret, body) },
+          body,
+        });
         expect(callback.status).toBe(200);
         await eventually(() => stream.events.some((e) => e.event === 'job.completed'), 15_000);
-        expect(stream.events.find((e) => e.event === 'job.completed')).toMatchObject({ channel: `jobs:${id}`, data: { id, status: 'completed', resultJson: { done: true } } });
+        expect(stream.events.find((e) => e.event === 'job.completed')).toMatchObject({
+          channel: `jobs:${id}`,
+          data: { id, status: 'completed', resultJson: { done: true } },
+        });
       } finally {
         stream.es.close();
       }

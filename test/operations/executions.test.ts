@@ -23,10 +23,11 @@ beforeAll(async () => {
     '/boom': () => new Response('boom', { status: 500 }),
     '/html': () => new Response('<html>hi</html>', { headers: { 'content-type': 'text/html' } }),
     '/huge': () => new Response('x'.repeat(10 * 1024 * 1024)),
-    '/hang': (req) => new Promise<Response>((resolve) => {
-      hang.release = () => resolve(Response.json({ late: true }));
-      req.signal.addEventListener('abort', () => resolve(new Response('aborted')));
-    }),
+    '/hang': (req) =>
+      new Promise<Response>((resolve) => {
+        hang.release = () => resolve(Response.json({ late: true }));
+        req.signal.addEventListener('abort', () => resolve(new Response('aborted')));
+      }),
   });
   const refused = await freePort();
   p = await opsProject(server);
@@ -45,7 +46,9 @@ beforeAll(async () => {
     ],
   });
   key = await p.key(['operations:execute', 'operations:read']);
-  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, { headers: { authorization: `Bearer ${p.ownerKey}` } });
+  const res = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret`, {
+    headers: { authorization: `Bearer ${p.ownerKey}` },
+  });
   secret = ((await res.json()) as { secret: string }).secret;
 }, 30_000);
 
@@ -55,7 +58,10 @@ afterAll(async () => {
 });
 
 async function run(op: string, input: unknown = { n: 1 }): Promise<string> {
-  const r = await p.gql(key, `mutation($k: String!, $i: JSON) { executeOperation(key: $k, input: $i) { id status } }`, { k: op, i: input });
+  const r = await p.gql(key, `mutation($k: String!, $i: JSON) { executeOperation(key: $k, input: $i) { id status } }`, {
+    k: op,
+    i: input,
+  });
   expect(r.errors).toBeUndefined();
   expect(r.data.executeOperation.status).toBe('pending');
   return r.data.executeOperation.id;
@@ -77,9 +83,22 @@ describe('operation executions (CONTRACT §9)', () => {
     const r = await p.gql(key, `mutation { executeOk(input: { hello: "world" }) { ${EXECUTION} } }`);
     const id = r.data.executeOk.id;
     const done = await waitStatus(p, key, id);
-    expect(done).toMatchObject({ status: 'completed', resultJson: { echoed: { hello: 'world' }, ok: true }, errorJson: null, progressPct: null, attempts: 1, trigger: 'api' });
+    expect(done).toMatchObject({
+      status: 'completed',
+      resultJson: { echoed: { hello: 'world' }, ok: true },
+      errorJson: null,
+      progressPct: null,
+      attempts: 1,
+      trigger: 'api',
+    });
     const call = ep.calls.find((c) => c.body?.executionId === id)!;
-    expect(call.body).toEqual({ executionId: id, operationKey: 'ok', projectId: p.projectId, input: { hello: 'world' }, callbackUrl: `${server.apiUrl}/v1/operations/executions/${id}/callback` });
+    expect(call.body).toEqual({
+      executionId: id,
+      operationKey: 'ok',
+      projectId: p.projectId,
+      input: { hello: 'world' },
+      callbackUrl: `${server.apiUrl}/v1/operations/executions/${id}/callback`,
+    });
     expect(call.headers.get('x-svc-execution-id')).toBe(id);
     const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(call.headers.get('x-svc-signature')!)!;
     expect(v1).toBe(createHmac('sha256', secret).update(`${t}.${call.raw}`).digest('hex'));
@@ -93,11 +112,19 @@ describe('operation executions (CONTRACT §9)', () => {
     expect((await callback(id, { progressPct: 40, progressMessage: 'resizing' })).status).toBe(200);
     const mid = await waitStatus(p, key, id, 'running');
     expect(mid).toMatchObject({ progressPct: 40, progressMessage: 'resizing' });
-    const forged = await callback(id, { status: 'completed', result: { evil: true } }, `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`);
+    const forged = await callback(
+      id,
+      { status: 'completed', result: { evil: true } },
+      `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}`,
+    );
     expect(forged.status).toBe(401);
     expect((await callback(id, { progressPct: 140 })).status).toBe(400);
     expect((await callback(id, { status: 'completed', result: { url: 'https://cdn/x.png' } })).status).toBe(200);
-    expect(await waitStatus(p, key, id)).toMatchObject({ status: 'completed', resultJson: { url: 'https://cdn/x.png' }, progressPct: null });
+    expect(await waitStatus(p, key, id)).toMatchObject({
+      status: 'completed',
+      resultJson: { url: 'https://cdn/x.png' },
+      progressPct: null,
+    });
     const late = await callback(id, { progressPct: 90 });
     expect(late.status).toBe(409);
     expect(((await late.json()) as { error: string }).error).toBe('CONFLICT');
@@ -110,17 +137,36 @@ describe('operation executions (CONTRACT §9)', () => {
 
   test('failures: non-2xx, HTML, 10 MB, refused connection each end failed with a stated reason', async () => {
     const [boom, html, huge, refused] = await Promise.all(['boom', 'html', 'huge', 'refused'].map((k) => run(k)));
-    expect(await waitStatus(p, key, boom!)).toMatchObject({ status: 'failed', errorJson: { status: 500, body: 'boom' }, resultJson: null });
-    expect(await waitStatus(p, key, html!)).toMatchObject({ status: 'failed', errorJson: { status: 200, body: '<html>hi</html>', reason: 'invalid_json' } });
-    expect(await waitStatus(p, key, huge!)).toMatchObject({ status: 'failed', errorJson: { status: 200, reason: 'response_too_large', limitBytes: 1048576 } });
-    expect(await waitStatus(p, key, refused!)).toMatchObject({ status: 'failed', errorJson: { status: null, reason: 'unreachable' } });
+    expect(await waitStatus(p, key, boom!)).toMatchObject({
+      status: 'failed',
+      errorJson: { status: 500, body: 'boom' },
+      resultJson: null,
+    });
+    expect(await waitStatus(p, key, html!)).toMatchObject({
+      status: 'failed',
+      errorJson: { status: 200, body: '<html>hi</html>', reason: 'invalid_json' },
+    });
+    expect(await waitStatus(p, key, huge!)).toMatchObject({
+      status: 'failed',
+      errorJson: { status: 200, reason: 'response_too_large', limitBytes: 1048576 },
+    });
+    expect(await waitStatus(p, key, refused!)).toMatchObject({
+      status: 'failed',
+      errorJson: { status: null, reason: 'unreachable' },
+    });
   });
 
   test('past the timeout: a hanging call and a 202 without callbacks end timed_out', async () => {
     const hung = await run('hang-quick');
     const silent = await run('accept-quick');
-    expect(await waitStatus(p, key, hung)).toMatchObject({ status: 'timed_out', errorJson: { reason: 'timeout', timeoutMs: 500 } });
-    expect(await waitStatus(p, key, silent)).toMatchObject({ status: 'timed_out', errorJson: { reason: 'timeout', timeoutMs: 500 } });
+    expect(await waitStatus(p, key, hung)).toMatchObject({
+      status: 'timed_out',
+      errorJson: { reason: 'timeout', timeoutMs: 500 },
+    });
+    expect(await waitStatus(p, key, silent)).toMatchObject({
+      status: 'timed_out',
+      errorJson: { reason: 'timeout', timeoutMs: 500 },
+    });
     await eventually(() => ep.aborted.has(hung), 5000);
   });
 
@@ -128,10 +174,24 @@ describe('operation executions (CONTRACT §9)', () => {
     const id = await run('hang');
     await eventually(() => ep.calls.some((c) => c.body?.executionId === id), 10_000);
     // What a slow NOTIFY delivers after the claim: the creation's own event.
-    await server.svc.bus.publish({ type: 'execution.changed', projectId: p.projectId, executionId: id, operationKey: 'hang', status: 'pending', progressPct: null, progressMessage: null, resultJson: null, errorJson: null });
+    await server.svc.bus.publish({
+      type: 'execution.changed',
+      projectId: p.projectId,
+      executionId: id,
+      operationKey: 'hang',
+      status: 'pending',
+      progressPct: null,
+      progressMessage: null,
+      resultJson: null,
+      errorJson: null,
+    });
     await eventually(() => statuses(id).filter((s2) => s2 === 'pending').length === 2, 10_000);
     hang.release?.();
-    expect(await waitStatus(p, key, id)).toMatchObject({ status: 'completed', resultJson: { late: true }, attempts: 1 });
+    expect(await waitStatus(p, key, id)).toMatchObject({
+      status: 'completed',
+      resultJson: { late: true },
+      attempts: 1,
+    });
     expect(ep.aborted.has(id)).toBe(false);
     expect(ep.calls.filter((c) => c.body?.executionId === id).length).toBe(1);
   });
@@ -143,7 +203,9 @@ describe('operation executions (CONTRACT §9)', () => {
     expect(c.data.cancelOperationExecution).toEqual({ id, status: 'cancelled' });
     await eventually(() => ep.aborted.has(id), 5000);
     hang.release?.();
-    const again = await p.gql(key, `mutation($id: String!) { cancelOperationExecution(id: $id) { id status } }`, { id });
+    const again = await p.gql(key, `mutation($id: String!) { cancelOperationExecution(id: $id) { id status } }`, {
+      id,
+    });
     expect(again.errors[0].extensions.code).toBe('CONFLICT');
     expect((await waitStatus(p, key, id)).status).toBe('cancelled');
     await eventually(() => statuses(id).length >= 3);
@@ -164,7 +226,9 @@ describe('per-operation scopes', () => {
     expect(names).not.toContain('executeBoom');
     const generic = await p.gql(scoped, `mutation { executeOperation(key: "boom") { id } }`);
     expect(generic.errors[0].message).toBe('missing required scope: operations:execute:boom');
-    const cancel = await p.gql(scoped, `mutation($id: String!) { cancelOperationExecution(id: $id) { id } }`, { id: ok.data.executeOk.id });
+    const cancel = await p.gql(scoped, `mutation($id: String!) { cancelOperationExecution(id: $id) { id } }`, {
+      id: ok.data.executeOk.id,
+    });
     expect(cancel.errors[0].message).toBe('missing required scope: operations:execute');
     const unknown = await p.gql(key, `mutation { executeOperation(key: "nope") { id } }`);
     expect(unknown.errors[0].extensions.code).toBe('NOT_FOUND');
@@ -172,25 +236,41 @@ describe('per-operation scopes', () => {
     const read = await p.gql(noRead, `{ operationExecution(id: "x") { id } }`);
     expect(read.errors[0].message).toBe('missing required scope: operations:read');
   });
-
 });
 
 describe('customers', () => {
-  test('a customer token executes only what the customer\'s roles stamp, whatever the key holds', async () => {
+  test("a customer token executes only what the customer's roles stamp, whatever the key holds", async () => {
     const { upsertRole, assignRole } = await import('../../src/identity/customer-roles.ts');
-    await upsertRole(server.svc.sql, p.projectId, { key: 'okRunner', name: 'Runs ok', permissions: ['operations:execute:ok'] });
+    await upsertRole(server.svc.sql, p.projectId, {
+      key: 'okRunner',
+      name: 'Runs ok',
+      permissions: ['operations:execute:ok'],
+    });
     const pk = await p.key(['operations:read'], 'pk');
     const email = `ops${Math.random().toString(16).slice(2, 10)}@example.com`;
-    const reg = await p.gql(pk, `mutation($e: String!) { registerCustomer(email: $e, password: "operations customer pw") { accessToken customer { id } } }`, { e: email });
+    const reg = await p.gql(
+      pk,
+      `mutation($e: String!) { registerCustomer(email: $e, password: "operations customer pw") { accessToken customer { id } } }`,
+      { e: email },
+    );
     const customerId = reg.data.registerCustomer.customer.id;
-    const as = async (token: string, query: string) => (await fetch(`${server.apiUrl}/graphql`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, authorization: `Bearer ${token}` }, body: JSON.stringify({ query }),
-    })).json() as Promise<any>;
+    const as = async (token: string, query: string) =>
+      (
+        await fetch(`${server.apiUrl}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': key, authorization: `Bearer ${token}` },
+          body: JSON.stringify({ query }),
+        })
+      ).json() as Promise<any>;
     // Without the role: the key's operations:execute does not lend itself to the customer.
     const before = await as(reg.data.registerCustomer.accessToken, `mutation { executeOperation(key: "ok") { id } }`);
     expect(before.errors[0].message).toBe('missing required scope: operations:execute:ok');
     await assignRole(server.svc.sql, p.projectId, 'okRunner', customerId);
-    const login = await p.gql(pk, `mutation($e: String!) { loginCustomer(email: $e, password: "operations customer pw") { accessToken } }`, { e: email });
+    const login = await p.gql(
+      pk,
+      `mutation($e: String!) { loginCustomer(email: $e, password: "operations customer pw") { accessToken } }`,
+      { e: email },
+    );
     const token = login.data.loginCustomer.accessToken;
     const ok = await as(token, `mutation { executeOperation(key: "ok", input: { by: "customer" }) { id status } }`);
     expect(ok.data.executeOperation.status).toBe('pending');
@@ -202,7 +282,11 @@ describe('customers', () => {
 
 describe('the signing secret', () => {
   test('rotation: the next call is signed with the new secret; callbacks signed with the previous one still verify, others do not', async () => {
-    const control = (path: string, method = 'GET') => fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret${path}`, { method, headers: { authorization: `Bearer ${p.ownerKey}` } });
+    const control = (path: string, method = 'GET') =>
+      fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret${path}`, {
+        method,
+        headers: { authorization: `Bearer ${p.ownerKey}` },
+      });
     const old = (await (await control('')).json()) as { secret: string; version: number };
     expect(old.secret).toBe(secret);
     const accepted = await run('accept');
@@ -213,7 +297,9 @@ describe('the signing secret', () => {
     expect(rotated.secret).not.toBe(old.secret);
     expect(((await (await control('')).json()) as { secret: string }).secret).toBe(rotated.secret);
     // Stored encrypted: neither secret appears in the table.
-    const stored = JSON.stringify(await server.svc.sql`select * from operation_signing_secrets where project_id = ${p.projectId}`);
+    const stored = JSON.stringify(
+      await server.svc.sql`select * from operation_signing_secrets where project_id = ${p.projectId}`,
+    );
     expect(stored).not.toContain(old.secret.slice(6));
     expect(stored).not.toContain(rotated.secret.slice(6));
 
@@ -225,7 +311,11 @@ describe('the signing secret', () => {
 
     const signedWith = (s2: string, body: unknown) => {
       const raw = JSON.stringify(body);
-      return fetch(`${server.apiUrl}/v1/operations/executions/${accepted}/callback`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-signature': sign(s2, raw) }, body: raw });
+      return fetch(`${server.apiUrl}/v1/operations/executions/${accepted}/callback`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-svc-signature': sign(s2, raw) },
+        body: raw,
+      });
     };
     expect((await signedWith('whsec_someone_else', { progressPct: 10 })).status).toBe(401);
     expect((await signedWith(old.secret, { progressPct: 20 })).status).toBe(200);
@@ -237,7 +327,11 @@ describe('the signing secret', () => {
     const later = await run('accept');
     await waitStatus(p, key, later, 'running');
     const raw = JSON.stringify({ progressPct: 5 });
-    const viaFirst = await fetch(`${server.apiUrl}/v1/operations/executions/${later}/callback`, { method: 'POST', headers: { 'x-svc-signature': sign(old.secret, raw) }, body: raw });
+    const viaFirst = await fetch(`${server.apiUrl}/v1/operations/executions/${later}/callback`, {
+      method: 'POST',
+      headers: { 'x-svc-signature': sign(old.secret, raw) },
+      body: raw,
+    });
     expect(viaFirst.status).toBe(401);
     secret = third.secret;
     expect((await callback(later, { status: 'completed' })).status).toBe(200);
@@ -246,16 +340,33 @@ describe('the signing secret', () => {
 
 describe('bad input and the CLI', () => {
   test('oversized or non-JSON input is refused with a stated code; svc executions cancel cancels a running call and refuses a finished one', async () => {
-    const before = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
-    const big = await p.gql(key, `mutation($i: JSON) { executeOperation(key: "ok", input: $i) { id } }`, { i: { blob: 'x'.repeat(300 * 1024) } });
+    const before = await server.svc.sql<
+      { n: number }[]
+    >`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
+    const big = await p.gql(key, `mutation($i: JSON) { executeOperation(key: "ok", input: $i) { id } }`, {
+      i: { blob: 'x'.repeat(300 * 1024) },
+    });
     expect(big.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(big.errors[0].message).toBe('input is larger than 256 KiB');
-    const notJson = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: '{"query": "mutation { executeOk { id } }", "variables": {' });
+    const notJson = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: '{"query": "mutation { executeOk { id } }", "variables": {',
+    });
     expect(notJson.status).toBe(400);
     expect(JSON.stringify(await notJson.json())).not.toContain('INTERNAL_SERVER_ERROR');
     const hanging = await run('hang');
     await waitStatus(p, key, hanging, 'dispatched');
-    const cancelled = await cli(server, p.ownerKey, 'executions', 'cancel', hanging, '--project', p.projectId, '--json');
+    const cancelled = await cli(
+      server,
+      p.ownerKey,
+      'executions',
+      'cancel',
+      hanging,
+      '--project',
+      p.projectId,
+      '--json',
+    );
     expect(cancelled.code).toBe(0);
     expect(cancelled.json).toMatchObject({ id: hanging, status: 'cancelled' });
     await eventually(() => ep.aborted.has(hanging), 10_000);
@@ -265,7 +376,9 @@ describe('bad input and the CLI', () => {
     const unknown = await cli(server, p.ownerKey, 'executions', 'show', 'exe_nope', '--project', p.projectId, '--json');
     expect(unknown.code).not.toBe(0);
     // Only the one execution that was valid was stored.
-    const after = await server.svc.sql<{ n: number }[]>`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
+    const after = await server.svc.sql<
+      { n: number }[]
+    >`select count(*)::int as n from operation_executions where project_id = ${p.projectId}`;
     expect(after[0]!.n).toBe(before[0]!.n + 1);
   });
 });
@@ -273,7 +386,8 @@ describe('bad input and the CLI', () => {
 describe('execution events', () => {
   test('a real execution is seen in order on jobs:* and jobs:{id} (EventSource) and the operationExecution subscription (graphql-ws)', async () => {
     const readKey = await p.key(['operations:read']);
-    const channels = async () => ((await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number }).channels;
+    const channels = async () =>
+      ((await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number }).channels;
     const base = await channels();
     /** An EventSource collecting the frames `{ channel, event: "job.<status>", data }` of a channel. */
     const listen = (channel: string) => {
@@ -288,9 +402,19 @@ describe('execution events', () => {
     await until(async () => all.connected());
     const id = await run('accept');
     await waitStatus(p, key, id, 'running');
-    const ws = createClient({ url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: readKey }, retryAttempts: 0 });
+    const ws = createClient({
+      url: `${server.apiUrl.replace(/^http/, 'ws')}/graphql/ws`,
+      connectionParams: { apiKey: readKey },
+      retryAttempts: 0,
+    });
     const sub: any[] = [];
-    const stop = ws.subscribe({ query: `subscription($id: String!) { operationExecution(id: $id) { id status progressPct progressMessage resultJson } }`, variables: { id } }, { next: (v) => sub.push(v.data!.operationExecution), error: () => {}, complete: () => {} });
+    const stop = ws.subscribe(
+      {
+        query: `subscription($id: String!) { operationExecution(id: $id) { id status progressPct progressMessage resultJson } }`,
+        variables: { id },
+      },
+      { next: (v) => sub.push(v.data!.operationExecution), error: () => {}, complete: () => {} },
+    );
     const one = { es: undefined as EventSource | undefined, got: [] as { event: string; data: any }[] };
     try {
       // The subscription is live once its channel counts; then the EventSource of the same channel.
@@ -303,9 +427,25 @@ describe('execution events', () => {
       expect((await callback(id, { status: 'completed', result: { ok: 1 } })).status).toBe(200);
       const mine = () => all.got.filter((g) => g.data.id === id);
       await eventually(() => mine().length === 6 && one.got.length === 3 && sub.length === 3, 10_000);
-      expect(mine().map((g) => `${g.event} ${g.data.progressPct}`)).toEqual(['job.pending null', 'job.dispatched null', 'job.running null', 'job.running 40', 'job.running 80', 'job.completed null']);
-      expect(one.got.map((g) => [g.event, g.data.progressPct, g.data.progressMessage])).toEqual([['job.running', 40, 'resizing'], ['job.running', 80, 'encoding'], ['job.completed', null, 'encoding']]);
-      expect(one.got[2]!.data).toMatchObject({ id, operationKey: 'accept', status: 'completed', resultJson: { ok: 1 } });
+      expect(mine().map((g) => `${g.event} ${g.data.progressPct}`)).toEqual([
+        'job.pending null',
+        'job.dispatched null',
+        'job.running null',
+        'job.running 40',
+        'job.running 80',
+        'job.completed null',
+      ]);
+      expect(one.got.map((g) => [g.event, g.data.progressPct, g.data.progressMessage])).toEqual([
+        ['job.running', 40, 'resizing'],
+        ['job.running', 80, 'encoding'],
+        ['job.completed', null, 'encoding'],
+      ]);
+      expect(one.got[2]!.data).toMatchObject({
+        id,
+        operationKey: 'accept',
+        status: 'completed',
+        resultJson: { ok: 1 },
+      });
       expect(sub).toEqual([
         { id, status: 'running', progressPct: 40, progressMessage: 'resizing', resultJson: null },
         { id, status: 'running', progressPct: 80, progressMessage: 'encoding', resultJson: null },

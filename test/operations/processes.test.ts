@@ -27,7 +27,16 @@ async function spawn(env: Record<string, string>): Promise<Subprocess<'ignore', 
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
   const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_BASE_URL: server.apiUrl, SVC_OPERATIONS_POLL_MS: '50', SVC_READ_POOL: '1', ...env },
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_BASE_URL: server.apiUrl,
+      SVC_OPERATIONS_POLL_MS: '50',
+      SVC_READ_POOL: '1',
+      ...env,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -44,11 +53,14 @@ beforeAll(async () => {
     '/slow': (req) => {
       if (!hangFirst) return Response.json({ finished: true });
       hangFirst = false;
-      return new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone'))));
+      return new Promise<Response>((resolve) =>
+        req.signal.addEventListener('abort', () => resolve(new Response('gone'))),
+      );
     },
     '/echo': () => Response.json({ ok: true }),
     // Never answers: each worker that calls it gets killed (or the call is cancelled).
-    '/doom': (req) => new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone')))),
+    '/doom': (req) =>
+      new Promise<Response>((resolve) => req.signal.addEventListener('abort', () => resolve(new Response('gone')))),
     // Holds each call until the test opens the gate; counts concurrency.
     '/gate': async () => {
       gate.max = Math.max(gate.max, ++gate.inFlight);
@@ -74,7 +86,11 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
 }
 
 async function gqlAt(apiUrl: string, key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
   return res.json();
 }
 
@@ -88,19 +104,25 @@ describe('operations across processes', () => {
       hooks: [{ key: 'onCreate', event: 'RECORD_CREATED', operationKey: 'index' }],
     });
     const key = await p.key(['records:read', 'records:write']);
-    const others = await Promise.all([0, 1].map(async () => {
-      const [port, rport] = [await freePort(), await freePort()];
-      await spawn({ SVC_ROLE: 'all', PORT: String(port), REALTIME_PORT: String(rport) });
-      return `http://127.0.0.1:${port}`;
-    }));
+    const others = await Promise.all(
+      [0, 1].map(async () => {
+        const [port, rport] = [await freePort(), await freePort()];
+        await spawn({ SVC_ROLE: 'all', PORT: String(port), REALTIME_PORT: String(rport) });
+        return `http://127.0.0.1:${port}`;
+      }),
+    );
     const apis = [server.apiUrl, ...others];
     const ids: string[] = [];
-    await Promise.all(apis.map(async (api, n) => {
-      for (let i = 0; i < 10; i++) {
-        const r = await gqlAt(api, key, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, { t: `p${n}-${i}` });
-        ids.push(r.data.createPost._id);
-      }
-    }));
+    await Promise.all(
+      apis.map(async (api, n) => {
+        for (let i = 0; i < 10; i++) {
+          const r = await gqlAt(api, key, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, {
+            t: `p${n}-${i}`,
+          });
+          ids.push(r.data.createPost._id);
+        }
+      }),
+    );
     await eventually(() => ep.calls.filter((c) => c.path === '/index').length >= 30, 20_000);
     // Give a duplicate (if any) time to show up before counting.
     await Bun.sleep(500);
@@ -179,19 +201,31 @@ describe('operations across processes', () => {
       await server.svc.operations.dispatcher!.stop();
       // Different capacities give the two claim statements different candidate windows (the
       // bug this guards against: each saw the project below its cap and took a different row).
-      await Promise.all(['1', '64'].map(async (capacity) => {
-        const [port, rport] = [await freePort(), await freePort()];
-        await spawn({ SVC_ROLE: 'worker', PORT: String(port), REALTIME_PORT: String(rport), SVC_OPERATIONS_CONCURRENCY: '2', SVC_OPERATIONS_CAPACITY: capacity });
-      }));
+      await Promise.all(
+        ['1', '64'].map(async (capacity) => {
+          const [port, rport] = [await freePort(), await freePort()];
+          await spawn({
+            SVC_ROLE: 'worker',
+            PORT: String(port),
+            REALTIME_PORT: String(rport),
+            SVC_OPERATIONS_CONCURRENCY: '2',
+            SVC_OPERATIONS_CAPACITY: capacity,
+          });
+        }),
+      );
       const sql = server.svc.sql;
       // Both workers' claim loops blocked on the executions table (not the lease renewals).
-      const bothWaiting = () => until(async () => {
-        const [r] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+      const bothWaiting = () =>
+        until(async () => {
+          const [r] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
           where datname = current_database() and wait_event_type = 'Lock' and query not like '%set lease_until%'`;
-        return r!.n >= 2;
-      }, 30_000);
-      const live = async () => (await sql<{ n: number }[]>`select count(*)::int as n from operation_executions
-        where project_id = ${p.projectId} and status in ('dispatched', 'running')`)[0]!.n;
+          return r!.n >= 2;
+        }, 30_000);
+      const live = async () =>
+        (
+          await sql<{ n: number }[]>`select count(*)::int as n from operation_executions
+        where project_id = ${p.projectId} and status in ('dispatched', 'running')`
+        )[0]!.n;
       gate.open = false;
       gate.max = 0;
       const ids: string[] = [];
@@ -199,7 +233,16 @@ describe('operations across processes', () => {
       // claim loops until the commit, so each statement's snapshot starts together.
       await sql.begin(async (tx) => {
         await tx`lock table operation_executions in share mode`;
-        for (let i = 0; i < 30; i++) ids.push((await createExecution(tx as unknown as typeof sql, { projectId: p.projectId, operationKey: 'gate', input: null })).id);
+        for (let i = 0; i < 30; i++)
+          ids.push(
+            (
+              await createExecution(tx as unknown as typeof sql, {
+                projectId: p.projectId,
+                operationKey: 'gate',
+                input: null,
+              })
+            ).id,
+          );
         await bothWaiting();
       });
       await until(async () => (await live()) >= 2, 30_000);
@@ -208,8 +251,10 @@ describe('operations across processes', () => {
       await sql.begin(async (tx) => {
         await tx`lock table operation_executions in share mode`;
         await bothWaiting();
-        afterClaims = (await tx<{ n: number }[]>`select count(*)::int as n from operation_executions
-          where project_id = ${p.projectId} and status in ('dispatched', 'running')`)[0]!.n;
+        afterClaims = (
+          await tx<{ n: number }[]>`select count(*)::int as n from operation_executions
+          where project_id = ${p.projectId} and status in ('dispatched', 'running')`
+        )[0]!.n;
       });
       expect(afterClaims).toBe(2);
       // Both claimed calls reach the endpoint (the calls go out after the claims commit).
@@ -223,12 +268,22 @@ describe('operations across processes', () => {
     }
   }, 120_000);
 
-  test('a cancel through the API process aborts the call the worker process is making; a rotation there re-signs the worker\'s next call', async () => {
+  test("a cancel through the API process aborts the call the worker process is making; a rotation there re-signs the worker's next call", async () => {
     // One deployment: the same data folder (its vault key encrypts the signing secrets).
-    const api = await startTestServer({ DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROLE: 'api' });
+    const api = await startTestServer({
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROLE: 'api',
+    });
     try {
       const p = await opsProject(api, 'remote');
-      await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'doom', endpoint: '/doom', timeoutSeconds: 60 }, { key: 'echo', endpoint: '/echo' }] });
+      await p.push({
+        operationBaseUrl: ep.url,
+        operations: [
+          { key: 'doom', endpoint: '/doom', timeoutSeconds: 60 },
+          { key: 'echo', endpoint: '/echo' },
+        ],
+      });
       const key = await p.key(['operations:execute', 'operations:read']);
       for (const proc of procs.splice(0)) proc.kill('SIGKILL');
       await server.svc.operations.dispatcher!.stop();
@@ -244,7 +299,10 @@ describe('operations across processes', () => {
       // The worker caches the secret; the rotation announced by the API process reaches it.
       const first = await p.gql(key, `mutation { executeEcho { id } }`);
       await waitStatus(p, key, first.data.executeEcho.id);
-      const res = await fetch(`${api.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret/rotate`, { method: 'POST', headers: { authorization: `Bearer ${p.ownerKey}` } });
+      const res = await fetch(`${api.apiUrl}/v1/control/projects/${p.projectId}/operations/signing-secret/rotate`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${p.ownerKey}` },
+      });
       const rotated = ((await res.json()) as { secret: string }).secret;
       const second = await p.gql(key, `mutation { executeEcho { id } }`);
       const sid = second.data.executeEcho.id;

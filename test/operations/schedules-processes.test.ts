@@ -88,8 +88,13 @@ const occurrence = (scheduleKey: string, fireAt: string) => `${scheduleKey} ${fi
 
 describe('schedules across processes', () => {
   test('three processes ticking on one database fire each occurrence once: one schedule_runs row, one execution, one call', async () => {
-    const schedules = (enabled: boolean) => SCHEDULES.map((key) => ({ key, operationKey: 'tick', cron: '* * * * *', enabled }));
-    await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'tick', endpoint: '/tick' }], schedules: schedules(true) });
+    const schedules = (enabled: boolean) =>
+      SCHEDULES.map((key) => ({ key, operationKey: 'tick', cron: '* * * * *', enabled }));
+    await p.push({
+      operationBaseUrl: ep.url,
+      operations: [{ key: 'tick', endpoint: '/tick' }],
+      schedules: schedules(true),
+    });
     // As if pushed an hour ago (no process runs a scheduler yet): each process's first tick
     // finds this minute's occurrence due, so the first one is raced for at start-up and the
     // second at the next minute boundary (five-field cron: nothing fires more often).
@@ -106,12 +111,18 @@ describe('schedules across processes', () => {
     let latest: Run[] = [];
     await eventually(async () => {
       latest = await runs();
-      return SCHEDULES.every((key) => latest.filter((r) => r.schedule_key === key && r.status === 'completed').length >= 2);
+      return SCHEDULES.every(
+        (key) => latest.filter((r) => r.schedule_key === key && r.status === 'completed').length >= 2,
+      );
     }, 180_000);
 
     // No new occurrence from here on; once the executions already made have ended, stop the
     // processes (SIGTERM: each finishes its tick and its dispatcher) so the rows are final.
-    await p.push({ operationBaseUrl: ep.url, operations: [{ key: 'tick', endpoint: '/tick' }], schedules: schedules(false) });
+    await p.push({
+      operationBaseUrl: ep.url,
+      operations: [{ key: 'tick', endpoint: '/tick' }],
+      schedules: schedules(false),
+    });
     await eventually(async () => {
       latest = await runs();
       return latest.every((r) => r.status !== null && !['pending', 'dispatched', 'running'].includes(r.status));
@@ -145,7 +156,9 @@ describe('schedules across processes', () => {
       }
     }
     // Nothing was called that has no row.
-    expect([...calls.keys()].sort()).toEqual(latest.map((r) => occurrence(r.schedule_key, r.fire_at.toISOString())).sort());
+    expect([...calls.keys()].sort()).toEqual(
+      latest.map((r) => occurrence(r.schedule_key, r.fire_at.toISOString())).sort(),
+    );
     const [count] = await server.svc.sql<{ n: number }[]>`
       select count(*)::int as n from operation_executions where project_id = ${p.projectId} and trigger = 'schedule'`;
     expect(count!.n).toBe(latest.length);

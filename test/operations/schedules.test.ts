@@ -91,10 +91,16 @@ describe('schedules', () => {
     ]);
   });
 
-  test('a manual trigger in the very millisecond of an occurrence does not take that occurrence\'s row', async () => {
+  test("a manual trigger in the very millisecond of an occurrence does not take that occurrence's row", async () => {
     await pushedAt('2026-11-02T00:00:00Z');
     // Triggered at 00:05:00.000 exactly, an occurrence of */5: the scheduled run still fires.
-    const manual = await triggerSchedule(server.svc.sql, server.svc.bus, p.projectId, 'often', new Date('2026-11-02T00:05:00Z'));
+    const manual = await triggerSchedule(
+      server.svc.sql,
+      server.svc.bus,
+      p.projectId,
+      'often',
+      new Date('2026-11-02T00:05:00Z'),
+    );
     expect(manual.manual).toBe(true);
     await drive('2026-11-02T00:05:00Z', '2026-11-02T00:06:00Z', 1);
     expect(await runs('often')).toEqual(['2026-11-02T00:05:00.000Z']);
@@ -122,20 +128,33 @@ describe('schedules', () => {
     const reader = await p.key(['schedules:read', 'operations:read']);
     const writer = await p.key(['schedules:read', 'schedules:write', 'operations:read']);
     const list = await p.gql(reader, `{ schedules { key operationKey cron timezone enabled nextRunAt } }`);
-    expect(list.data.schedules.map((s: any) => [s.key, s.enabled])).toEqual([['nightly', true], ['often', true], ['off', false]]);
+    expect(list.data.schedules.map((s: any) => [s.key, s.enabled])).toEqual([
+      ['nightly', true],
+      ['often', true],
+      ['off', false],
+    ]);
     expect(list.data.schedules[2].nextRunAt).toBeNull();
     const denied = await p.gql(reader, `mutation { triggerSchedule(key: "nightly") { executionId } }`);
     expect(denied.errors[0].message).toBe('missing required scope: schedules:write');
     const t = await p.gql(writer, `mutation { triggerSchedule(key: "off") { scheduleKey manual executionId status } }`);
     expect(t.data.triggerSchedule).toMatchObject({ scheduleKey: 'off', manual: true, status: 'pending' });
     expect((await waitStatus(p, writer, t.data.triggerSchedule.executionId)).status).toBe('completed');
-    const history = await p.gql(reader, `{ scheduleRuns(scheduleKey: "off") { scheduleKey manual executionId status } }`);
-    expect(history.data.scheduleRuns).toEqual([{ scheduleKey: 'off', manual: true, executionId: t.data.triggerSchedule.executionId, status: 'completed' }]);
+    const history = await p.gql(
+      reader,
+      `{ scheduleRuns(scheduleKey: "off") { scheduleKey manual executionId status } }`,
+    );
+    expect(history.data.scheduleRuns).toEqual([
+      { scheduleKey: 'off', manual: true, executionId: t.data.triggerSchedule.executionId, status: 'completed' },
+    ]);
     const unknown = await p.gql(writer, `mutation { triggerSchedule(key: "nope") { executionId } }`);
     expect(unknown.errors[0].extensions.code).toBe('NOT_FOUND');
 
     const listed = await cli(server, p.ownerKey, 'schedules', 'list', '--project', p.projectId, '--json');
-    expect(listed.json.schedules.find((s: any) => s.key === 'nightly')).toMatchObject({ cron: '30 2 * * *', timezone: 'Europe/Berlin', enabled: true });
+    expect(listed.json.schedules.find((s: any) => s.key === 'nightly')).toMatchObject({
+      cron: '30 2 * * *',
+      timezone: 'Europe/Berlin',
+      enabled: true,
+    });
     const fired = await cli(server, p.ownerKey, 'schedules', 'trigger', 'often', '--project', p.projectId, '--json');
     expect(fired.code).toBe(0);
     expect(fired.json).toMatchObject({ scheduleKey: 'often', manual: true });

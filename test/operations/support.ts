@@ -58,7 +58,16 @@ export async function opsProject(server: TestServer, name = 'ops'): Promise<OpsP
     ownerKey,
     events,
     async key(scopes, kind = 'sk') {
-      return (await insertApiKey(server.svc.sql, { tenantId, projectId, kind, name: `k${Math.random()}`, scopes, allowedModels: null })).key;
+      return (
+        await insertApiKey(server.svc.sql, {
+          tenantId,
+          projectId,
+          kind,
+          name: `k${Math.random()}`,
+          scopes,
+          allowedModels: null,
+        })
+      ).key;
     },
     async gql(key, query, variables) {
       const res = await fetch(`${server.apiUrl}/graphql`, {
@@ -82,7 +91,8 @@ export async function opsProject(server: TestServer, name = 'ops'): Promise<OpsP
   };
 }
 
-export const EXECUTION = 'id status operationKey progressPct progressMessage resultJson errorJson attempts trigger deadLetter';
+export const EXECUTION =
+  'id status operationKey progressPct progressMessage resultJson errorJson attempts trigger deadLetter';
 
 /** Polls operationExecution until the status is terminal (or `want`). */
 export async function waitStatus(p: OpsProject, key: string, id: string, want?: string, ms = 15_000): Promise<any> {
@@ -90,7 +100,8 @@ export async function waitStatus(p: OpsProject, key: string, id: string, want?: 
   for (;;) {
     const r = await p.gql(key, `query($id: String!) { operationExecution(id: $id) { ${EXECUTION} } }`, { id });
     const e = r.data?.operationExecution;
-    if (e && (want ? e.status === want : ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.status))) return e;
+    if (e && (want ? e.status === want : ['completed', 'failed', 'cancelled', 'timed_out'].includes(e.status)))
+      return e;
     if (Date.now() > end) throw new Error(`execution ${id} stayed ${JSON.stringify(e ?? r)}`);
     await Bun.sleep(25);
   }

@@ -47,7 +47,13 @@ describe('project actor', () => {
 
   test('an unchanged model set is recognised whatever order jsonb keeps its keys in', async () => {
     const p = await bootstrapProject(a, 'order');
-    const product = { key: 'product', name: 'Product', versioned: false, fields: [{ key: 'sku', type: 'text' as const, queryable: true }], lookups: [{ keyBy: ['sku'] }] };
+    const product = {
+      key: 'product',
+      name: 'Product',
+      versioned: false,
+      fields: [{ key: 'sku', type: 'text' as const, queryable: true }],
+      lookups: [{ keyBy: ['sku'] }],
+    };
     expect(await push(a, p.projectId, [product as never])).toBe(1);
     expect(await push(a, p.projectId, [product as never])).toBeNull();
   });

@@ -37,7 +37,15 @@ beforeAll(async () => {
   symlinkSync('../svc/bin/svc.ts', join(dir, 'node_modules', '.bin', 'svc'));
   symlinkSync(process.execPath, join(dir, 'node_modules', '.bin', 'bun'));
   // The data dir is the folder's ./.svc, as `npm start` makes it; the root token is generated.
-  service = await spawnService({ DATABASE_URL: await freshDatabase('readme'), SVC_DATA_DIR: join(dir, '.svc'), SVC_ROOT_TOKEN: '', SVC_LOG: 'off' }, { role: 'all', cwd: ROOT, timeoutMs: 60_000 });
+  service = await spawnService(
+    {
+      DATABASE_URL: await freshDatabase('readme'),
+      SVC_DATA_DIR: join(dir, '.svc'),
+      SVC_ROOT_TOKEN: '',
+      SVC_LOG: 'off',
+    },
+    { role: 'all', cwd: ROOT, timeoutMs: 60_000 },
+  );
 });
 
 afterAll(async () => {
@@ -53,20 +61,35 @@ test('the README quick start runs verbatim: the draft is hidden, the published p
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('SVC_')) env[k] = v;
   // Only what the block says may be redirected: the two URLs.
   Object.assign(env, { SVC_URL: service.apiUrl, REALTIME_URL: service.realtimeUrl });
-  const run = Bun.spawn(['bash', '-e', '-o', 'pipefail', 'quickstart.sh'], { cwd: dir, env, stdout: 'pipe', stderr: 'pipe' });
+  const run = Bun.spawn(['bash', '-e', '-o', 'pipefail', 'quickstart.sh'], {
+    cwd: dir,
+    env,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
   const timer = setTimeout(() => run.kill('SIGKILL'), 150_000);
-  const [out, err, code] = await Promise.all([new Response(run.stdout).text(), new Response(run.stderr).text(), run.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(run.stdout).text(),
+    new Response(run.stderr).text(),
+    run.exited,
+  ]);
   clearTimeout(timer);
   expect({ code, err: code === 0 ? '' : err, out: code === 0 ? '' : out }).toEqual({ code: 0, err: '', out: '' });
 
-  const answers = out.split('\n').filter((l) => l.startsWith('{"data"')).map((l) => JSON.parse(l));
+  const answers = out
+    .split('\n')
+    .filter((l) => l.startsWith('{"data"'))
+    .map((l) => JSON.parse(l));
   expect(answers[0]).toEqual({ data: { pages: { totalCount: 0 } } });
   const id = answers[1].data.publishPageVersion._id as string;
   expect(id).toMatch(/^rec_/);
   expect(answers[2]).toEqual({ data: { page: { _id: id, title: 'Hello' } } });
 
   // The SSE stream the block saved: connected, then the page's creation and publication.
-  const frames = out.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)));
+  const frames = out
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)));
   expect(frames[0]).toEqual({ channel: 'changes:page' });
   expect(frames.slice(1).map((f) => [f.event, f.data.recordId, f.data.modelKey])).toEqual([
     ['record.created', id, 'page'],

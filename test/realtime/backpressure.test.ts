@@ -13,12 +13,16 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const status = async () => (await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number; clients: number };
+const status = async () =>
+  (await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number; clients: number };
 
 describe('slow consumers', () => {
   test('a client that stops reading is dropped once its buffer passes the bound; a reading client keeps receiving', async () => {
     const key = await p.key('sk', ['operations:read']);
-    const child = Bun.spawn([process.execPath, join(import.meta.dir, 'slow-consumer.ts'), server.gatewayUrl, key], { stdout: 'pipe', stderr: 'inherit' });
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, 'slow-consumer.ts'), server.gatewayUrl, key], {
+      stdout: 'pipe',
+      stderr: 'inherit',
+    });
     const healthy = await eventsSocket(server.gatewayUrl, { apiKey: key });
     healthy.send({ type: 'subscribe', channel: 'jobs:*' });
     try {
@@ -31,7 +35,17 @@ describe('slow consumers', () => {
       // Each event is 64 KiB; the kernel's socket buffers absorb a few MiB before the gateway's
       // own bound (1 MiB per client) is reached.
       while ((await status()).clients > 1 && sent < 2000) {
-        await server.svc.bus.publish({ type: 'execution.changed', projectId: p.projectId, executionId: `exe_${sent}`, operationKey: 'op', status: 'running', progressPct: 1, progressMessage: null, resultJson: { blob }, errorJson: null });
+        await server.svc.bus.publish({
+          type: 'execution.changed',
+          projectId: p.projectId,
+          executionId: `exe_${sent}`,
+          operationKey: 'op',
+          status: 'running',
+          progressPct: 1,
+          progressMessage: null,
+          resultJson: { blob },
+          errorJson: null,
+        });
         sent++;
         if (sent % 20 === 0) await Bun.sleep(50);
       }

@@ -23,7 +23,13 @@ async function customer() {
   const id = newId('cus');
   const email = `${id}@example.com`;
   await server.svc.sql`insert into customers (id, project_id, email) values (${id}, ${p.projectId}, ${email})`;
-  const issued = await createSession(server.svc.sql, tokenService(server.svc), { projectId: p.projectId, customerId: id, email, scopes: ['records:read'], roles: [] });
+  const issued = await createSession(server.svc.sql, tokenService(server.svc), {
+    projectId: p.projectId,
+    customerId: id,
+    email,
+    scopes: ['records:read'],
+    roles: [],
+  });
   return { id, ...issued };
 }
 
@@ -31,7 +37,7 @@ const notify = (customerId: string, kind: string, data: Record<string, unknown>)
   server.svc.bus.publish({ type: 'notification.created', projectId: p.projectId, customerId, kind, data });
 
 describe('customer channels', () => {
-  test('a customer receives their own notifications over SSE and /_events, and cannot subscribe to another\'s', async () => {
+  test("a customer receives their own notifications over SSE and /_events, and cannot subscribe to another's", async () => {
     const me = await customer();
     const them = await customer();
     const stream = sse(server.gatewayUrl, `notifications:${me.id}`, { apiKey: key, token: me.accessToken });
@@ -42,12 +48,18 @@ describe('customer channels', () => {
       await eventually(() => ws.frames.length === 2 && stream.isConnected());
       expect(ws.frames[0]).toEqual({ type: 'subscribed', channel: `notifications:${me.id}` });
       expect(ws.frames[1]).toMatchObject({ type: 'error', channel: `notifications:${them.id}`, error: 'forbidden' });
-      const theirs = await fetch(`${server.gatewayUrl}/sse/notifications:${them.id}?apiKey=${key}&token=${me.accessToken}`);
+      const theirs = await fetch(
+        `${server.gatewayUrl}/sse/notifications:${them.id}?apiKey=${key}&token=${me.accessToken}`,
+      );
       expect(theirs.status).toBe(403);
       await notify(them.id, 'order_shipped', { orderId: 'o-2' });
       await notify(me.id, 'order_shipped', { orderId: 'o-1' });
       await eventually(() => stream.events.length === 1 && ws.frames.length === 3);
-      const expected = { channel: `notifications:${me.id}`, event: 'notification.order_shipped', data: { orderId: 'o-1', customerId: me.id, kind: 'order_shipped' } };
+      const expected = {
+        channel: `notifications:${me.id}`,
+        event: 'notification.order_shipped',
+        data: { orderId: 'o-1', customerId: me.id, kind: 'order_shipped' },
+      };
       expect(stream.events[0]).toEqual(expected);
       expect(ws.frames[2]).toEqual(expected);
     } finally {
@@ -88,19 +100,29 @@ describe('customer channels', () => {
     await gql.dispose();
   });
 
-  test('sendNotification reaches the customer\'s stream as notification.{type}', async () => {
+  test("sendNotification reaches the customer's stream as notification.{type}", async () => {
     const me = await customer();
     const stream = sse(server.gatewayUrl, `notifications:${me.id}`, { apiKey: key, token: me.accessToken });
     try {
       await eventually(() => stream.isConnected());
       const sender = await p.key('sk', ['notifications:write']);
-      const sent = await p.gql(sender, `mutation($c: ID!) { sendNotification(customerId: $c, type: "order.shipped", title: "Shipped", body: "On its way", data: { orderId: 42 }) { id } }`, { c: me.id });
+      const sent = await p.gql(
+        sender,
+        `mutation($c: ID!) { sendNotification(customerId: $c, type: "order.shipped", title: "Shipped", body: "On its way", data: { orderId: 42 }) { id } }`,
+        { c: me.id },
+      );
       expect(sent.body.errors).toBeUndefined();
       await eventually(() => stream.events.length === 1, 3000);
       expect(stream.events[0]).toMatchObject({
         channel: `notifications:${me.id}`,
         event: 'notification.order.shipped',
-        data: { id: sent.body.data.sendNotification.id, type: 'order.shipped', title: 'Shipped', customerId: me.id, data: { orderId: 42 } },
+        data: {
+          id: sent.body.data.sendNotification.id,
+          type: 'order.shipped',
+          title: 'Shipped',
+          customerId: me.id,
+          data: { orderId: 42 },
+        },
       });
     } finally {
       stream.es.close();

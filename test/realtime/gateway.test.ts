@@ -13,7 +13,11 @@ let sk: string;
 let reader: string;
 
 beforeAll(async () => {
-  server = await startTestServer({ SVC_REALTIME_CONNECTIONS_PER_IDENTITY: '6', SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION: '3', SVC_SSE_HEARTBEAT_MS: '300' });
+  server = await startTestServer({
+    SVC_REALTIME_CONNECTIONS_PER_IDENTITY: '6',
+    SVC_REALTIME_SUBSCRIPTIONS_PER_CONNECTION: '3',
+    SVC_SSE_HEARTBEAT_MS: '300',
+  });
   const models = [
     { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
     { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
@@ -25,7 +29,9 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const create = async (g: GqlProject, key: string, title: string) => (await g.gql(key, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, { t: title })).body.data.createPost._id as string;
+const create = async (g: GqlProject, key: string, title: string) =>
+  (await g.gql(key, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, { t: title })).body.data
+    .createPost._id as string;
 
 describe('SSE /sse/{channel}', () => {
   test('opens with connected, then delivers the five record actions of a model in commit order', async () => {
@@ -40,8 +46,18 @@ describe('SSE /sse/{channel}', () => {
       await p.gql(sk, `mutation($id: ID!) { deletePost(_id: $id) }`, { id });
       await p.gql(sk, `mutation { createPage(data: { title: "elsewhere" }) { _id } }`);
       await eventually(() => s.events.length === 5 && all.events.length === 6);
-      expect(s.events.map((e) => e.event)).toEqual(['record.created', 'record.updated', 'record.published', 'record.unpublished', 'record.deleted']);
-      expect(s.events[0]).toEqual({ channel: 'changes:post', event: 'record.created', data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) } });
+      expect(s.events.map((e) => e.event)).toEqual([
+        'record.created',
+        'record.updated',
+        'record.published',
+        'record.unpublished',
+        'record.deleted',
+      ]);
+      expect(s.events[0]).toEqual({
+        channel: 'changes:post',
+        event: 'record.created',
+        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+      });
       expect(all.events.map((e) => e.data.modelKey)).toEqual(['post', 'post', 'post', 'post', 'post', 'page']);
       expect(all.events[5].channel).toBe('changes:*');
     } finally {
@@ -50,13 +66,16 @@ describe('SSE /sse/{channel}', () => {
     }
   });
 
-  test('another project\'s writes never reach the channel, and a rolled-back batch announces nothing', async () => {
+  test("another project's writes never reach the channel, and a rolled-back batch announces nothing", async () => {
     const s = sse(server.gatewayUrl, 'changes:post', { apiKey: reader });
     try {
       await eventually(() => s.isConnected());
       const otherSk = await other.key('sk', ALL_SECRET);
       await create(other, otherSk, 'not yours');
-      const failed = await p.gql(sk, `mutation { batchRecordOperations(operations: [{ action: CREATE, modelKey: "post", data: { title: "x" } }, { action: DELETE, _id: "rec_missing" }]) { _id } }`);
+      const failed = await p.gql(
+        sk,
+        `mutation { batchRecordOperations(operations: [{ action: CREATE, modelKey: "post", data: { title: "x" } }, { action: DELETE, _id: "rec_missing" }]) { _id } }`,
+      );
       expect(failed.body.errors).toBeDefined();
       const id = await create(p, sk, 'after');
       await eventually(() => s.events.length >= 1);
@@ -101,7 +120,8 @@ describe('SSE /sse/{channel}', () => {
     expect((await get(`notifications:cus_1`, `apiKey=${reader}`)).status).toBe(403);
     // An execution of another project is as unknown as one that never existed.
     const ops = await p.key('sk', ['operations:read']);
-    await server.svc.sql`insert into operation_executions (id, project_id, operation_key, url, status) values ('exe_other', ${other.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
+    await server.svc
+      .sql`insert into operation_executions (id, project_id, operation_key, url, status) values ('exe_other', ${other.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
     expect((await get('jobs:exe_other', `apiKey=${ops}`)).status).toBe(404);
   });
 
@@ -110,7 +130,8 @@ describe('SSE /sse/{channel}', () => {
     const reader2 = res.body!.getReader();
     let text = '';
     const end = Date.now() + 3000;
-    while (!text.includes(': heartbeat') && Date.now() < end) text += new TextDecoder().decode((await reader2.read()).value);
+    while (!text.includes(': heartbeat') && Date.now() < end)
+      text += new TextDecoder().decode((await reader2.read()).value);
     await reader2.cancel();
     expect(text.startsWith('event: connected\n')).toBe(true);
     expect(text).toContain(': heartbeat\n\n');
@@ -142,7 +163,11 @@ describe('/_events WebSocket', () => {
       expect(status).toEqual({ channels: 1, clients: 1 });
       const id = await create(p, sk, 'ws');
       await eventually(() => c.frames.length === 5);
-      expect(c.frames[4]).toEqual({ channel: 'changes:post', event: 'record.created', data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) } });
+      expect(c.frames[4]).toEqual({
+        channel: 'changes:post',
+        event: 'record.created',
+        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+      });
       c.send({ type: 'unsubscribe', channel: 'changes:post' });
       await eventually(() => c.frames.length === 6);
       expect(c.frames[5]).toEqual({ type: 'unsubscribed', channel: 'changes:post' });
@@ -179,7 +204,8 @@ describe('/_events WebSocket', () => {
     await eventually(() => b.closed() !== undefined);
     expect(b.closed()!.code).toBe(4400);
     const c = await eventsSocket(server.gatewayUrl, { apiKey: reader });
-    for (const ch of ['changes:post', 'changes:page', 'changes:*', 'changes:post']) c.send({ type: 'subscribe', channel: ch });
+    for (const ch of ['changes:post', 'changes:page', 'changes:*', 'changes:post'])
+      c.send({ type: 'subscribe', channel: ch });
     c.send({ type: 'subscribe', channel: 'jobs:x' });
     await eventually(() => c.frames.length === 5);
     expect(c.frames[4]).toMatchObject({ type: 'error', error: 'too_many_subscriptions' });
@@ -205,7 +231,9 @@ describe('/_events WebSocket', () => {
 
   test('disabling the key closes its sockets with 4403 and ends its streams', async () => {
     const created = await p.key('pk', ['records:read']);
-    const [row] = await server.svc.sql<{ id: string }[]>`select id from api_keys where key_hash = ${hashSecret(created)}`;
+    const [row] = await server.svc.sql<
+      { id: string }[]
+    >`select id from api_keys where key_hash = ${hashSecret(created)}`;
     const c = await eventsSocket(server.gatewayUrl, { apiKey: created });
     c.send({ type: 'subscribe', channel: 'changes:post' });
     await eventually(() => c.frames.length === 1);

@@ -13,10 +13,14 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   server = await startTestServer();
-  p = await gqlProject(server, [
-    { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
-    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
-  ] as never, 'gws');
+  p = await gqlProject(
+    server,
+    [
+      { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] },
+      { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] },
+    ] as never,
+    'gws',
+  );
   sk = await p.key('sk', ALL_SECRET);
 });
 afterAll(async () => {
@@ -42,7 +46,10 @@ function client(params: Record<string, unknown>, url = server.apiUrl) {
 function collect(c: Client, query: string, variables: Record<string, unknown> = {}) {
   const got: any[] = [];
   const state: { error?: unknown; done?: boolean } = {};
-  const stop = c.subscribe({ query, variables }, { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) });
+  const stop = c.subscribe(
+    { query, variables },
+    { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) },
+  );
   return { got, state, stop };
 }
 
@@ -50,7 +57,9 @@ function collect(c: Client, query: string, variables: Record<string, unknown> = 
 async function channelsAre(n: number): Promise<void> {
   const end = Date.now() + 3000;
   for (;;) {
-    const { channels } = (await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as { channels: number };
+    const { channels } = (await (await fetch(`${server.gatewayUrl}/api/realtime/status`)).json()) as {
+      channels: number;
+    };
     if (channels === n) return;
     if (Date.now() > end) throw new Error(`expected ${n} live channels, have ${channels}`);
     await Bun.sleep(20);
@@ -73,39 +82,86 @@ describe('/graphql/ws', () => {
     await p.gql(sk, `mutation { createPage(data: { title: "other model" }) { _id } }`);
     await p.gql(sk, `mutation($id: ID!) { deletePost(_id: $id) }`, { id });
     await eventually(() => s.got.length === 5, 3000);
-    expect(s.got.map((g) => g.data.recordChanged.action)).toEqual(['created', 'updated', 'published', 'unpublished', 'deleted']);
-    expect(s.got[0]).toEqual({ data: { recordChanged: { action: 'created', recordId: id, modelKey: 'post', userId: expect.any(String) } } });
+    expect(s.got.map((g) => g.data.recordChanged.action)).toEqual([
+      'created',
+      'updated',
+      'published',
+      'unpublished',
+      'deleted',
+    ]);
+    expect(s.got[0]).toEqual({
+      data: { recordChanged: { action: 'created', recordId: id, modelKey: 'post', userId: expect.any(String) } },
+    });
     s.stop();
   });
 
   test('operationExecution follows one execution', async () => {
     const ops = await p.key('sk', ['operations:read']);
-    await server.svc.sql`insert into operation_executions (id, project_id, operation_key, url, status) values ('exe_1', ${p.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
+    await server.svc
+      .sql`insert into operation_executions (id, project_id, operation_key, url, status) values ('exe_1', ${p.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
     await channelsAre(0);
     const { c } = client({ apiKey: ops });
-    const s = collect(c, 'subscription($id: String!) { operationExecution(id: $id) { id status progressPct progressMessage resultJson errorJson } }', { id: 'exe_1' });
+    const s = collect(
+      c,
+      'subscription($id: String!) { operationExecution(id: $id) { id status progressPct progressMessage resultJson errorJson } }',
+      { id: 'exe_1' },
+    );
     await channelsAre(1);
     const base = { type: 'execution.changed' as const, projectId: p.projectId, operationKey: 'op', errorJson: null };
-    await server.svc.bus.publish({ ...base, executionId: 'exe_2', status: 'running', progressPct: 5, progressMessage: null, resultJson: null });
-    await server.svc.bus.publish({ ...base, executionId: 'exe_1', status: 'running', progressPct: 50, progressMessage: 'half', resultJson: null });
+    await server.svc.bus.publish({
+      ...base,
+      executionId: 'exe_2',
+      status: 'running',
+      progressPct: 5,
+      progressMessage: null,
+      resultJson: null,
+    });
+    await server.svc.bus.publish({
+      ...base,
+      executionId: 'exe_1',
+      status: 'running',
+      progressPct: 50,
+      progressMessage: 'half',
+      resultJson: null,
+    });
     // A result too large for one NOTIFY still arrives whole.
     const big = { rows: 'x'.repeat(10_000) };
-    await server.svc.bus.publish({ ...base, executionId: 'exe_1', status: 'completed', progressPct: null, progressMessage: null, resultJson: big });
+    await server.svc.bus.publish({
+      ...base,
+      executionId: 'exe_1',
+      status: 'completed',
+      progressPct: null,
+      progressMessage: null,
+      resultJson: big,
+    });
     await eventually(() => s.got.length === 2, 3000);
-    expect(s.got[0].data.operationExecution).toEqual({ id: 'exe_1', status: 'running', progressPct: 50, progressMessage: 'half', resultJson: null, errorJson: null });
+    expect(s.got[0].data.operationExecution).toEqual({
+      id: 'exe_1',
+      status: 'running',
+      progressPct: 50,
+      progressMessage: 'half',
+      resultJson: null,
+      errorJson: null,
+    });
     expect(s.got[1].data.operationExecution).toMatchObject({ status: 'completed', resultJson: big });
     s.stop();
   });
 
-  test('the key\'s pruned schema and scopes decide what may be subscribed', async () => {
+  test("the key's pruned schema and scopes decide what may be subscribed", async () => {
     const restricted = await p.key('pk', ['records:read'], ['page']);
     const { c } = client({ apiKey: restricted });
     const denied = collect(c, RECORD, { m: 'post' });
     const unknownField = collect(c, 'subscription { nope }');
     const noOps = collect(c, 'subscription { operationExecution(id: "x") { id } }');
     const ops = await p.key('sk', ['operations:read']);
-    const unknown = collect(client({ apiKey: ops }).c, 'subscription { operationExecution(id: "exe_elsewhere") { id } }');
-    await eventually(() => [denied, unknownField, noOps, unknown].every((s) => s.state.error !== undefined || s.got.length > 0), 3000);
+    const unknown = collect(
+      client({ apiKey: ops }).c,
+      'subscription { operationExecution(id: "exe_elsewhere") { id } }',
+    );
+    await eventually(
+      () => [denied, unknownField, noOps, unknown].every((s) => s.state.error !== undefined || s.got.length > 0),
+      3000,
+    );
     const message = (s: ReturnType<typeof collect>) => JSON.stringify(s.state.error ?? s.got);
     expect(message(denied)).toContain('missing required scope: records:read:post');
     expect(message(unknownField)).toContain('Cannot query field');

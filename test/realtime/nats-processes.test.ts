@@ -29,7 +29,17 @@ let gateway2: string;
 const procs: ReturnType<typeof Bun.spawn>[] = [];
 
 async function spawn(role: string, busUrl: string) {
-  const { proc, url } = await spawnService({ DATABASE_URL: worker.databaseUrl, SVC_ROOT_TOKEN: worker.rootToken, SVC_DATA_DIR: worker.dataDir, SVC_READ_POOL: '1', SVC_BUS_URL: busUrl, SVC_LOG: 'off' }, { role, cwd: ROOT });
+  const { proc, url } = await spawnService(
+    {
+      DATABASE_URL: worker.databaseUrl,
+      SVC_ROOT_TOKEN: worker.rootToken,
+      SVC_DATA_DIR: worker.dataDir,
+      SVC_READ_POOL: '1',
+      SVC_BUS_URL: busUrl,
+      SVC_LOG: 'off',
+    },
+    { role, cwd: ROOT },
+  );
   procs.push(proc);
   return url;
 }
@@ -38,8 +48,16 @@ beforeAll(async () => {
   nats = await startNats();
   const busUrl = `${nats.url}/procs`;
   worker = await startTestServer({ SVC_ROLE: 'worker', SVC_BUS_URL: busUrl });
-  [writer, gateway, gateway2] = await Promise.all([spawn('api', busUrl), spawn('gateway', busUrl), spawn('gateway', busUrl)]);
-  p = await gqlProject({ ...worker, apiUrl: writer }, [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] }], 'nats-procs');
+  [writer, gateway, gateway2] = await Promise.all([
+    spawn('api', busUrl),
+    spawn('gateway', busUrl),
+    spawn('gateway', busUrl),
+  ]);
+  p = await gqlProject(
+    { ...worker, apiUrl: writer },
+    [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text' }] }],
+    'nats-procs',
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -64,58 +82,125 @@ describe('the event bus on NATS across processes', () => {
     expect(health).toMatchObject({ status: 'ok', bus: { kind: 'nats' } });
   });
 
-  test('every channel: changes, jobs and notifications from the API and worker processes reach the gateway and the API\'s graphql-ws, in order', async () => {
+  test("every channel: changes, jobs and notifications from the API and worker processes reach the gateway and the API's graphql-ws, in order", async () => {
     const sk = await p.key('sk', ALL_SECRET);
     const sender = await p.key('sk', ['notifications:write']);
     const reader = await p.key('sk', ['records:read', 'operations:read', 'notifications:read']);
     const cid = newId('cus');
-    await worker.svc.sql`insert into customers (id, project_id, email) values (${cid}, ${p.projectId}, ${`${cid}@example.com`})`;
-    const me = await createSession(worker.svc.sql, tokenService(worker.svc), { projectId: p.projectId, customerId: cid, email: `${cid}@example.com`, scopes: ['records:read'], roles: [] });
+    await worker.svc
+      .sql`insert into customers (id, project_id, email) values (${cid}, ${p.projectId}, ${`${cid}@example.com`})`;
+    const me = await createSession(worker.svc.sql, tokenService(worker.svc), {
+      projectId: p.projectId,
+      customerId: cid,
+      email: `${cid}@example.com`,
+      scopes: ['records:read'],
+      roles: [],
+    });
     const exe = newId('exe');
-    await worker.svc.sql`insert into operation_executions (id, project_id, operation_key, url, status) values (${exe}, ${p.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
-    const job = (status: 'running' | 'completed', pct: number | null) => worker.svc.bus.publish({ type: 'execution.changed', projectId: p.projectId, executionId: exe, operationKey: 'op', status, progressPct: pct, progressMessage: null, resultJson: null, errorJson: null });
+    await worker.svc
+      .sql`insert into operation_executions (id, project_id, operation_key, url, status) values (${exe}, ${p.projectId}, 'op', 'http://127.0.0.1:9/op', 'completed')`;
+    const job = (status: 'running' | 'completed', pct: number | null) =>
+      worker.svc.bus.publish({
+        type: 'execution.changed',
+        projectId: p.projectId,
+        executionId: exe,
+        operationKey: 'op',
+        status,
+        progressPct: pct,
+        progressMessage: null,
+        resultJson: null,
+        errorJson: null,
+      });
     const streams = {
       all: sse(gateway, 'changes:*', { apiKey: reader }),
       jobs: sse(gateway, `jobs:${exe}`, { apiKey: reader }),
       mine: sse(gateway, `notifications:${cid}`, { apiKey: reader, token: me.accessToken }),
     };
     const socket = await eventsSocket(gateway, { apiKey: reader, token: me.accessToken });
-    for (const channel of ['changes:post', 'jobs:*', `notifications:${cid}`]) socket.send({ type: 'subscribe', channel });
+    for (const channel of ['changes:post', 'jobs:*', `notifications:${cid}`])
+      socket.send({ type: 'subscribe', channel });
     const viaGql: any[] = [];
-    const ws = createClient({ url: `${writer.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: reader }, retryAttempts: 0 });
-    ws.subscribe({ query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' }, { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} });
-    ws.subscribe({ query: `subscription { operationExecution(id: "${exe}") { status } }` }, { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} });
+    const ws = createClient({
+      url: `${writer.replace(/^http/, 'ws')}/graphql/ws`,
+      connectionParams: { apiKey: reader },
+      retryAttempts: 0,
+    });
+    ws.subscribe(
+      { query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' },
+      { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} },
+    );
+    ws.subscribe(
+      { query: `subscription { operationExecution(id: "${exe}") { status } }` },
+      { next: (v) => viaGql.push(v.data), error: () => {}, complete: () => {} },
+    );
     try {
-      await eventually(() => Object.values(streams).every((x) => x.isConnected()) && socket.frames.filter((f) => f.type === 'subscribed').length === 3, 10_000);
+      await eventually(
+        () =>
+          Object.values(streams).every((x) => x.isConnected()) &&
+          socket.frames.filter((f) => f.type === 'subscribed').length === 3,
+        10_000,
+      );
       // Consumers are live once probes on each channel arrive (a gateway subscribes per project).
       const probeEnd = Date.now() + 20_000;
-      while (!(streams.all.events.length && streams.jobs.events.length && streams.mine.events.length && viaGql.some((d) => d.recordChanged) && viaGql.some((d) => d.operationExecution))) {
+      while (
+        !(
+          streams.all.events.length &&
+          streams.jobs.events.length &&
+          streams.mine.events.length &&
+          viaGql.some((d) => d.recordChanged) &&
+          viaGql.some((d) => d.operationExecution)
+        )
+      ) {
         if (Date.now() > probeEnd) throw new Error('a channel never heard its probe');
         await p.gql(sk, 'mutation { createPost(data: { title: "probe" }) { _id } }');
         await job('running', 0);
-        await p.gql(sender, 'mutation($c: ID!) { sendNotification(customerId: $c, type: "probe", title: "p") { id } }', { c: cid });
+        await p.gql(
+          sender,
+          'mutation($c: ID!) { sendNotification(customerId: $c, type: "probe", title: "p") { id } }',
+          { c: cid },
+        );
         await Bun.sleep(300);
       }
       const id = (await p.gql(sk, 'mutation { createPost(data: { title: "x" }) { _id } }')).body.data.createPost._id;
       await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
       await job('running', 50);
-      await p.gql(sender, 'mutation($c: ID!) { sendNotification(customerId: $c, type: "order.shipped", title: "Shipped") { id } }', { c: cid });
+      await p.gql(
+        sender,
+        'mutation($c: ID!) { sendNotification(customerId: $c, type: "order.shipped", title: "Shipped") { id } }',
+        { c: cid },
+      );
       await p.gql(sk, 'mutation($id: ID!) { deletePost(_id: $id) }', { id });
       await job('completed', null);
       const ofRecord = (events: any[]) => events.filter((e) => e.data?.recordId === id).map((e) => e.event);
       // Probes report progress 0: leaving them out, a late probe cannot count.
-      const jobsAfter = (events: any[]) => events.filter((e) => e.event?.startsWith('job.') && e.data.progressPct !== 0).map((e) => `${e.event}:${e.data.progressPct}`);
+      const jobsAfter = (events: any[]) =>
+        events
+          .filter((e) => e.event?.startsWith('job.') && e.data.progressPct !== 0)
+          .map((e) => `${e.event}:${e.data.progressPct}`);
       const shipped = (events: any[]) => events.filter((e) => e.event === 'notification.order.shipped').length;
-      await eventually(() => ofRecord(streams.all.events).length === 3 && jobsAfter(streams.jobs.events).length === 2 && shipped(streams.mine.events) === 1
-        && ofRecord(socket.frames).length === 3 && jobsAfter(socket.frames).length === 2 && shipped(socket.frames) === 1
-        && viaGql.filter((d) => d.recordChanged?.recordId === id).length === 3 && viaGql.some((d) => d.operationExecution?.status === 'completed'), 20_000);
+      await eventually(
+        () =>
+          ofRecord(streams.all.events).length === 3 &&
+          jobsAfter(streams.jobs.events).length === 2 &&
+          shipped(streams.mine.events) === 1 &&
+          ofRecord(socket.frames).length === 3 &&
+          jobsAfter(socket.frames).length === 2 &&
+          shipped(socket.frames) === 1 &&
+          viaGql.filter((d) => d.recordChanged?.recordId === id).length === 3 &&
+          viaGql.some((d) => d.operationExecution?.status === 'completed'),
+        20_000,
+      );
       await Bun.sleep(300);
       expect(ofRecord(streams.all.events)).toEqual(['record.created', 'record.published', 'record.deleted']);
       expect(ofRecord(socket.frames)).toEqual(['record.created', 'record.published', 'record.deleted']);
       expect(jobsAfter(streams.jobs.events)).toEqual(['job.running:50', 'job.completed:null']);
       expect(jobsAfter(socket.frames)).toEqual(['job.running:50', 'job.completed:null']);
       expect([shipped(streams.mine.events), shipped(socket.frames)]).toEqual([1, 1]);
-      expect(viaGql.filter((d) => d.recordChanged?.recordId === id).map((d) => d.recordChanged.action)).toEqual(['created', 'published', 'deleted']);
+      expect(viaGql.filter((d) => d.recordChanged?.recordId === id).map((d) => d.recordChanged.action)).toEqual([
+        'created',
+        'published',
+        'deleted',
+      ]);
     } finally {
       for (const x of Object.values(streams)) x.es.close();
       socket.ws.close();
@@ -130,19 +215,33 @@ describe('the event bus on NATS across processes', () => {
     const y = editor(gateway2, roomOf('post', id), { apiKey: sk });
     try {
       await synced(x, y);
-      await eventually(() => x.text('title')?.toString() === 'Shared' && y.text('title')?.toString() === 'Shared', 10_000);
+      await eventually(
+        () => x.text('title')?.toString() === 'Shared' && y.text('title')?.toString() === 'Shared',
+        10_000,
+      );
       x.text('title').insert(6, ' by x');
       y.text('title').insert(0, 'Y: ');
-      await eventually(() => x.text('title').toString() === 'Y: Shared by x' && y.text('title').toString() === 'Y: Shared by x', 15_000);
+      await eventually(
+        () => x.text('title').toString() === 'Y: Shared by x' && y.text('title').toString() === 'Y: Shared by x',
+        15_000,
+      );
       y.provider.awareness.setLocalStateField('user', { name: 'Yves' });
-      await eventually(() => [...x.provider.awareness.getStates().values()].some((st) => st.user?.name === 'Yves'), 10_000);
+      await eventually(
+        () => [...x.provider.awareness.getStates().values()].some((st) => st.user?.name === 'Yves'),
+        10_000,
+      );
       // The gateways talked over the room's NATS subject: no relay rows in PostgreSQL.
-      const [rows] = await worker.svc.sql`select count(*)::int as n from collab_updates where room like ${`%/${roomOf('post', id)}`}`;
+      const [rows] = await worker.svc
+        .sql`select count(*)::int as n from collab_updates where room like ${`%/${roomOf('post', id)}`}`;
       expect(rows!.n).toBe(0);
-      const title = async () => (await p.gql(sk, 'query($id: ID!) { post(_id: $id, preview: true) { content } }', { id })).body.data.post.content.title;
+      const title = async () =>
+        (await p.gql(sk, 'query($id: ID!) { post(_id: $id, preview: true) { content } }', { id })).body.data.post
+          .content.title;
       // Post is versioned: the draft is saved on request, here through the API process (a third
       // process, which holds no editor of the room), and holds both gateways' edits.
-      const saved = await p.gql(sk, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', { r: roomOf('post', id) });
+      const saved = await p.gql(sk, 'mutation($r: String!) { saveCollabDraft(roomName: $r) { _id } }', {
+        r: roomOf('post', id),
+      });
       expect(saved.body.errors).toBeUndefined();
       expect(await title()).toBe('Y: Shared by x');
       const [versions] = await worker.svc.sql`select count(*)::int as n from record_versions where record_id = ${id}`;
@@ -164,7 +263,9 @@ describe('the event bus on NATS across processes', () => {
   test('an SSE client resumes on another gateway with Last-Event-ID: what it missed comes from the stream, once, in order', async () => {
     const sk = await p.key('sk', ALL_SECRET);
     const reader = await p.key('pk', ['records:read']);
-    const write = async (title: string) => (await p.gql(sk, 'mutation($t: String!) { createPost(data: { title: $t }) { _id } }', { t: title })).body.data.createPost._id as string;
+    const write = async (title: string) =>
+      (await p.gql(sk, 'mutation($t: String!) { createPost(data: { title: $t }) { _id } }', { t: title })).body.data
+        .createPost._id as string;
     const first = sse(gateway, 'changes:post', { apiKey: reader });
     const seen: string[] = [];
     try {
@@ -259,7 +360,10 @@ describe('the event bus on NATS across processes', () => {
       expect(mine()).toEqual(titles);
       expect(stream.isConnected()).toBe(true);
       // The socket stayed subscribed through the outage and got every write too, in order.
-      const onSocket = socket.frames.filter((f) => f.channel === 'changes:post' && f.data).map((f) => f.data.recordId).filter((id: string) => titles.includes(id));
+      const onSocket = socket.frames
+        .filter((f) => f.channel === 'changes:post' && f.data)
+        .map((f) => f.data.recordId)
+        .filter((id: string) => titles.includes(id));
       expect(onSocket).toEqual(titles);
       expect([stream.bus[0], stream.bus.at(-1)]).toEqual([false, true]);
     } finally {

@@ -1,10 +1,16 @@
 import { EventSource } from 'eventsource';
 
 /** An EventSource on a gateway channel, collecting what it receives. */
-export function sse(gatewayUrl: string, channel: string, params: Record<string, string>, headers: Record<string, string> = {}) {
+export function sse(
+  gatewayUrl: string,
+  channel: string,
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
   const url = `${gatewayUrl}/sse/${encodeURIComponent(channel)}?${new URLSearchParams(params)}`;
   const es = new EventSource(url, {
-    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
+    fetch: (input, init) =>
+      fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }),
   });
   const events: any[] = [];
   const ids: string[] = [];

@@ -28,11 +28,19 @@ async function customer(scopes: string[]) {
   const id = newId('cus');
   const email = `${id}@example.com`;
   await server.svc.sql`insert into customers (id, project_id, email) values (${id}, ${p.projectId}, ${email})`;
-  const issued = await createSession(server.svc.sql, tokenService(server.svc), { projectId: p.projectId, customerId: id, email, scopes, roles: [] });
+  const issued = await createSession(server.svc.sql, tokenService(server.svc), {
+    projectId: p.projectId,
+    customerId: id,
+    email,
+    scopes,
+    roles: [],
+  });
   return { id, ...issued };
 }
 
-const createPost = async (title: string) => (await p.gql(sk, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, { t: title })).body.data.createPost._id as string;
+const createPost = async (title: string) =>
+  (await p.gql(sk, `mutation($t: String) { createPost(data: { title: $t }) { _id } }`, { t: title })).body.data
+    .createPost._id as string;
 const notify = (customerId: string, kind: string, data: Record<string, unknown>) =>
   server.svc.bus.publish({ type: 'notification.created', projectId: p.projectId, customerId, kind, data });
 const sseStatus = async (channel: string, token: string) => {
@@ -42,7 +50,7 @@ const sseStatus = async (channel: string, token: string) => {
 };
 
 describe('token-only SSE', () => {
-  test('the token\'s scopes open its own notifications and the models it may read; nothing else', async () => {
+  test("the token's scopes open its own notifications and the models it may read; nothing else", async () => {
     const me = await customer(['records:read:post', 'notifications:read']);
     const them = await customer(['records:read', 'notifications:read']);
     const posts = sse(server.gatewayUrl, 'changes:post', { token: me.accessToken });
@@ -52,8 +60,16 @@ describe('token-only SSE', () => {
       const id = await createPost('hello');
       await notify(me.id, 'order_shipped', { orderId: 'o-1' });
       await eventually(() => posts.events.length === 1 && mine.events.length === 1);
-      expect(posts.events[0]).toEqual({ channel: 'changes:post', event: 'record.created', data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) } });
-      expect(mine.events[0]).toEqual({ channel: `notifications:${me.id}`, event: 'notification.order_shipped', data: { orderId: 'o-1', customerId: me.id, kind: 'order_shipped' } });
+      expect(posts.events[0]).toEqual({
+        channel: 'changes:post',
+        event: 'record.created',
+        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+      });
+      expect(mine.events[0]).toEqual({
+        channel: `notifications:${me.id}`,
+        event: 'notification.order_shipped',
+        data: { orderId: 'o-1', customerId: me.id, kind: 'order_shipped' },
+      });
       // Forbidden: another model, jobs, another customer's notifications. (changes:* carries the
       // models the token may read: test/realtime/wildcard.test.ts.)
       for (const channel of ['changes:page', 'jobs:*', `notifications:${them.id}`]) {
@@ -124,8 +140,16 @@ describe('token-only /_events', () => {
       await notify(me.id, 'hello', { n: 1 });
       await eventually(() => ws.frames.length === 7);
       const got = ws.frames.slice(5).sort((a, b) => a.channel.localeCompare(b.channel));
-      expect(got[0]).toEqual({ channel: 'changes:post', event: 'record.created', data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) } });
-      expect(got[1]).toEqual({ channel: `notifications:${me.id}`, event: 'notification.hello', data: { n: 1, customerId: me.id, kind: 'hello' } });
+      expect(got[0]).toEqual({
+        channel: 'changes:post',
+        event: 'record.created',
+        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+      });
+      expect(got[1]).toEqual({
+        channel: `notifications:${me.id}`,
+        event: 'notification.hello',
+        data: { n: 1, customerId: me.id, kind: 'hello' },
+      });
     } finally {
       ws.ws.close();
     }
@@ -144,7 +168,14 @@ describe('token-only /_events', () => {
 
   test('a bad token is refused before the upgrade (401)', async () => {
     await expect(eventsSocket(server.gatewayUrl, { token: 'not-a-jwt' })).rejects.toThrow('socket failed');
-    const res = await fetch(`${server.gatewayUrl}/_events?token=not-a-jwt`, { headers: { upgrade: 'websocket', connection: 'Upgrade', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+    const res = await fetch(`${server.gatewayUrl}/_events?token=not-a-jwt`, {
+      headers: {
+        upgrade: 'websocket',
+        connection: 'Upgrade',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-version': '13',
+      },
+    });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: 'UNAUTHENTICATED', message: 'Invalid or expired token' });
   });

@@ -24,8 +24,24 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   a = await startTestServer();
-  b = await spawnService({ DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_READ_POOL: '1' }, { role: 'api', cwd: ROOT });
-  p = await gqlProject(a, [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text', queryable: true }, { key: 'parent', type: 'reference', config: { modelKey: 'post' } }] }] as never, 'ws-limits');
+  b = await spawnService(
+    { DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_READ_POOL: '1' },
+    { role: 'api', cwd: ROOT },
+  );
+  p = await gqlProject(
+    a,
+    [
+      {
+        key: 'post',
+        name: 'Post',
+        fields: [
+          { key: 'title', type: 'text', queryable: true },
+          { key: 'parent', type: 'reference', config: { modelKey: 'post' } },
+        ],
+      },
+    ] as never,
+    'ws-limits',
+  );
   sk = await p.key('sk', ALL_SECRET);
 }, 60_000);
 afterAll(async () => {
@@ -55,7 +71,10 @@ function client(url: string) {
 function collect(c: Client, query: string, variables: Record<string, unknown> = {}) {
   const got: any[] = [];
   const state: { error?: any; done?: boolean } = {};
-  const stop = c.subscribe({ query, variables }, { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) });
+  const stop = c.subscribe(
+    { query, variables },
+    { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) },
+  );
   return { got, state, stop };
 }
 
@@ -101,12 +120,20 @@ describe('/graphql/ws frames and documents (item 8)', () => {
       expect(s.closed()).toEqual({ code: 4413, reason: 'Message exceeds 1000000 bytes' });
       // Past the hard cap (12 MiB, the issue's size), the frame is dropped before it is buffered.
       const big = await rawSocket(url);
-      big.ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `${RECORD} #${'x'.repeat(12 * 1024 * 1024)}` } }));
+      big.ws.send(
+        JSON.stringify({
+          id: '1',
+          type: 'subscribe',
+          payload: { query: `${RECORD} #${'x'.repeat(12 * 1024 * 1024)}` },
+        }),
+      );
       await eventually(() => big.closed() !== undefined, 10_000);
       expect(big.closed()!.code).toBe(1009);
       // Multi-byte text counts in bytes: 400,000 × "報" is 1.2 MB of UTF-8.
       const wide = await rawSocket(url);
-      wide.ws.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `${RECORD} #${'報'.repeat(400_000)}` } }));
+      wide.ws.send(
+        JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `${RECORD} #${'報'.repeat(400_000)}` } }),
+      );
       await eventually(() => wide.closed() !== undefined, 10_000);
       expect(wide.closed()!.code).toBe(4413);
       await healthy(url);
@@ -122,8 +149,14 @@ describe('/graphql/ws frames and documents (item 8)', () => {
       [aliases, 'TOO_MANY_ALIASES'],
       // Limits run before validation: the fields need not exist to be counted.
       [`subscription { recordChanged(modelKey: "post") { ${deep} } }`, 'QUERY_TOO_DEEP'],
-      [`subscription { posts(first: 100) { edges { node { ${Array.from({ length: 250 }, (_, i) => `f${i}`).join(' ')} } } } }`, 'QUERY_TOO_COMPLEX'],
-      [`subscription { recordChanged(modelKey: "post") { action ${'recordId '.repeat(25_000)} } }`, 'GRAPHQL_PARSE_FAILED'],
+      [
+        `subscription { posts(first: 100) { edges { node { ${Array.from({ length: 250 }, (_, i) => `f${i}`).join(' ')} } } } }`,
+        'QUERY_TOO_COMPLEX',
+      ],
+      [
+        `subscription { recordChanged(modelKey: "post") { action ${'recordId '.repeat(25_000)} } }`,
+        'GRAPHQL_PARSE_FAILED',
+      ],
     ];
     for (const [query, code] of cases) {
       const s = collect(c, query);
@@ -137,7 +170,8 @@ describe('/graphql/ws frames and documents (item 8)', () => {
 
   test('the documents one socket holds are bounded: past 1 MB in all, a subscribe is refused', async () => {
     const { c, closes } = client(b.url);
-    const pad = (i: number) => `subscription S${i} { recordChanged(modelKey: "post") { action recordId } } #${'y'.repeat(300_000)}`;
+    const pad = (i: number) =>
+      `subscription S${i} { recordChanged(modelKey: "post") { action recordId } } #${'y'.repeat(300_000)}`;
     const subs = [0, 1, 2].map((i) => collect(c, pad(i)));
     const fourth = collect(c, pad(3));
     await eventually(() => fourth.state.error !== undefined, 10_000);
@@ -156,7 +190,9 @@ describe('/graphql/ws frames and documents (item 8)', () => {
 describe('/graphql/ws subscriptions per socket (item 12)', () => {
   test('a socket serves 100 subscriptions; the 101st is refused; one ended makes room', async () => {
     const { c } = client(b.url);
-    const subs = Array.from({ length: 100 }, (_, i) => collect(c, `subscription S${i} { recordChanged(modelKey: "post") { action recordId } }`));
+    const subs = Array.from({ length: 100 }, (_, i) =>
+      collect(c, `subscription S${i} { recordChanged(modelKey: "post") { action recordId } }`),
+    );
     // The 100th hears a write made through the other process.
     await hears(subs[99]!.got);
     expect(subs.filter((s) => s.state.error !== undefined)).toEqual([]);
@@ -176,7 +212,13 @@ describe('/graphql/ws variables (item 13)', () => {
     const s = await rawSocket(a.apiUrl);
     let w: unknown = { title: { eq: 'x' } };
     for (let i = 0; i < 20_000; i++) w = { AND: [w] };
-    s.ws.send(deepJson({ id: 'deep', type: 'subscribe', payload: { query: 'subscription($m: String!) { recordChanged(modelKey: $m) { action } }', variables: { m: w } } }));
+    s.ws.send(
+      deepJson({
+        id: 'deep',
+        type: 'subscribe',
+        payload: { query: 'subscription($m: String!) { recordChanged(modelKey: $m) { action } }', variables: { m: w } },
+      }),
+    );
     await eventually(() => s.messages.some((m) => m.id === 'deep') || s.closed() !== undefined, 10_000);
     const m = s.messages.find((x) => x.id === 'deep');
     expect(m.type).toBe('error');
@@ -197,8 +239,22 @@ describe('/graphql/ws frame fuzz', () => {
   const frame = fc.oneof(
     hostile,
     nested,
-    fc.record({ id: hostile, type: fc.constantFrom('subscribe', 'complete', 'ping', 'pong', 'connection_init', 'next', 'nope'), payload: fc.oneof(fc.constant(undefined), fc.record({ query: fc.oneof(hostile, fc.constant(RECORD)), variables: fc.oneof(fc.constant(undefined), fc.dictionary(hostile, hostile)) })) }).map((f) => JSON.stringify(f)),
-    fc.integer({ min: 999_000, max: 1_100_000 }).map((n) => JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `${RECORD} #${'z'.repeat(n)}` } })),
+    fc
+      .record({
+        id: hostile,
+        type: fc.constantFrom('subscribe', 'complete', 'ping', 'pong', 'connection_init', 'next', 'nope'),
+        payload: fc.oneof(
+          fc.constant(undefined),
+          fc.record({
+            query: fc.oneof(hostile, fc.constant(RECORD)),
+            variables: fc.oneof(fc.constant(undefined), fc.dictionary(hostile, hostile)),
+          }),
+        ),
+      })
+      .map((f) => JSON.stringify(f)),
+    fc
+      .integer({ min: 999_000, max: 1_100_000 })
+      .map((n) => JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `${RECORD} #${'z'.repeat(n)}` } })),
   );
   test('random frames are answered or closed with a protocol close code; the process stays healthy', async () => {
     const codes = new Map<number, number>();

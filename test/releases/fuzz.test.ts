@@ -12,7 +12,14 @@ import { insertApiKey } from '../../src/auth/api-keys.ts';
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20261128);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
-const STABLE = new Set(['BAD_USER_INPUT', 'NOT_FOUND', 'CONFLICT', 'GRAPHQL_VALIDATION_FAILED', 'PAYLOAD_TOO_LARGE', 'GRAPHQL_PARSE_FAILED']);
+const STABLE = new Set([
+  'BAD_USER_INPUT',
+  'NOT_FOUND',
+  'CONFLICT',
+  'GRAPHQL_VALIDATION_FAILED',
+  'PAYLOAD_TOO_LARGE',
+  'GRAPHQL_PARSE_FAILED',
+]);
 
 let server: TestServer;
 let p: GqlProject;
@@ -22,11 +29,28 @@ let release: string;
 
 beforeAll(async () => {
   server = await startTestServer();
-  p = await gqlProject(server, [{ key: 'article', name: 'Article', fields: [{ key: 'title', type: 'text', required: true }] }], 'rel-fuzz');
-  sk = (await insertApiKey(server.svc.sql, { tenantId: p.tenantId, projectId: p.projectId, kind: 'sk', name: 'fuzz', scopes: ALL_SECRET, rateLimit: 10_000_000 })).key;
+  p = await gqlProject(
+    server,
+    [{ key: 'article', name: 'Article', fields: [{ key: 'title', type: 'text', required: true }] }],
+    'rel-fuzz',
+  );
+  sk = (
+    await insertApiKey(server.svc.sql, {
+      tenantId: p.tenantId,
+      projectId: p.projectId,
+      kind: 'sk',
+      name: 'fuzz',
+      scopes: ALL_SECRET,
+      rateLimit: 10_000_000,
+    })
+  ).key;
   record = (await p.gql(sk, `mutation { createArticle(data: { title: "kept" }) { _id } }`)).body.data.createArticle._id;
   release = (await p.gql(sk, `mutation { createRelease(name: "fixed") { id } }`)).body.data.createRelease.id;
-  await p.gql(sk, `mutation($r: ID!, $id: ID!) { addToRelease(releaseId: $r, modelKey: "article", recordId: $id) { id } }`, { r: release, id: record });
+  await p.gql(
+    sk,
+    `mutation($r: ID!, $id: ID!) { addToRelease(releaseId: $r, modelKey: "article", recordId: $id) { id } }`,
+    { r: release, id: record },
+  );
 }, 60_000);
 afterAll(() => server.stop());
 
@@ -34,13 +58,30 @@ afterAll(() => server.stop());
 const nasty = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.string({ unit: 'grapheme', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\0', 'a\0b', '\ud800', 'x\udfffy', '\u202eevil', '🚀 launch', 'rel_000000000000000000000000', 'article', '__proto__', 'a'.repeat(201)),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\0',
+    'a\0b',
+    '\ud800',
+    'x\udfffy',
+    '\u202eevil',
+    '🚀 launch',
+    'rel_000000000000000000000000',
+    'article',
+    '__proto__',
+    'a'.repeat(201),
+  ),
   fc.integer({ min: 1, max: 5 }).map((n) => 'x'.repeat(n * 200_000)),
 );
 const version = fc.oneof(fc.constant(null), fc.integer(), fc.constantFrom(0, -1, 1, 2, 2 ** 31 - 1, 1_000_001));
 
 async function send(query: string, variables: Record<string, unknown>): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': sk }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': sk },
+    body: JSON.stringify({ query, variables }),
+  });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) };
 }
@@ -54,7 +95,9 @@ function stable(r: { status: number; body: any }): void {
   }
 }
 
-const snapshot = async () => (await server.svc.sql`select r.id, r.name, r.status, r.at, i.record_id, i.version from releases r left join release_items i on i.release_id = r.id where r.project_id = ${p.projectId} order by r.id, i.record_id`);
+const snapshot = async () =>
+  await server.svc
+    .sql`select r.id, r.name, r.status, r.at, i.record_id, i.version from releases r left join release_items i on i.release_id = r.id where r.project_id = ${p.projectId} order by r.id, i.record_id`;
 
 describe('release inputs under fuzz', () => {
   test('createRelease names: stored as given (trimmed) or refused; never a server error', async () => {
@@ -74,13 +117,24 @@ describe('release inputs under fuzz', () => {
     await fc.assert(
       fc.asyncProperty(nasty, nasty, nasty, version, nasty, async (rid, modelKey, recordId, v, at) => {
         const calls = [
-          send(`mutation($r: ID!, $m: String!, $id: ID!, $v: Int) { addToRelease(releaseId: $r, modelKey: $m, recordId: $id, version: $v) { id } }`, { r: rid, m: modelKey, id: recordId, v }),
-          send(`mutation($r: ID!, $id: ID!, $v: Int) { addToRelease(releaseId: $r, modelKey: "article", recordId: $id, version: $v) { id } }`, { r: release, id: recordId, v }),
-          send(`mutation($r: ID!, $m: String!, $id: ID!) { removeFromRelease(releaseId: $r, modelKey: $m, recordId: $id) { id } }`, { r: release, m: modelKey, id: recordId }),
+          send(
+            `mutation($r: ID!, $m: String!, $id: ID!, $v: Int) { addToRelease(releaseId: $r, modelKey: $m, recordId: $id, version: $v) { id } }`,
+            { r: rid, m: modelKey, id: recordId, v },
+          ),
+          send(
+            `mutation($r: ID!, $id: ID!, $v: Int) { addToRelease(releaseId: $r, modelKey: "article", recordId: $id, version: $v) { id } }`,
+            { r: release, id: recordId, v },
+          ),
+          send(
+            `mutation($r: ID!, $m: String!, $id: ID!) { removeFromRelease(releaseId: $r, modelKey: $m, recordId: $id) { id } }`,
+            { r: release, m: modelKey, id: recordId },
+          ),
           send(`mutation($r: ID!, $at: DateTime!) { scheduleRelease(id: $r, at: $at) { id } }`, { r: release, at }),
           send(`mutation($r: ID!) { publishRelease(id: $r) { id } }`, { r: rid }),
           send(`mutation($r: ID!) { discardRelease(id: $r) { id } }`, { r: rid }),
-          send(`query($r: ID!) { articles(release: $r) { edges { node { title } } } release(id: $r) { id } }`, { r: rid }),
+          send(`query($r: ID!) { articles(release: $r) { edges { node { title } } } release(id: $r) { id } }`, {
+            r: rid,
+          }),
         ];
         for (const r of await Promise.all(calls)) stable(r);
       }),

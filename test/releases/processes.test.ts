@@ -19,15 +19,25 @@ let pk: string;
 
 beforeAll(async () => {
   a = await startTestServer({ SVC_SCHEDULER_TICK_MS: '100' });
-  p = await gqlProject(a, [
-    { key: 'item', name: 'Item', fields: [{ key: 'title', type: 'text', required: true }] },
-    { key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', required: true }] },
-    { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', required: true }] },
-  ], 'rel-procs');
+  p = await gqlProject(
+    a,
+    [
+      { key: 'item', name: 'Item', fields: [{ key: 'title', type: 'text', required: true }] },
+      { key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', required: true }] },
+      { key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text', required: true }] },
+    ],
+    'rel-procs',
+  );
   sk = await p.key('sk', ALL_SECRET);
   pk = await p.key('pk', ['records:read']);
   b = await spawnService(
-    { DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_SCHEDULER_TICK_MS: '100', SVC_LOG: 'off' },
+    {
+      DATABASE_URL: a.databaseUrl,
+      SVC_ROOT_TOKEN: a.rootToken,
+      SVC_DATA_DIR: a.dataDir,
+      SVC_SCHEDULER_TICK_MS: '100',
+      SVC_LOG: 'off',
+    },
     { role: 'all', cwd: join(import.meta.dir, '..', '..') },
   );
 }, 90_000);
@@ -39,7 +49,11 @@ afterAll(async () => {
 });
 
 async function gqlAt(url: string, key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
   const body = (await res.json()) as any;
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
@@ -49,18 +63,32 @@ async function gqlAt(url: string, key: string, query: string, variables?: Record
 async function staged(model: 'Item' | 'Note' | 'Page', word: string, n: number): Promise<string[]> {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
-    const c = await gqlAt(a.apiUrl, sk, `mutation($t: String!) { create${model}(data: { title: $t }) { _id } }`, { t: `${word} one` });
+    const c = await gqlAt(a.apiUrl, sk, `mutation($t: String!) { create${model}(data: { title: $t }) { _id } }`, {
+      t: `${word} one`,
+    });
     const id = c[`create${model}`]._id;
     await gqlAt(a.apiUrl, sk, `mutation($id: ID!) { publish${model}Version(_id: $id) { _id } }`, { id });
-    await gqlAt(a.apiUrl, sk, `mutation($id: ID!, $t: String!) { update${model}(_id: $id, data: { title: $t }) { _id } }`, { id, t: `${word} two` });
+    await gqlAt(
+      a.apiUrl,
+      sk,
+      `mutation($id: ID!, $t: String!) { update${model}(_id: $id, data: { title: $t }) { _id } }`,
+      { id, t: `${word} two` },
+    );
     ids.push(id);
   }
   return ids;
 }
 
 async function releaseOf(records: [string, string][], name: string): Promise<string> {
-  const rel = (await gqlAt(a.apiUrl, sk, `mutation($n: String!) { createRelease(name: $n) { id } }`, { n: name })).createRelease.id;
-  for (const [m, id] of records) await gqlAt(b.url, sk, `mutation($r: ID!, $m: String!, $id: ID!) { addToRelease(releaseId: $r, modelKey: $m, recordId: $id) { id } }`, { r: rel, m, id });
+  const rel = (await gqlAt(a.apiUrl, sk, `mutation($n: String!) { createRelease(name: $n) { id } }`, { n: name }))
+    .createRelease.id;
+  for (const [m, id] of records)
+    await gqlAt(
+      b.url,
+      sk,
+      `mutation($r: ID!, $m: String!, $id: ID!) { addToRelease(releaseId: $r, modelKey: $m, recordId: $id) { id } }`,
+      { r: rel, m, id },
+    );
   return rel;
 }
 
@@ -68,7 +96,10 @@ describe('releases across two processes', () => {
   test('concurrent readers on both processes never see half a release (one model, and across models)', async () => {
     const items = await staged('Item', 'alpha', 25);
     const notes = await staged('Note', 'alpha', 15);
-    const rel = await releaseOf([...items.map((id) => ['item', id] as [string, string]), ...notes.map((id) => ['note', id] as [string, string])], 'atomic');
+    const rel = await releaseOf(
+      [...items.map((id) => ['item', id] as [string, string]), ...notes.map((id) => ['note', id] as [string, string])],
+      'atomic',
+    );
 
     // Each read is one statement: a list of one model (public key, through the response cache),
     // and a search across both models.
@@ -88,12 +119,16 @@ describe('releases across two processes', () => {
     const list = (d: any) => d.items.edges.map((e: any) => e.node.title);
     const search = (d: any) => d.searchRecords.edges.map((e: any) => e.node.title);
     const readers = [
-      reader(a.apiUrl, pk, listQ, list, 25), reader(b.url, pk, listQ, list, 25),
-      reader(a.apiUrl, sk, searchQ, search, 40), reader(b.url, sk, searchQ, search, 40),
+      reader(a.apiUrl, pk, listQ, list, 25),
+      reader(b.url, pk, listQ, list, 25),
+      reader(a.apiUrl, sk, searchQ, search, 40),
+      reader(b.url, sk, searchQ, search, 40),
     ];
     await eventually(() => seen.one >= 8, 20_000);
     // Published from process b while both are being read.
-    const pub = await gqlAt(b.url, sk, `mutation($id: ID!) { publishRelease(id: $id) { status items { recordId } } }`, { id: rel });
+    const pub = await gqlAt(b.url, sk, `mutation($id: ID!) { publishRelease(id: $id) { status items { recordId } } }`, {
+      id: rel,
+    });
     expect(pub.publishRelease.status).toBe('published');
     expect(pub.publishRelease.items).toHaveLength(40);
     const after = seen.two;
@@ -116,24 +151,48 @@ describe('releases across two processes', () => {
 
   test('a scheduled release goes live once, with both processes ticking', async () => {
     const pages = await staged('Page', 'beta', 5);
-    const rel = await releaseOf(pages.map((id) => ['page', id] as [string, string]), 'timed');
+    const rel = await releaseOf(
+      pages.map((id) => ['page', id] as [string, string]),
+      'timed',
+    );
     const events: BusEvent[] = [];
     const off = a.svc.bus.subscribeCommitted((e) => {
-      if ((e.type === 'release.published' && e.releaseId === rel) || (e.type === 'record.changed' && pages.includes(e.recordId) && e.action === 'published')) events.push(e);
+      if (
+        (e.type === 'release.published' && e.releaseId === rel) ||
+        (e.type === 'record.changed' && pages.includes(e.recordId) && e.action === 'published')
+      )
+        events.push(e);
     });
     const at = new Date(Date.now() + 1500).toISOString();
-    const s = await gqlAt(b.url, sk, `mutation($id: ID!, $at: DateTime!) { scheduleRelease(id: $id, at: $at) { status at } }`, { id: rel, at });
+    const s = await gqlAt(
+      b.url,
+      sk,
+      `mutation($id: ID!, $at: DateTime!) { scheduleRelease(id: $id, at: $at) { status at } }`,
+      { id: rel, at },
+    );
     expect(s.scheduleRelease).toEqual({ status: 'scheduled', at });
     // Still the live site until then.
-    expect((await gqlAt(a.apiUrl, pk, `query($id: ID!) { page(_id: $id) { title } }`, { id: pages[0] })).page.title).toBe('beta one');
-    await eventually(async () => (await gqlAt(a.apiUrl, sk, `query($id: ID!) { release(id: $id) { status } }`, { id: rel })).release.status === 'published', 20_000);
-    for (const id of pages) expect((await gqlAt(b.url, pk, `query($id: ID!) { page(_id: $id) { title } }`, { id })).page.title).toBe('beta two');
+    expect(
+      (await gqlAt(a.apiUrl, pk, `query($id: ID!) { page(_id: $id) { title } }`, { id: pages[0] })).page.title,
+    ).toBe('beta one');
+    await eventually(
+      async () =>
+        (await gqlAt(a.apiUrl, sk, `query($id: ID!) { release(id: $id) { status } }`, { id: rel })).release.status ===
+        'published',
+      20_000,
+    );
+    for (const id of pages)
+      expect((await gqlAt(b.url, pk, `query($id: ID!) { page(_id: $id) { title } }`, { id })).page.title).toBe(
+        'beta two',
+      );
     // Several more ticks of both clocks: nothing fires again.
     await Bun.sleep(1500);
     off();
     expect(events.filter((e) => e.type === 'release.published')).toHaveLength(1);
     expect(events.filter((e) => e.type === 'record.changed')).toHaveLength(5);
-    const published = await a.svc.sql<{ n: number }[]>`select count(*)::int as n from record_versions where record_id = any(${pages}) and action = 'published'`;
+    const published = await a.svc.sql<
+      { n: number }[]
+    >`select count(*)::int as n from record_versions where record_id = any(${pages}) and action = 'published'`;
     // One publish each when staged, one by the release.
     expect(published[0]!.n).toBe(10);
   }, 60_000);

@@ -26,8 +26,17 @@ afterAll(async () => {
   await server.stop();
 });
 
-async function post(apiUrl: string, key: string, query: string, variables?: Record<string, unknown>): Promise<{ status: number; cache: string | null; body: any }> {
-  const res = await fetch(`${apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query, variables }) });
+async function post(
+  apiUrl: string,
+  key: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<{ status: number; cache: string | null; body: any }> {
+  const res = await fetch(`${apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
   return { status: res.status, cache: res.headers.get('cache-control'), body: await res.json() };
 }
 
@@ -41,7 +50,17 @@ async function spawn(env: Record<string, string>): Promise<string> {
   const [port, rport] = [await freePort(), await freePort()];
   const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
     cwd: ROOT,
-    env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_READ_POOL: '1', SVC_LOG: 'off', PORT: String(port), REALTIME_PORT: String(rport), ...env },
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      ...env,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   });
@@ -66,12 +85,19 @@ describe('secrets over GraphQL', () => {
     }
     expect((await post(server.apiUrl, key, GET, { l: 'nothingHere' })).body.data.getSecret).toBeNull();
 
-    const dump = JSON.stringify(await server.svc.sql`select encode(ciphertext, 'escape') as c, key_id from secrets where project_id = ${p.projectId}`);
+    const dump = JSON.stringify(
+      await server.svc
+        .sql`select encode(ciphertext, 'escape') as c, key_id from secrets where project_id = ${p.projectId}`,
+    );
     expect(dump).not.toContain('PLAINTEXT');
     expect(dump).toContain('key_id');
 
     // Three reads hit the database three times: one audit row each, none answered from a cache.
-    const audit = await post(server.apiUrl, key, '{ secretAudit(label: "stripeKey") { label action apiKeyId found at } }');
+    const audit = await post(
+      server.apiUrl,
+      key,
+      '{ secretAudit(label: "stripeKey") { label action apiKeyId found at } }',
+    );
     const actions = audit.body.data.secretAudit.map((a: any) => `${a.action}:${a.found}`);
     expect(actions).toEqual(['read:true', 'read:true', 'read:true', 'put:true', 'put:false']);
     expect(audit.body.data.secretAudit[0].apiKeyId).toMatch(/\S/);
@@ -79,9 +105,12 @@ describe('secrets over GraphQL', () => {
 
     const del = await post(server.apiUrl, key, 'mutation { deleteSecret(label: "stripeKey") }');
     expect(del.body.data.deleteSecret).toBe(true);
-    expect((await post(server.apiUrl, key, 'mutation { deleteSecret(label: "stripeKey") }')).body.data.deleteSecret).toBe(false);
+    expect(
+      (await post(server.apiUrl, key, 'mutation { deleteSecret(label: "stripeKey") }')).body.data.deleteSecret,
+    ).toBe(false);
     expect((await post(server.apiUrl, key, GET, { l: 'stripeKey' })).body.data.getSecret).toBeNull();
-    const [n] = await server.svc.sql`select count(*)::int as n from secret_audit where project_id = ${p.projectId} and label = 'stripeKey' and action = 'delete'`;
+    const [n] = await server.svc
+      .sql`select count(*)::int as n from secret_audit where project_id = ${p.projectId} and label = 'stripeKey' and action = 'delete'`;
     expect(n!.n).toBe(2);
   });
 
@@ -93,18 +122,31 @@ describe('secrets over GraphQL', () => {
     const del = await post(server.apiUrl, readOnly, 'mutation { deleteSecret(label: "x") }');
     expect(del.body.errors[0].message).toBe('missing required scope: secrets:delete.project');
     const none = await p.key(['records:read']);
-    expect((await post(server.apiUrl, none, GET, { l: 'x' })).body.errors[0].message).toBe('missing required scope: secrets:read.project');
-    expect((await post(server.apiUrl, none, '{ secretAudit { label } }')).body.errors[0].message).toBe('missing required scope: secrets:read.project');
+    expect((await post(server.apiUrl, none, GET, { l: 'x' })).body.errors[0].message).toBe(
+      'missing required scope: secrets:read.project',
+    );
+    expect((await post(server.apiUrl, none, '{ secretAudit { label } }')).body.errors[0].message).toBe(
+      'missing required scope: secrets:read.project',
+    );
     const pub = await p.key(['records:read'], 'pk');
     const r = await post(server.apiUrl, pub, GET, { l: 'x' });
     expect(r.body.errors[0].message).toStartWith('Cannot query field "getSecret"');
-    const [n] = await server.svc.sql`select count(*)::int as n from secrets where project_id = ${p.projectId} and label = 'x'`;
+    const [n] = await server.svc
+      .sql`select count(*)::int as n from secrets where project_id = ${p.projectId} and label = 'x'`;
     expect(n!.n).toBe(0);
   });
 
   test('odd labels, a 1 MB value and a NUL are refused with nothing stored', async () => {
     const key = await p.key(ALL);
-    for (const label of ['', '1abc', 'has space', 'dash-ed', 'ünïcode', 'a'.repeat(129), "x'; drop table secrets; --"]) {
+    for (const label of [
+      '',
+      '1abc',
+      'has space',
+      'dash-ed',
+      'ünïcode',
+      'a'.repeat(129),
+      "x'; drop table secrets; --",
+    ]) {
       const r = await post(server.apiUrl, key, PUT, { l: label, v: 'v' });
       expect(`${label}: ${r.status} ${r.body.errors?.[0]?.extensions?.code}`).toBe(`${label}: 200 BAD_USER_INPUT`);
       expect(r.body.errors[0].message).toContain('label must start with a letter');
@@ -112,7 +154,11 @@ describe('secrets over GraphQL', () => {
     const big = await post(server.apiUrl, key, PUT, { l: 'big', v: 'x'.repeat(200 * 1024) });
     expect(big.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(big.body.errors[0].message).toContain('larger than 64 KB');
-    const huge = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query: PUT, variables: { l: 'huge', v: 'x'.repeat(1024 * 1024) } }) });
+    const huge = await fetch(`${server.apiUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ query: PUT, variables: { l: 'huge', v: 'x'.repeat(1024 * 1024) } }),
+    });
     expect(huge.status).toBe(413);
     const hugeBody = (await huge.json()) as any;
     expect(hugeBody.errors?.[0]?.extensions?.code ?? hugeBody.error).toBe('PAYLOAD_TOO_LARGE');
@@ -120,7 +166,8 @@ describe('secrets over GraphQL', () => {
     expect(nul.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     const [n] = await server.svc.sql`select count(*)::int as n from secrets where project_id = ${p.projectId}`;
     expect(n!.n).toBe(0);
-    const [a] = await server.svc.sql`select count(*)::int as n from secret_audit where project_id = ${p.projectId} and action = 'put' and label <> 'stripeKey'`;
+    const [a] = await server.svc
+      .sql`select count(*)::int as n from secret_audit where project_id = ${p.projectId} and action = 'put' and label <> 'stripeKey'`;
     expect(a!.n).toBe(0);
   });
 
@@ -143,7 +190,16 @@ describe('secrets over GraphQL', () => {
     const [port, rport] = [await freePort(), await freePort()];
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: ROOT,
-      env: { ...clean, DATABASE_URL: server.databaseUrl, SVC_DATA_DIR: server.dataDir, SVC_ROOT_TOKEN: server.rootToken, SVC_READ_POOL: '1', SVC_LOG: 'json', PORT: String(port), REALTIME_PORT: String(rport) },
+      env: {
+        ...clean,
+        DATABASE_URL: server.databaseUrl,
+        SVC_DATA_DIR: server.dataDir,
+        SVC_ROOT_TOKEN: server.rootToken,
+        SVC_READ_POOL: '1',
+        SVC_LOG: 'json',
+        PORT: String(port),
+        REALTIME_PORT: String(rport),
+      },
       stdout: 'pipe',
       stderr: 'pipe',
     });
@@ -154,9 +210,15 @@ describe('secrets over GraphQL', () => {
     await post(url, key, PUT, { l: 'logged', v: secret });
     expect((await post(url, key, GET, { l: 'logged' })).body.data.getSecret).toBe(secret);
     // Refused writes echo nothing of the value either (too large, NUL, bad label).
-    expect((await post(url, key, PUT, { l: 'logged', v: secret.repeat(3000) })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
-    expect((await post(url, key, PUT, { l: 'logged', v: `${secret}\u0000` })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
-    expect((await post(url, key, PUT, { l: 'bad label', v: secret })).body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    expect((await post(url, key, PUT, { l: 'logged', v: secret.repeat(3000) })).body.errors[0].extensions.code).toBe(
+      'BAD_USER_INPUT',
+    );
+    expect((await post(url, key, PUT, { l: 'logged', v: `${secret}\u0000` })).body.errors[0].extensions.code).toBe(
+      'BAD_USER_INPUT',
+    );
+    expect((await post(url, key, PUT, { l: 'bad label', v: secret })).body.errors[0].extensions.code).toBe(
+      'BAD_USER_INPUT',
+    );
     proc.kill('SIGTERM');
     await proc.exited;
     const rest = async (stream: ReadableStream<Uint8Array>) => {
@@ -182,10 +244,12 @@ describe('secrets over GraphQL', () => {
 
     // Rotation: a process with a new SVC_SECRETS_KEY still opens rows sealed by the generated key
     // (kept as a previous key) and re-seals each one it reads under the new key.
-    const [before] = await server.svc.sql`select key_id from secrets where project_id = ${p.projectId} and label = 'crossKey'`;
+    const [before] = await server.svc
+      .sql`select key_id from secrets where project_id = ${p.projectId} and label = 'crossKey'`;
     const rotated = await spawn({ SVC_SECRETS_KEY: 'a-new-deployment-key' });
     expect((await post(rotated, key, GET, { l: 'crossKey' })).body.data.getSecret).toBe('cross-PLAINTEXT-2');
-    const [after] = await server.svc.sql`select key_id from secrets where project_id = ${p.projectId} and label = 'crossKey'`;
+    const [after] = await server.svc
+      .sql`select key_id from secrets where project_id = ${p.projectId} and label = 'crossKey'`;
     expect(after!.key_id).not.toBe(before!.key_id);
     expect((await post(rotated, key, GET, { l: 'crossKey' })).body.data.getSecret).toBe('cross-PLAINTEXT-2');
   }, 60_000);

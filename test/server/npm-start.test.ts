@@ -31,7 +31,10 @@ afterEach(async () => {
 /** PIDs of processes whose command line holds `text` (here: `-D <the data dir's cluster>`). */
 function processesWith(text: string): number[] {
   const out = Bun.spawnSync(['ps', '-eo', 'pid=,args=']).stdout.toString();
-  return out.split('\n').filter((l) => l.includes(text)).map((l) => Number(l.trim().split(/\s+/)[0]));
+  return out
+    .split('\n')
+    .filter((l) => l.includes(text))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
 }
 
 async function until(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -42,15 +45,26 @@ async function until(check: () => boolean | Promise<boolean>, ms: number, what: 
   }
 }
 
-const listening = (port: number) => fetch(`http://127.0.0.1:${port}/health`).then(() => true, () => false);
+const listening = (port: number) =>
+  fetch(`http://127.0.0.1:${port}/health`).then(
+    () => true,
+    () => false,
+  );
 
 async function npmStart(): Promise<{ npm: Bun.Subprocess; port: number; rport: number; cluster: string; bun: number }> {
   const dataDir = tempDir('svc-npm-');
   const [port, rport] = [await freePort(), await freePort()];
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL' && !k.startsWith('npm_')) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && k !== 'DATABASE_URL' && !k.startsWith('npm_')) env[k] = v;
   // npm's own PATH lookup finds bun in node_modules/.bin, as after `npm install`.
-  Object.assign(env, { SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(rport), SVC_LOG: 'off', PATH: `${dirname(process.execPath)}:${process.env.PATH}` });
+  Object.assign(env, {
+    SVC_DATA_DIR: dataDir,
+    PORT: String(port),
+    REALTIME_PORT: String(rport),
+    SVC_LOG: 'off',
+    PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+  });
   delete env.SVC_ROOT_TOKEN;
   const npm = Bun.spawn(['npm', 'start'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'pipe' });
   started = { pids: [npm.pid], cluster: join(dataDir, 'pg'), dataDir };
@@ -58,16 +72,26 @@ async function npmStart(): Promise<{ npm: Bun.Subprocess; port: number; rport: n
   // The cluster is in the data dir, or where its pg-location marker says (as root).
   const marker = join(dataDir, 'pg-location');
   const cluster = existsSync(marker) ? readFileSync(marker, 'utf8').trim() : join(dataDir, 'pg');
-  const bun = Number(Bun.spawnSync(['pgrep', '-P', String(npm.pid)]).stdout.toString().trim().split('\n')[0]);
+  const bun = Number(
+    Bun.spawnSync(['pgrep', '-P', String(npm.pid)])
+      .stdout.toString()
+      .trim()
+      .split('\n')[0],
+  );
   // Whatever npm's child is, its children too (a shell's bun), so a failed test leaves nothing.
-  const grandchildren = Bun.spawnSync(['pgrep', '-P', String(bun)]).stdout.toString().trim().split('\n').filter(Boolean).map(Number);
+  const grandchildren = Bun.spawnSync(['pgrep', '-P', String(bun)])
+    .stdout.toString()
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map(Number);
   started = { pids: [npm.pid, bun, ...grandchildren], cluster, dataDir };
   expect(processesWith(`-D ${cluster} `).length).toBe(1);
   return { npm, port, rport, cluster, bun };
 }
 
 describe('npm start under a process manager', () => {
-  test('SIGTERM to npm\'s PID stops bun and the embedded PostgreSQL; both ports close', async () => {
+  test("SIGTERM to npm's PID stops bun and the embedded PostgreSQL; both ports close", async () => {
     const s = await npmStart();
     // npm's child is bun itself (the script execs it), not a shell that would swallow the signal.
     expect(readFileSync(`/proc/${s.bun}/cmdline`, 'utf8').split('\0').slice(-2)).toEqual(['src/main.ts', '']);

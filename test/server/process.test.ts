@@ -27,19 +27,29 @@ async function waitHealthy(url: string, ms = 30_000): Promise<void> {
 }
 
 function children(pid: number): number[] {
-  const out = Bun.spawnSync(['pgrep', '-P', String(pid)]).stdout.toString().trim();
+  const out = Bun.spawnSync(['pgrep', '-P', String(pid)])
+    .stdout.toString()
+    .trim();
   return out ? out.split('\n').map(Number) : [];
 }
-
 
 describe('process lifecycle', () => {
   test('the embedded default starts both listeners, and SIGTERM leaves no PostgreSQL child behind', async () => {
     const dataDir = tempDir('svc-proc-');
     const [port, rport] = [await freePort(), await freePort()];
-    const proc = start({ DATABASE_URL: undefined, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(rport), SVC_ROOT_TOKEN: undefined });
+    const proc = start({
+      DATABASE_URL: undefined,
+      SVC_DATA_DIR: dataDir,
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      SVC_ROOT_TOKEN: undefined,
+    });
     await waitHealthy(`http://127.0.0.1:${port}/health`);
     expect(await (await fetch(`http://127.0.0.1:${rport}/health`)).json()).toEqual({ status: 'ok' });
-    expect(await (await fetch(`http://127.0.0.1:${rport}/api/realtime/status`)).json()).toEqual({ channels: 0, clients: 0 });
+    expect(await (await fetch(`http://127.0.0.1:${rport}/api/realtime/status`)).json()).toEqual({
+      channels: 0,
+      clients: 0,
+    });
     const pg = children(proc.pid);
     expect(pg.length).toBeGreaterThan(0);
     // The generated root token is kept with mode 0600.
@@ -53,7 +63,13 @@ describe('process lifecycle', () => {
   test('a second start reuses the embedded data: a tenant created before is still there', async () => {
     const dataDir = tempDir('svc-reuse-');
     const port = await freePort();
-    const env = { DATABASE_URL: undefined, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(await freePort()), SVC_ROOT_TOKEN: 'rt_reuse_test' };
+    const env = {
+      DATABASE_URL: undefined,
+      SVC_DATA_DIR: dataDir,
+      PORT: String(port),
+      REALTIME_PORT: String(await freePort()),
+      SVC_ROOT_TOKEN: 'rt_reuse_test',
+    };
     const first = start(env);
     await waitHealthy(`http://127.0.0.1:${port}/health`);
     const created = await fetch(`http://127.0.0.1:${port}/v1/control/tenants`, {
@@ -66,7 +82,9 @@ describe('process lifecycle', () => {
     await first.exited;
     const second = start(env);
     await waitHealthy(`http://127.0.0.1:${port}/health`);
-    const who = await fetch(`http://127.0.0.1:${port}/v1/control/whoami`, { headers: { authorization: `Bearer ${controlKey}` } });
+    const who = await fetch(`http://127.0.0.1:${port}/v1/control/whoami`, {
+      headers: { authorization: `Bearer ${controlKey}` },
+    });
     expect(who.status).toBe(200);
     expect(((await who.json()) as { role: string }).role).toBe('owner');
     second.kill('SIGTERM');
@@ -76,7 +94,12 @@ describe('process lifecycle', () => {
   test('an unreachable DATABASE_URL exits within 10 s with one clear line', async () => {
     const dead = await freePort();
     const t0 = Date.now();
-    const proc = start({ DATABASE_URL: `postgres://nobody@127.0.0.1:${dead}/x`, PORT: '0', REALTIME_PORT: '0', SVC_DATA_DIR: tempDir('svc-x-') });
+    const proc = start({
+      DATABASE_URL: `postgres://nobody@127.0.0.1:${dead}/x`,
+      PORT: '0',
+      REALTIME_PORT: '0',
+      SVC_DATA_DIR: tempDir('svc-x-'),
+    });
     const code = await proc.exited;
     const err = (await new Response(proc.stderr).text()).trim();
     expect(Date.now() - t0).toBeLessThan(10_000);
@@ -102,6 +125,8 @@ describe('process lifecycle', () => {
   test('a bad SVC_ROLE is refused with one line', async () => {
     const proc = start({ SVC_ROLE: 'king', SVC_DATA_DIR: tempDir('svc-z-') });
     expect(await proc.exited).toBe(2);
-    expect((await new Response(proc.stderr).text()).trim()).toBe('svc: SVC_ROLE must be one of all, api, gateway, worker, got "king"');
+    expect((await new Response(proc.stderr).text()).trim()).toBe(
+      'svc: SVC_ROLE must be one of all, api, gateway, worker, got "king"',
+    );
   });
 });

@@ -31,7 +31,15 @@ async function open(port: number): Promise<{ s: Socket; received: () => string; 
 
 describe('SIGTERM', () => {
   test('idle keep-alive connections are closed at once; the in-flight request is answered; the process exits', async () => {
-    const { proc, url } = await spawnService({ DATABASE_URL: base.databaseUrl, SVC_ROOT_TOKEN: base.rootToken, SVC_DATA_DIR: base.dataDir, SVC_READ_POOL: '1' }, { role: 'api', cwd: ROOT });
+    const { proc, url } = await spawnService(
+      {
+        DATABASE_URL: base.databaseUrl,
+        SVC_ROOT_TOKEN: base.rootToken,
+        SVC_DATA_DIR: base.dataDir,
+        SVC_READ_POOL: '1',
+      },
+      { role: 'api', cwd: ROOT },
+    );
     const port = Number(new URL(url).port);
     // Two keep-alive connections that were answered once and stay open, one that sent nothing,
     // one that sent half a request line.
@@ -44,7 +52,9 @@ describe('SIGTERM', () => {
     // In flight: headers sent, the body comes after SIGTERM.
     const slow = await open(port);
     const body = '{"query":"{ __typename }"}';
-    slow.s.write(`POST /graphql HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    slow.s.write(
+      `POST /graphql HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
     await Bun.sleep(200);
     let exited: number | null = null;
     void proc.exited.then((code) => (exited = code));

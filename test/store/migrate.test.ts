@@ -18,10 +18,21 @@ describe('migrations', () => {
     const url = await freshDatabase('mig2');
     const script = `import { connect } from './src/store/db.ts'; import { migrate } from './src/store/migrate.ts';
       const sql = connect(process.env.U); const a = await migrate(sql); console.log(JSON.stringify(a)); await sql.end();`;
-    const run = () => Bun.spawn([process.execPath, '-e', script], { env: { ...process.env, U: url }, cwd: `${import.meta.dir}/../..`, stdout: 'pipe', stderr: 'pipe' });
+    const run = () =>
+      Bun.spawn([process.execPath, '-e', script], {
+        env: { ...process.env, U: url },
+        cwd: `${import.meta.dir}/../..`,
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
     const [a, b] = [run(), run()];
     const text = (s: ReadableStream<Uint8Array>) => new Response(s).text();
-    const [outA, outB, errA, errB] = await Promise.all([text(a.stdout), text(b.stdout), text(a.stderr), text(b.stderr)]);
+    const [outA, outB, errA, errB] = await Promise.all([
+      text(a.stdout),
+      text(b.stdout),
+      text(a.stderr),
+      text(b.stderr),
+    ]);
     // A failing child's own words, so a failure says why.
     expect({ code: await a.exited, err: errA }).toEqual({ code: 0, err: '' });
     expect({ code: await b.exited, err: errB }).toEqual({ code: 0, err: '' });

@@ -17,7 +17,9 @@ import type { ModelDef } from '../../src/projects/types.ts';
  * a read after a write never sees the state before it, even with the standby's replay paused;
  * a replica past SVC_REPLICA_MAX_LAG_MS or killed leaves rotation and no request fails.
  */
-const POST: ModelDef[] = [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text', required: true }] }] as ModelDef[];
+const POST: ModelDef[] = [
+  { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text', required: true }] },
+] as ModelDef[];
 const skip = skipStandby();
 
 /** Retries `check` (assertions may throw) until it passes or `ms` pass; then throws its last error. */
@@ -47,14 +49,21 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
 
   const replica = () => server.svc.replicas!.status()[0]!;
   const title = async (key = pk, headers: Record<string, string> = {}, base = server.apiUrl) => {
-    const res = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers }, body: JSON.stringify({ query: 'query($id: ID!) { post(_id: $id) { title } }', variables: { id } }) });
+    const res = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key, ...headers },
+      body: JSON.stringify({ query: 'query($id: ID!) { post(_id: $id) { title } }', variables: { id } }),
+    });
     const body = (await res.json()) as any;
     if (res.status !== 200 || body.errors) throw new Error(`read failed: ${res.status} ${JSON.stringify(body)}`);
     return body.data.post?.title as string | undefined;
   };
   /** Updates and publishes the post; returns the x-svc-lsn of the publish's response. */
   const publish = async (t: string) => {
-    const u = await p.gql(sk, 'mutation($id: ID!, $t: String!) { updatePost(_id: $id, data: { title: $t }) { _id } }', { id, t });
+    const u = await p.gql(sk, 'mutation($id: ID!, $t: String!) { updatePost(_id: $id, data: { title: $t }) { _id } }', {
+      id,
+      t,
+    });
     expect(u.body.errors).toBeUndefined();
     const r = await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
     expect(r.body.errors).toBeUndefined();
@@ -70,7 +79,12 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     await admin.end();
     primaryDb = onDatabase(pair.primaryUrl, 'svc_replicas');
     standbyDb = onDatabase(pair.standbyUrl, 'svc_replicas');
-    const env = { DATABASE_READ_URL: standbyDb, SVC_REPLICA_MAX_LAG_MS: '600', SVC_REPLICA_POLL_MS: '50', SVC_REPLICA_WAIT_MS: '200' };
+    const env = {
+      DATABASE_READ_URL: standbyDb,
+      SVC_REPLICA_MAX_LAG_MS: '600',
+      SVC_REPLICA_POLL_MS: '50',
+      SVC_REPLICA_WAIT_MS: '200',
+    };
     // The standby replays the CREATE DATABASE before it can be connected to.
     await until(async () => {
       const c = postgres(standbyDb, { max: 1, connect_timeout: 2, onnotice: () => {} });
@@ -87,7 +101,10 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     const c = await p.gql(sk, 'mutation { createPost(data: { title: "v0" }) { _id } }');
     id = c.body.data.createPost._id;
     await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
-    other = await spawnService({ DATABASE_URL: primaryDb, ...env, SVC_LOG: 'off', SVC_DATA_DIR: server.dataDir }, { role: 'api', cwd: `${import.meta.dir}/../..` });
+    other = await spawnService(
+      { DATABASE_URL: primaryDb, ...env, SVC_LOG: 'off', SVC_DATA_DIR: server.dataDir },
+      { role: 'api', cwd: `${import.meta.dir}/../..` },
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -138,8 +155,17 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
 
   test('realtime: a subscriber of another process that hears the change and reads at once (no x-svc-lsn) gets the new content', async () => {
     const events: any[] = [];
-    const ws = createClient({ url: `${other!.url.replace(/^http/, 'ws')}/graphql/ws`, connectionParams: { apiKey: pk }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
-    const off = ws.subscribe({ query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' }, { next: (v) => events.push(v.data), error: () => {}, complete: () => {} });
+    const ws = createClient({
+      url: `${other!.url.replace(/^http/, 'ws')}/graphql/ws`,
+      connectionParams: { apiKey: pk },
+      retryAttempts: 0,
+      lazy: false,
+      onNonLazyError: () => {},
+    });
+    const off = ws.subscribe(
+      { query: 'subscription { recordChanged(modelKey: "post") { action recordId } }' },
+      { next: (v) => events.push(v.data), error: () => {}, complete: () => {} },
+    );
     try {
       // Subscribed once an event reaches it (the subscription is set up asynchronously).
       await until(async () => {
@@ -199,12 +225,20 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     await until(() => expect(replica().state).toBe('up'), 20_000);
     // A process that polls once a minute still believes in the replica when it dies: its reads
     // fail there first and are answered by the primary.
-    const slow = await startTestServer({ DATABASE_URL: primaryDb, DATABASE_READ_URL: standbyDb, SVC_REPLICA_POLL_MS: '60000', SVC_REPLICA_MAX_LAG_MS: '600000' });
+    const slow = await startTestServer({
+      DATABASE_URL: primaryDb,
+      DATABASE_READ_URL: standbyDb,
+      SVC_REPLICA_POLL_MS: '60000',
+      SVC_REPLICA_MAX_LAG_MS: '600000',
+    });
     expect(slow.svc.replicas!.status()[0]!.state).toBe('up');
     await pair.killStandby();
     try {
       for (let i = 0; i < 5; i++) {
-        const res = await fetch(`${slow.apiUrl}/graphql?query=${encodeURIComponent(`{ posts(first: ${i + 1}) { totalCount } }`)}`, { headers: { 'x-api-key': pk } });
+        const res = await fetch(
+          `${slow.apiUrl}/graphql?query=${encodeURIComponent(`{ posts(first: ${i + 1}) { totalCount } }`)}`,
+          { headers: { 'x-api-key': pk } },
+        );
         expect(res.status).toBe(200);
         expect(((await res.json()) as any).data.posts.totalCount).toBe(1);
       }
@@ -220,7 +254,10 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
         fetch(`${i % 2 ? other!.url : server.apiUrl}/graphql`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'x-api-key': pk },
-          body: JSON.stringify({ query: `query($id: ID!, $n: Int) { post(_id: $id) { title } posts(first: $n) { totalCount } }`, variables: { id, n: i + 1 } }),
+          body: JSON.stringify({
+            query: `query($id: ID!, $n: Int) { post(_id: $id) { title } posts(first: $n) { totalCount } }`,
+            variables: { id, n: i + 1 },
+          }),
         }).then(async (r) => ({ status: r.status, body: (await r.json()) as any })),
       );
       for (const r of await Promise.all(reads)) {
@@ -238,7 +275,10 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     await until(() => expect(replica().state).toBe('up'), 60_000);
     const before = replica().reads;
     await until(async () => {
-      const res = await fetch(`${server.apiUrl}/graphql?query=${encodeURIComponent(`{ posts(first: ${Math.floor(Math.random() * 50) + 1}) { totalCount } }`)}`, { headers: { 'x-api-key': pk } });
+      const res = await fetch(
+        `${server.apiUrl}/graphql?query=${encodeURIComponent(`{ posts(first: ${Math.floor(Math.random() * 50) + 1}) { totalCount } }`)}`,
+        { headers: { 'x-api-key': pk } },
+      );
       expect(res.status).toBe(200);
       expect(replica().reads).toBeGreaterThan(before);
     }, 30_000);
@@ -253,11 +293,17 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     expect(ahead.status).toBe(200);
     expect(ahead.body.data.posts.totalCount).toBe(1);
     await fc.assert(
-      fc.asyncProperty(fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 }), async (h) => {
-        const r = await p.gql(pk, '{ posts { totalCount } }', undefined, { 'x-svc-lsn': h, cookie: `svc_lsn=${encodeURIComponent(h)}` });
-        expect([200, 400]).toContain(r.status);
-        if (r.status === 400) expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
-      }),
+      fc.asyncProperty(
+        fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 40 }),
+        async (h) => {
+          const r = await p.gql(pk, '{ posts { totalCount } }', undefined, {
+            'x-svc-lsn': h,
+            cookie: `svc_lsn=${encodeURIComponent(h)}`,
+          });
+          expect([200, 400]).toContain(r.status);
+          if (r.status === 400) expect(r.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+        },
+      ),
       { numRuns: 40 },
     );
   }, 120_000);
@@ -267,11 +313,19 @@ describe('LSN text', () => {
   test('parseLsn and formatLsn round-trip; anything else (NUL, lone surrogates, huge text) is 0', () => {
     fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 53 - 1 }), (n) => expect(parseLsn(formatLsn(n))).toBe(n)));
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.string({ minLength: 10_000, maxLength: 20_000 }), fc.constant('\0/1'), fc.constant('\ud800/0')), (s) => {
-        const n = parseLsn(s);
-        expect(Number.isFinite(n) && n >= 0).toBe(true);
-        if (!/^\s*[0-9A-Fa-f]{1,8}\/[0-9A-Fa-f]{1,8}\s*$/.test(s)) expect(n).toBe(0);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: 'binary' }),
+          fc.string({ minLength: 10_000, maxLength: 20_000 }),
+          fc.constant('\0/1'),
+          fc.constant('\ud800/0'),
+        ),
+        (s) => {
+          const n = parseLsn(s);
+          expect(Number.isFinite(n) && n >= 0).toBe(true);
+          if (!/^\s*[0-9A-Fa-f]{1,8}\/[0-9A-Fa-f]{1,8}\s*$/.test(s)) expect(n).toBe(0);
+        },
+      ),
       { numRuns: 100 },
     );
     expect(parseLsn('16/B374D848')).toBe(0x16 * 2 ** 32 + 0xb374d848);
@@ -300,10 +354,23 @@ describe('without DATABASE_READ_URL nothing changes', () => {
 
   test('DATABASE_READ_URL and the replica settings are checked at start with one clear line', () => {
     expect(readSettings({}).replicas).toBeUndefined();
-    expect(readSettings({ DATABASE_READ_URL: ' postgres://a@h1/db , postgresql://b@h2:5433/db ' }).replicas).toEqual({ urls: ['postgres://a@h1/db', 'postgresql://b@h2:5433/db'], maxLagMs: 5000, pollMs: 100, waitMs: 250 });
-    expect(() => readSettings({ DATABASE_READ_URL: 'mysql://x/y' })).toThrow('DATABASE_READ_URL must be comma-separated postgres:// URLs');
-    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://secret:pw@h/db,not a url' })).toThrow(/^DATABASE_READ_URL must be/);
-    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_MAX_LAG_MS: '-1' })).toThrow('SVC_REPLICA_MAX_LAG_MS');
-    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_WAIT_MS: 'x' })).toThrow('SVC_REPLICA_WAIT_MS');
+    expect(readSettings({ DATABASE_READ_URL: ' postgres://a@h1/db , postgresql://b@h2:5433/db ' }).replicas).toEqual({
+      urls: ['postgres://a@h1/db', 'postgresql://b@h2:5433/db'],
+      maxLagMs: 5000,
+      pollMs: 100,
+      waitMs: 250,
+    });
+    expect(() => readSettings({ DATABASE_READ_URL: 'mysql://x/y' })).toThrow(
+      'DATABASE_READ_URL must be comma-separated postgres:// URLs',
+    );
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://secret:pw@h/db,not a url' })).toThrow(
+      /^DATABASE_READ_URL must be/,
+    );
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_MAX_LAG_MS: '-1' })).toThrow(
+      'SVC_REPLICA_MAX_LAG_MS',
+    );
+    expect(() => readSettings({ DATABASE_READ_URL: 'postgres://h/db', SVC_REPLICA_WAIT_MS: 'x' })).toThrow(
+      'SVC_REPLICA_WAIT_MS',
+    );
   });
 });

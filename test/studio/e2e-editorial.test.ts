@@ -22,14 +22,22 @@ let ownerKey: string;
 let sk: string;
 
 async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const out = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
   return out;
 }
 
 async function gql(query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': sk }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': sk },
+    body: JSON.stringify({ query, variables }),
+  });
   const body = (await res.json()) as any;
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
@@ -44,7 +52,21 @@ beforeAll(async () => {
   projectId = b.projectId;
   ownerKey = b.ownerKey;
   const pushed = await control('POST', `/projects/${projectId}/config`, {
-    config: { key: 'editorial', name: 'Editorial', project: { id: projectId, tenantId: b.tenantId }, models: [{ key: 'story', name: 'Story', fields: [{ key: 'title', type: 'text', label: 'Title', required: true }, { key: 'rank', type: 'number', label: 'Rank' }] }] },
+    config: {
+      key: 'editorial',
+      name: 'Editorial',
+      project: { id: projectId, tenantId: b.tenantId },
+      models: [
+        {
+          key: 'story',
+          name: 'Story',
+          fields: [
+            { key: 'title', type: 'text', label: 'Title', required: true },
+            { key: 'rank', type: 'number', label: 'Rank' },
+          ],
+        },
+      ],
+    },
   });
   if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
   sk = (await control('POST', '/api-keys', { name: 'server', type: 'secret', project: projectId, scopes: ['*'] })).key;
@@ -72,12 +94,18 @@ describe.skipIf(!CHROMIUM)('editorial workflow in the Studio', () => {
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#f-title')?.value === 'Second draft');
     // History: version 1, its diff, Restore this version.
     await page.getByRole('tab', { name: 'History' }).click();
-    await page.getByRole('list', { name: 'Versions' }).getByRole('button', { name: /^v1 · created/ }).click();
+    await page
+      .getByRole('list', { name: 'Versions' })
+      .getByRole('button', { name: /^v1 · created/ })
+      .click();
     await page.getByRole('button', { name: 'Restore this version' }).click();
     await page.getByRole('status').filter({ hasText: 'Restored version 1' }).waitFor();
     const draft = async () => (await gql('query($id:ID!){ story(_id:$id, preview:true){ title rank } }', { id })).story;
     expect(await draft()).toEqual({ title: 'First draft', rank: 1 });
-    await page.getByRole('list', { name: 'Versions' }).getByRole('button', { name: /^v3 · restored from v1/ }).waitFor();
+    await page
+      .getByRole('list', { name: 'Versions' })
+      .getByRole('button', { name: /^v3 · restored from v1/ })
+      .waitFor();
     // The open editor took the restored content in, without a reload.
     await page.getByRole('tab', { name: 'Content' }).click();
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#f-title')?.value === 'First draft');
@@ -90,8 +118,12 @@ describe.skipIf(!CHROMIUM)('editorial workflow in the Studio', () => {
     await page.getByRole('button', { name: 'Schedule publish' }).click();
     await page.getByRole('status').filter({ hasText: 'Scheduled to publish' }).waitFor();
     await page.locator('.badge', { hasText: 'Scheduled' }).waitFor();
-    const listed = (await gql('query{ scheduledActions{ edges { node { recordId action status at version } } } }')).scheduledActions.edges.map((e: any) => e.node);
-    expect(listed).toEqual([{ recordId: id, action: 'publish', status: 'scheduled', at: at.toISOString(), version: expect.any(Number) }]);
+    const listed = (
+      await gql('query{ scheduledActions{ edges { node { recordId action status at version } } } }')
+    ).scheduledActions.edges.map((e: any) => e.node);
+    expect(listed).toEqual([
+      { recordId: id, action: 'publish', status: 'scheduled', at: at.toISOString(), version: expect.any(Number) },
+    ]);
 
     // The Scheduled list shows it; Cancel works from there.
     await page.goto(url('/scheduled'));
@@ -99,7 +131,9 @@ describe.skipIf(!CHROMIUM)('editorial workflow in the Studio', () => {
     await upcoming.getByRole('link', { name: new RegExp(id) }).waitFor();
     await upcoming.getByRole('button', { name: 'Cancel' }).click();
     await page.getByRole('status').filter({ hasText: 'Cancelled' }).waitFor();
-    expect((await gql('query{ scheduledActions{ edges { node { status } } } }')).scheduledActions.edges[0].node.status).toBe('cancelled');
+    expect(
+      (await gql('query{ scheduledActions{ edges { node { status } } } }')).scheduledActions.edges[0].node.status,
+    ).toBe('cancelled');
 
     // The audit log view lists what the admin did, newest first.
     await page.goto(url('/audit'));

@@ -25,7 +25,14 @@ const SHOTS = join(import.meta.dir, '../../docs/screenshots');
 const MODELS = [
   { key: 'category', name: 'Category', fields: [{ key: 'name', type: 'text', required: true, queryable: true }] },
   { key: 'maker', name: 'Maker', fields: [{ key: 'name', type: 'text', required: true }] },
-  { key: 'seo', name: 'SEO', fields: [{ key: 'metaTitle', type: 'text', label: 'Meta title' }, { key: 'index', type: 'boolean', label: 'Indexed' }] },
+  {
+    key: 'seo',
+    name: 'SEO',
+    fields: [
+      { key: 'metaTitle', type: 'text', label: 'Meta title' },
+      { key: 'index', type: 'boolean', label: 'Indexed' },
+    ],
+  },
   {
     key: 'product',
     name: 'Product',
@@ -37,7 +44,18 @@ const MODELS = [
       { key: 'price', type: 'number', queryable: true, label: 'Price' },
       { key: 'featured', type: 'boolean', queryable: true, label: 'Featured' },
       { key: 'launch', type: 'date', queryable: true, label: 'Launch' },
-      { key: 'kind', type: 'enum', queryable: true, label: 'Kind', config: { options: [{ value: 'tool', label: 'Tool' }, { value: 'toy', label: 'Toy' }] } },
+      {
+        key: 'kind',
+        type: 'enum',
+        queryable: true,
+        label: 'Kind',
+        config: {
+          options: [
+            { value: 'tool', label: 'Tool' },
+            { value: 'toy', label: 'Toy' },
+          ],
+        },
+      },
       { key: 'category', type: 'select', label: 'Category', config: { optionModelKey: 'category' } },
       { key: 'maker', type: 'reference', label: 'Maker', config: { modelKey: 'maker' } },
       { key: 'seo', type: 'model', label: 'SEO', config: { modelKey: 'seo' } },
@@ -62,7 +80,11 @@ let makerId: string;
 let clip: Buffer;
 let productId = '';
 async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const out = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
   return out;
@@ -70,13 +92,23 @@ async function control(method: string, path: string, body?: unknown): Promise<an
 
 /** A draft or published read through the public API, as a client of the project sees it. */
 async function read(query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': reader }, body: JSON.stringify({ query, variables }) });
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': reader },
+    body: JSON.stringify({ query, variables }),
+  });
   const body = (await res.json()) as any;
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
 }
 
-const draftOf = async (id: string, locale?: string) => (await read('query($id: ID!, $l: String) { product(_id: $id, preview: true, locale: $l) { content } }', { id, l: locale ?? null })).product?.content;
+const draftOf = async (id: string, locale?: string) =>
+  (
+    await read('query($id: ID!, $l: String) { product(_id: $id, preview: true, locale: $l) { content } }', {
+      id,
+      l: locale ?? null,
+    })
+  ).product?.content;
 
 const context = (width = 1280, height = 900): Promise<BrowserContext> => chrome.context(width, height);
 
@@ -105,13 +137,22 @@ const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
 function unlabelled(page: Page): Promise<string[]> {
   return page.evaluate(() => {
     const doc = (globalThis as any).document;
-    const named = (el: any) => (el.labels?.length ?? 0) > 0 || el.getAttribute('aria-label') || (el.getAttribute('aria-labelledby') && doc.getElementById(el.getAttribute('aria-labelledby'))?.textContent.trim()) || el.title || (el.tagName === 'BUTTON' && el.textContent.trim());
-    return [...doc.querySelectorAll('input:not([type=hidden]), select, textarea, button, [contenteditable=true]')].filter((el: any) => !named(el)).map((el: any) => el.outerHTML.slice(0, 160));
+    const named = (el: any) =>
+      (el.labels?.length ?? 0) > 0 ||
+      el.getAttribute('aria-label') ||
+      (el.getAttribute('aria-labelledby') &&
+        doc.getElementById(el.getAttribute('aria-labelledby'))?.textContent.trim()) ||
+      el.title ||
+      (el.tagName === 'BUTTON' && el.textContent.trim());
+    return [...doc.querySelectorAll('input:not([type=hidden]), select, textarea, button, [contenteditable=true]')]
+      .filter((el: any) => !named(el))
+      .map((el: any) => el.outerHTML.slice(0, 160));
   });
 }
 
 /** Wider than the viewport: the page scrolls sideways (what "works at 390 px" rules out). */
-const overflows = (page: Page) => page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).innerWidth);
+const overflows = (page: Page) =>
+  page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth - (globalThis as any).innerWidth);
 
 beforeAll(async () => {
   if (!CHROMIUM || !FFMPEG) return;
@@ -121,16 +162,60 @@ beforeAll(async () => {
   projectId = b.projectId;
   tenantId = b.tenantId;
   ownerKey = b.ownerKey;
-  await control('POST', `/projects/${projectId}/config`, { config: { key: 'forms', name: 'Forms', project: { id: projectId, tenantId, settings: { locales: ['en', 'de'] } }, models: MODELS } }).then((r) => {
+  await control('POST', `/projects/${projectId}/config`, {
+    config: {
+      key: 'forms',
+      name: 'Forms',
+      project: { id: projectId, tenantId, settings: { locales: ['en', 'de'] } },
+      models: MODELS,
+    },
+  }).then((r) => {
     if (r.errors?.length) throw new Error(JSON.stringify(r.errors));
   });
-  reader = (await control('POST', '/api-keys', { name: 'reader', type: 'secret', project: projectId, scopes: ['records:read', 'drafts:read'] })).key;
-  categoryId = (await control('POST', `/projects/${projectId}/records`, { model: 'category', naturalKey: 'tools', data: { name: 'Garden tools' } }))._id;
-  makerId = (await control('POST', `/projects/${projectId}/records`, { model: 'maker', naturalKey: 'acme', data: { name: 'Acme Works' } }))._id;
+  reader = (
+    await control('POST', '/api-keys', {
+      name: 'reader',
+      type: 'secret',
+      project: projectId,
+      scopes: ['records:read', 'drafts:read'],
+    })
+  ).key;
+  categoryId = (
+    await control('POST', `/projects/${projectId}/records`, {
+      model: 'category',
+      naturalKey: 'tools',
+      data: { name: 'Garden tools' },
+    })
+  )._id;
+  makerId = (
+    await control('POST', `/projects/${projectId}/records`, {
+      model: 'maker',
+      naturalKey: 'acme',
+      data: { name: 'Acme Works' },
+    })
+  )._id;
   editorLink = await addMember(server, ownerKey, 'forms@acme.test', 'editor', projectId);
   const clipDir = tempDir('svc-studio-');
   const out = join(clipDir, 'clip.mp4');
-  const ff = Bun.spawn([FFMPEG, '-v', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=1:size=160x90:rate=10', '-c:v', 'libx264', '-preset', 'ultrafast', '-pix_fmt', 'yuv420p', out], { stdout: 'ignore', stderr: 'inherit' });
+  const ff = Bun.spawn(
+    [
+      FFMPEG,
+      '-v',
+      'error',
+      '-f',
+      'lavfi',
+      '-i',
+      'testsrc=duration=1:size=160x90:rate=10',
+      '-c:v',
+      'libx264',
+      '-preset',
+      'ultrafast',
+      '-pix_fmt',
+      'yuv420p',
+      out,
+    ],
+    { stdout: 'ignore', stderr: 'inherit' },
+  );
   if ((await ff.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
   clip = readFileSync(out);
   removeTempDir(clipDir);
@@ -180,12 +265,16 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the generated form', () => {
     await page.getByLabel('Maker').selectOption({ label: 'Acme Works' });
     await page.getByLabel('Meta title').fill('Buy a spade');
     await page.getByLabel('Indexed').check();
-    await page.getByLabel('Upload Photo').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await coverPng() });
+    await page
+      .getByLabel('Upload Photo')
+      .setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await coverPng() });
     await page.locator('[data-field="photo"] img.preview').waitFor();
     await page.getByLabel('Alt text').fill('A spade');
     await page.getByLabel('Upload Clip').setInputFiles({ name: 'clip.mp4', mimeType: 'video/mp4', buffer: clip });
     await page.locator('[data-field="clip"] video.preview').waitFor();
-    await page.getByLabel('Upload Manual').setInputFiles({ name: 'manual.txt', mimeType: 'text/plain', buffer: Buffer.from('Hold the handle.\n') });
+    await page
+      .getByLabel('Upload Manual')
+      .setInputFiles({ name: 'manual.txt', mimeType: 'text/plain', buffer: Buffer.from('Hold the handle.\n') });
     await page.locator('[data-field="manual"] a', { hasText: 'manual.txt' }).waitFor();
     await page.getByRole('button', { name: 'Add item' }).click();
     await page.getByLabel('Tags item 1').fill('garden');
@@ -247,7 +336,8 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the generated form', () => {
     await name.waitFor();
     await page.getByRole('button', { name: 'Publish', exact: true }).click();
     await page.getByRole('status').filter({ hasText: 'Published' }).waitFor();
-    const published = async () => (await read('query($id: ID!) { product(_id: $id) { content } }', { id: productId })).product;
+    const published = async () =>
+      (await read('query($id: ID!) { product(_id: $id) { content } }', { id: productId })).product;
     expect((await published()).content.name).toBe('Spade');
 
     await page.getByRole('button', { name: 'Unpublish' }).click();
@@ -285,12 +375,19 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the generated form', () => {
     await row.waitFor();
     expect(await row.locator('del').textContent()).toBe('Spade');
     expect(await row.locator('ins').textContent()).toBe('Spade XL');
-    await expect(page.locator('.diff tr.same', { has: page.getByRole('rowheader', { name: 'Price' }) }).count()).resolves.toBe(1);
+    await expect(
+      page.locator('.diff tr.same', { has: page.getByRole('rowheader', { name: 'Price' }) }).count(),
+    ).resolves.toBe(1);
     await page.screenshot({ path: join(SHOTS, 'history-diff.png') });
     await page.getByRole('button', { name: 'Restore this version' }).click();
     const end = Date.now() + 20_000;
     while ((await draftOf(productId)).name !== 'Spade' && Date.now() < end) await Bun.sleep(100);
-    expect(await draftOf(productId)).toMatchObject({ name: 'Spade', price: 12.5, kind: 'toy', tags: ['steel', 'garden'] });
+    expect(await draftOf(productId)).toMatchObject({
+      name: 'Spade',
+      price: 12.5,
+      kind: 'toy',
+      tags: ['steel', 'garden'],
+    });
     // The open room takes the restored content in.
     await page.getByRole('tab', { name: 'Content' }).click();
     await page.waitForFunction(() => (globalThis as any).document.querySelector('#f-name')?.value === 'Spade');
@@ -302,12 +399,21 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the record list', () => {
     // 25 more products over the control API, every third featured, all published.
     const rakes: string[] = [];
     for (let i = 1; i <= 25; i++) {
-      const r = await control('POST', `/projects/${projectId}/records`, { model: 'product', naturalKey: `p-${i}`, data: { name: `Rake ${String(i).padStart(2, '0')}${i === 7 ? ' zebra' : ''}`, price: i, featured: i % 3 === 0 } });
+      const r = await control('POST', `/projects/${projectId}/records`, {
+        model: 'product',
+        naturalKey: `p-${i}`,
+        data: { name: `Rake ${String(i).padStart(2, '0')}${i === 7 ? ' zebra' : ''}`, price: i, featured: i % 3 === 0 },
+      });
       await control('POST', `/projects/${projectId}/records/${r._id}/publish`, { model: 'product' });
       rakes.push(r._id);
     }
     // Counts as the API gives them (the product made by the form test is one of them when it ran).
-    const count = async (where: unknown) => (await read('query($w: ProductWhere) { products(first: 1, preview: true, where: $w) { totalCount } }', { w: where })).products.totalCount as number;
+    const count = async (where: unknown) =>
+      (
+        await read('query($w: ProductWhere) { products(first: 1, preview: true, where: $w) { totalCount } }', {
+          w: where,
+        })
+      ).products.totalCount as number;
     const all = await count(null);
     const featured = await count({ featured: { eq: true } });
     expect(all).toBeGreaterThanOrEqual(25);
@@ -354,7 +460,15 @@ describe.skipIf(!CHROMIUM || !FFMPEG)('the record list', () => {
     const phone = await context(390, 844);
     // Every script this fresh browser fetches on its way to a record editor, as sent (compressed).
     const scripts: Promise<number>[] = [];
-    phone.on('response', (r) => { if (r.request().resourceType() === 'script') scripts.push(r.request().sizes().then((x) => x.responseBodySize)); });
+    phone.on('response', (r) => {
+      if (r.request().resourceType() === 'script')
+        scripts.push(
+          r
+            .request()
+            .sizes()
+            .then((x) => x.responseBodySize),
+        );
+    });
     const small = await signIn(phone);
     await small.goto(url('/m/product'));
     await small.locator('table.records tbody tr').first().waitFor();

@@ -23,14 +23,23 @@ let ownerKey: string;
 let endpoint: ReturnType<typeof Bun.serve>;
 
 async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const out = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
   return out;
 }
 
 const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
-const read = (key: string) => fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ query: '{ notes(first: 1) { totalCount } }' }) });
+const read = (key: string) =>
+  fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query: '{ notes(first: 1) { totalCount } }' }),
+  });
 
 beforeAll(async () => {
   if (!CHROMIUM) return;
@@ -97,10 +106,12 @@ describe.skipIf(!CHROMIUM)('project panels', () => {
     expect(status).toBe(401);
   }, 60_000);
 
-  test('customers with their roles, and the project\'s roles', async () => {
+  test("customers with their roles, and the project's roles", async () => {
     const id = `cus_${Math.random().toString(16).slice(2, 10)}`;
-    await server.svc.sql`insert into customers (id, project_id, email, name) values (${id}, ${projectId}, 'ada@example.com', 'Ada')`;
-    await server.svc.sql`insert into customer_role_assignments (project_id, customer_id, role_id) select ${projectId}, ${id}, id from customer_roles where project_id = ${projectId} and key = 'member'`;
+    await server.svc
+      .sql`insert into customers (id, project_id, email, name) values (${id}, ${projectId}, 'ada@example.com', 'Ada')`;
+    await server.svc
+      .sql`insert into customer_role_assignments (project_id, customer_id, role_id) select ${projectId}, ${id}, id from customer_roles where project_id = ${projectId} and key = 'member'`;
     await page.goto(url('/customers'));
     const row = page.locator('tr', { hasText: 'ada@example.com' });
     await row.waitFor();
@@ -122,27 +133,58 @@ describe.skipIf(!CHROMIUM)('project panels', () => {
     await page.getByRole('status').filter({ hasText: 'live' }).waitFor();
     await page.getByText('Nightly report').waitFor();
     // The triggered run completes against the endpoint; the list follows without a reload.
-    await page.locator('tr', { hasText: 'report' }).locator('.badge', { hasText: 'completed' }).waitFor({ timeout: 20_000 });
+    await page
+      .locator('tr', { hasText: 'report' })
+      .locator('.badge', { hasText: 'completed' })
+      .waitFor({ timeout: 20_000 });
     // Progress of a running execution, reported by its operation, arrives through jobs:*.
     const exe = `exe_${Math.random().toString(16).slice(2, 10)}`;
-    await server.svc.sql`insert into operation_executions (id, project_id, operation_key, url, status, progress_pct) values (${exe}, ${projectId}, 'report', 'http://127.0.0.1:9/x', 'running', 10)`;
-    await server.svc.bus.publish({ type: 'execution.changed', projectId, executionId: exe, operationKey: 'report', status: 'running', progressPct: 10, progressMessage: null, resultJson: null, errorJson: null });
+    await server.svc
+      .sql`insert into operation_executions (id, project_id, operation_key, url, status, progress_pct) values (${exe}, ${projectId}, 'report', 'http://127.0.0.1:9/x', 'running', 10)`;
+    await server.svc.bus.publish({
+      type: 'execution.changed',
+      projectId,
+      executionId: exe,
+      operationKey: 'report',
+      status: 'running',
+      progressPct: 10,
+      progressMessage: null,
+      resultJson: null,
+      errorJson: null,
+    });
     await page.locator('tr', { hasText: exe }).getByRole('progressbar', { name: '10%' }).waitFor();
-    await server.svc.sql`update operation_executions set progress_pct = 60, progress_message = 'Half way' where id = ${exe}`;
-    await server.svc.bus.publish({ type: 'execution.changed', projectId, executionId: exe, operationKey: 'report', status: 'running', progressPct: 60, progressMessage: 'Half way', resultJson: null, errorJson: null });
+    await server.svc
+      .sql`update operation_executions set progress_pct = 60, progress_message = 'Half way' where id = ${exe}`;
+    await server.svc.bus.publish({
+      type: 'execution.changed',
+      projectId,
+      executionId: exe,
+      operationKey: 'report',
+      status: 'running',
+      progressPct: 60,
+      progressMessage: 'Half way',
+      resultJson: null,
+      errorJson: null,
+    });
     await page.locator('tr', { hasText: exe }).getByRole('progressbar', { name: '60%' }).waitFor();
     expect(await page.locator('tr', { hasText: exe }).textContent()).toContain('Half way');
   }, 60_000);
 
-  test('the files library uploads and lists; a placement is a tab with the record\'s context', async () => {
+  test("the files library uploads and lists; a placement is a tab with the record's context", async () => {
     await page.goto(url('/files'));
     await page.getByRole('heading', { name: 'Files' }).waitFor();
-    await page.locator('input[type=file]').setInputFiles({ name: 'banner.png', mimeType: 'image/png', buffer: await coverPng() });
+    await page
+      .locator('input[type=file]')
+      .setInputFiles({ name: 'banner.png', mimeType: 'image/png', buffer: await coverPng() });
     const item = page.locator('li.file', { hasText: 'banner.png' });
     await item.waitFor();
     expect(await item.textContent()).toContain('480×270');
 
-    const note = await control('POST', `/projects/${projectId}/records`, { model: 'note', naturalKey: 'n-1', data: { title: 'Hello' } });
+    const note = await control('POST', `/projects/${projectId}/records`, {
+      model: 'note',
+      naturalKey: 'n-1',
+      data: { title: 'Hello' },
+    });
     await page.goto(url(`/m/note/r/${note._id}`));
     await page.getByLabel('Title').waitFor();
     await page.getByRole('tab', { name: 'Preview' }).click();
@@ -155,7 +197,11 @@ describe.skipIf(!CHROMIUM)('project panels', () => {
   }, 60_000);
 
   test('an unversioned model saves itself: the save bar shows autosaving, then saved, and the API serves the text', async () => {
-    const memo = await control('POST', `/projects/${projectId}/records`, { model: 'memo', naturalKey: 'm-1', data: { title: 'Draft' } });
+    const memo = await control('POST', `/projects/${projectId}/records`, {
+      model: 'memo',
+      naturalKey: 'm-1',
+      data: { title: 'Draft' },
+    });
     await page.goto(url(`/m/memo/r/${memo._id}`));
     const title = page.getByLabel('Title');
     await title.waitFor();
@@ -165,12 +211,27 @@ describe.skipIf(!CHROMIUM)('project panels', () => {
     await page.keyboard.press('End');
     await page.keyboard.type(' kept');
     await page.locator('.savebar').getByRole('status').filter({ hasText: 'Autosaving…' }).waitFor();
-    await page.locator('.savebar').getByRole('status').filter({ hasText: /^Saved · / }).waitFor({ timeout: 30_000 });
-    const reader = (await control('POST', '/api-keys', { name: 'memo-reader', type: 'public', project: projectId, scopes: ['records:read'] })).key;
+    await page
+      .locator('.savebar')
+      .getByRole('status')
+      .filter({ hasText: /^Saved · / })
+      .waitFor({ timeout: 30_000 });
+    const reader = (
+      await control('POST', '/api-keys', {
+        name: 'memo-reader',
+        type: 'public',
+        project: projectId,
+        scopes: ['records:read'],
+      })
+    ).key;
     const end = Date.now() + 15_000;
     let got = '';
     do {
-      const r = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': reader }, body: JSON.stringify({ query: 'query($id: ID!) { memo(_id: $id) { content } }', variables: { id: memo._id } }) });
+      const r = await fetch(`${server.apiUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': reader },
+        body: JSON.stringify({ query: 'query($id: ID!) { memo(_id: $id) { content } }', variables: { id: memo._id } }),
+      });
       got = ((await r.json()) as any).data?.memo?.content?.title ?? '';
     } while (got !== 'Draft kept' && Date.now() < end && (await Bun.sleep(100), true));
     expect(got).toBe('Draft kept');

@@ -21,7 +21,11 @@ let ownerKey: string;
 let publicKey: string;
 
 async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, { method, headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const out = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
   return out;
@@ -29,7 +33,11 @@ async function control(method: string, path: string, body?: unknown): Promise<an
 
 const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
 const live = async (id: string) => {
-  const res = await fetch(`${server.apiUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': publicKey }, body: JSON.stringify({ query: 'query($id: ID!) { note(_id: $id) { title } }', variables: { id } }) });
+  const res = await fetch(`${server.apiUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
+    body: JSON.stringify({ query: 'query($id: ID!) { note(_id: $id) { title } }', variables: { id } }),
+  });
   return ((await res.json()) as any).data.note;
 };
 
@@ -40,10 +48,17 @@ beforeAll(async () => {
   projectId = b.projectId;
   ownerKey = b.ownerKey;
   const pushed = await control('POST', `/projects/${projectId}/config`, {
-    config: { key: 'releases', name: 'Releases', project: { id: projectId, tenantId: b.tenantId }, models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }] },
+    config: {
+      key: 'releases',
+      name: 'Releases',
+      project: { id: projectId, tenantId: b.tenantId },
+      models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }],
+    },
   });
   if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
-  publicKey = (await control('POST', '/api-keys', { name: 'web', type: 'public', project: projectId, scopes: ['records:read'] })).key;
+  publicKey = (
+    await control('POST', '/api-keys', { name: 'web', type: 'public', project: projectId, scopes: ['records:read'] })
+  ).key;
   const link = await addMember(server, ownerKey, 'editor@acme.test', 'editor', projectId);
   chrome = await StudioBrowser.launch(CHROMIUM);
   ctx = await chrome.context(1280, 860);

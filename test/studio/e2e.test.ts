@@ -80,7 +80,10 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await signIn.close();
 
     const page = await firstSignIn(ctx, editorLink);
-    await page.getByRole('link', { name: /studio/ }).first().click();
+    await page
+      .getByRole('link', { name: /studio/ })
+      .first()
+      .click();
     await page.getByRole('navigation', { name: 'Project' }).getByRole('link', { name: 'Article' }).click();
     await page.getByRole('button', { name: 'New Article' }).click();
     await page.getByLabel('Title').fill('Hello from the Studio');
@@ -88,7 +91,9 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await page.getByLabel('Rating').fill('4');
     await page.getByRole('textbox', { name: 'Body' }).click();
     await page.keyboard.type('Rich text body');
-    await page.getByLabel('Upload Cover').setInputFiles({ name: 'cover.png', mimeType: 'image/png', buffer: await coverPng() });
+    await page
+      .getByLabel('Upload Cover')
+      .setInputFiles({ name: 'cover.png', mimeType: 'image/png', buffer: await coverPng() });
     await page.locator('img.preview').waitFor();
     await page.getByRole('button', { name: 'Create' }).click();
 
@@ -125,7 +130,11 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     const saved = await fetch(`${server.apiUrl}/v1/control/projects/${project.projectId}/records`, {
       method: 'POST',
       headers: { authorization: `Bearer ${project.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'article', naturalKey: 'from-the-cli', data: { title: 'Arrived while watching', rating: 5 } }),
+      body: JSON.stringify({
+        model: 'article',
+        naturalKey: 'from-the-cli',
+        data: { title: 'Arrived while watching', rating: 5 },
+      }),
     });
     expect(saved.status).toBe(200);
     await page.getByRole('link', { name: 'Arrived while watching' }).waitFor({ timeout: 15_000 });
@@ -162,7 +171,10 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
       return el?.[prop!] === w;
     };
     const summaryDone = ['#f-summary', 'value', want];
-    await Promise.all([pa.waitForFunction(converged, summaryDone, { timeout: 15_000 }), pb.waitForFunction(converged, summaryDone, { timeout: 15_000 })]);
+    await Promise.all([
+      pa.waitForFunction(converged, summaryDone, { timeout: 15_000 }),
+      pb.waitForFunction(converged, summaryDone, { timeout: 15_000 }),
+    ]);
     // Presence of the field being edited shows beside its label.
     await pa.locator('[data-field="summary"] .dot').waitFor();
 
@@ -176,7 +188,10 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await Promise.all([pa.keyboard.type(' and A', { delay: 15 }), pb.keyboard.type('B says: ', { delay: 15 })]);
     const rich = 'B says: Rich text body and A';
     const richDone = ['[aria-labelledby="f-body-label"]', 'textContent', rich];
-    await Promise.all([pa.waitForFunction(converged, richDone, { timeout: 15_000 }), pb.waitForFunction(converged, richDone, { timeout: 15_000 })]);
+    await Promise.all([
+      pa.waitForFunction(converged, richDone, { timeout: 15_000 }),
+      pb.waitForFunction(converged, richDone, { timeout: 15_000 }),
+    ]);
     await shot(pa, 'collaboration');
     // What the room saves is the editors' HTML: publish, then read it through the public API.
     await pa.getByRole('button', { name: 'Publish', exact: true }).click();
@@ -199,7 +214,9 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await page.goto(`${server.apiUrl}/studio/p/${project.projectId}/m/article/r/${recordId}`);
     await page.getByText('You have read-only access').waitFor();
     await page.getByLabel('Title').waitFor();
-    expect(await page.getByLabel('Title').evaluate((el) => (el as unknown as { readOnly: boolean }).readOnly)).toBe(true);
+    expect(await page.getByLabel('Title').evaluate((el) => (el as unknown as { readOnly: boolean }).readOnly)).toBe(
+      true,
+    );
     expect(await page.getByRole('button', { name: 'Publish', exact: true }).count()).toBe(0);
     await shot(page, 'viewer-mobile');
     // No "API keys" in the sidebar for a viewer (only owners and admins may use it); the page
@@ -215,19 +232,27 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await page.getByRole('list', { name: 'Projects' }).waitFor();
     for (const width of [390, 520, 1010]) {
       await page.setViewportSize({ width, height: 844 });
-      const overflowing = await page.locator('.card').evaluateAll((cards) => cards.filter((c) => c.scrollWidth > c.clientWidth).length);
+      const overflowing = await page
+        .locator('.card')
+        .evaluateAll((cards) => cards.filter((c) => c.scrollWidth > c.clientWidth).length);
       expect({ width, overflowing }).toEqual({ width, overflowing: 0 });
     }
     // The UI hides the buttons; the server is what enforces it (the same public API).
-    const answer: any = await page.evaluate(async ([pid, id]) => {
-      const meta: any = await fetch('/studio/api/session').then((r) => r.json());
-      const r = await fetch('/graphql', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-csrf-token': meta.csrf, 'x-project-id': pid! },
-        body: JSON.stringify({ query: 'mutation($id:ID!){ updateArticle(_id:$id, data:{ title: "hacked" }) { _id } }', variables: { id } }),
-      });
-      return r.json();
-    }, [project.projectId, recordId]);
+    const answer: any = await page.evaluate(
+      async ([pid, id]) => {
+        const meta: any = await fetch('/studio/api/session').then((r) => r.json());
+        const r = await fetch('/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': meta.csrf, 'x-project-id': pid! },
+          body: JSON.stringify({
+            query: 'mutation($id:ID!){ updateArticle(_id:$id, data:{ title: "hacked" }) { _id } }',
+            variables: { id },
+          }),
+        });
+        return r.json();
+      },
+      [project.projectId, recordId],
+    );
     expect(answer.errors[0].message).toBe('missing required scope: records:write');
     await ctx.close();
   }, 60_000);
@@ -236,13 +261,18 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     await explorerBuilt;
     const ctx = await context();
     const page = await passwordSignIn(ctx, 'ed@acme.test');
-    const introspected = page.waitForResponse((r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('__schema') && r.status() === 200, { timeout: 60_000 });
+    const introspected = page.waitForResponse(
+      (r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('__schema') && r.status() === 200,
+      { timeout: 60_000 },
+    );
     await page.goto(`${server.apiUrl}/studio/p/${project.projectId}/graphql`);
     await page.locator('.graphiql-container').waitFor({ timeout: 60_000 });
     await introspected;
     await page.locator('.graphiql-container .monaco-editor').first().waitFor();
     // Run the starter query (the project's first model) with GraphiQL's own button.
-    const ran = page.waitForResponse((r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('totalCount'));
+    const ran = page.waitForResponse(
+      (r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('totalCount'),
+    );
     await page.locator('.graphiql-execute-button').click();
     expect(((await (await ran).json()) as any).data.categorys.totalCount).toBe(0);
     await page.locator('.graphiql-response').getByText('totalCount').waitFor();
@@ -250,7 +280,9 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     // Save the document in the editor to the project's trusted documents (docs/documents.md).
     await page.getByRole('button', { name: 'Save as trusted document' }).click();
     await page.getByRole('status').getByText('Saved as trusted document sha256:').waitFor();
-    const listed = await fetch(`${server.apiUrl}/v1/control/projects/${project.projectId}/documents`, { headers: { authorization: `Bearer ${project.ownerKey}` } });
+    const listed = await fetch(`${server.apiUrl}/v1/control/projects/${project.projectId}/documents`, {
+      headers: { authorization: `Bearer ${project.ownerKey}` },
+    });
     const docs0 = ((await listed.json()) as any).documents;
     expect(docs0).toHaveLength(1);
     expect(docs0[0].valid).toBe(true);

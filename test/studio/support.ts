@@ -19,7 +19,19 @@ export const STUDIO_MODELS = [
       { key: 'cover', type: 'image', label: 'Cover' },
       { key: 'rating', type: 'number', queryable: true, label: 'Rating' },
       { key: 'featured', type: 'boolean', queryable: true, label: 'Featured' },
-      { key: 'status', type: 'enum', queryable: true, label: 'Status', config: { options: [{ value: 'idea', label: 'Idea' }, { value: 'ready', label: 'Ready' }], default: 'idea' } },
+      {
+        key: 'status',
+        type: 'enum',
+        queryable: true,
+        label: 'Status',
+        config: {
+          options: [
+            { value: 'idea', label: 'Idea' },
+            { value: 'ready', label: 'Ready' },
+          ],
+          default: 'idea',
+        },
+      },
       { key: 'category', type: 'select', label: 'Category', config: { optionModelKey: 'category' } },
       { key: 'tags', type: 'list', itemType: 'text', label: 'Tags' },
       { key: 'extra', type: 'json', label: 'Extra' },
@@ -40,18 +52,48 @@ export async function studioProject(server: TestServer): Promise<StudioProject> 
   const push = await fetch(`${server.apiUrl}/v1/control/projects/${projectId}/config`, {
     method: 'POST',
     headers: auth,
-    body: JSON.stringify({ config: { key: 'studio', name: 'Studio test', models: STUDIO_MODELS, placements: [{ type: 'main-editor', url: `${server.apiUrl}/health`, modelKeys: ['article'], tabName: 'Preview' }] } }),
+    body: JSON.stringify({
+      config: {
+        key: 'studio',
+        name: 'Studio test',
+        models: STUDIO_MODELS,
+        placements: [
+          { type: 'main-editor', url: `${server.apiUrl}/health`, modelKeys: ['article'], tabName: 'Preview' },
+        ],
+      },
+    }),
   });
   const pushed = (await push.json()) as { errors?: unknown[] };
   if (!push.ok || pushed.errors?.length) throw new Error(`push failed: ${push.status} ${JSON.stringify(pushed)}`);
-  const key = await fetch(`${server.apiUrl}/v1/control/api-keys`, { method: 'POST', headers: auth, body: JSON.stringify({ name: 'web', type: 'public', project: projectId, scopes: ['records:read'] }) });
+  const key = await fetch(`${server.apiUrl}/v1/control/api-keys`, {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ name: 'web', type: 'public', project: projectId, scopes: ['records:read'] }),
+  });
   const { key: publicKey } = (await key.json()) as { key: string };
   return { tenantId, projectId, ownerKey, publicKey };
 }
 
 /** `svc members add` as the owner; returns the first-login link it prints. */
-export async function addMember(server: TestServer, ownerKey: string, email: string, role: string, projectId?: string): Promise<string> {
-  const r = await cli(server, ownerKey, 'members', 'add', '--email', email, '--role', role, ...(projectId ? ['--project', projectId] : []), '--json');
+export async function addMember(
+  server: TestServer,
+  ownerKey: string,
+  email: string,
+  role: string,
+  projectId?: string,
+): Promise<string> {
+  const r = await cli(
+    server,
+    ownerKey,
+    'members',
+    'add',
+    '--email',
+    email,
+    '--role',
+    role,
+    ...(projectId ? ['--project', projectId] : []),
+    '--json',
+  );
   if (r.code !== 0) throw new Error(r.err);
   return r.json.loginUrl as string;
 }
@@ -59,9 +101,17 @@ export async function addMember(server: TestServer, ownerKey: string, email: str
 export const PASSWORD = 'correct horse battery staple';
 
 /** Redeems a first-login link over HTTP; returns the session cookie and the CSRF token. */
-export async function welcome(server: { apiUrl: string }, loginUrl: string, password = PASSWORD): Promise<{ cookie: string; csrf: string }> {
+export async function welcome(
+  server: { apiUrl: string },
+  loginUrl: string,
+  password = PASSWORD,
+): Promise<{ cookie: string; csrf: string }> {
   const token = new URL(loginUrl).hash.replace('#token=', '');
-  const res = await fetch(`${server.apiUrl}/studio/api/welcome`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, password }) });
+  const res = await fetch(`${server.apiUrl}/studio/api/welcome`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ token, password }),
+  });
   if (!res.ok) throw new Error(`welcome failed: ${res.status} ${await res.text()}`);
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
   return { cookie, csrf: ((await res.json()) as { csrf: string }).csrf };
@@ -74,7 +124,14 @@ export async function coverPng(): Promise<Buffer> {
 }
 
 /** Flags for Debian's headless Chromium (no sandbox as root, nothing fetched from outside). */
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+];
 
 /**
  * Headless Chromium for the Studio's browser tests: collects console errors of every page, and
@@ -98,7 +155,9 @@ export class StudioBrowser {
     // Console errors and uncaught exceptions both count: a TypeError thrown in an event handler or
     // a timer is a pageerror, which never reaches the console listener.
     ctx.on('page', (p) => {
-      p.on('console', (m) => { if (m.type() === 'error') this.consoleErrors.push(m.text().slice(0, 300)); });
+      p.on('console', (m) => {
+        if (m.type() === 'error') this.consoleErrors.push(m.text().slice(0, 300));
+      });
       p.on('pageerror', (e) => this.consoleErrors.push(`${e.name}: ${e.message}`.slice(0, 300)));
     });
     return ctx;

@@ -25,15 +25,21 @@ test('the browser is found under any of its usual names on PATH, or where SVC_CH
     withFakeBin(name, (dir) => expect(locate('chromium', { PATH: dir })).toEqual({ path: join(dir, name) }));
   }
   withFakeBin('my-chrome', (dir) => {
-    expect(locate('chromium', { PATH: '', SVC_CHROMIUM: join(dir, 'my-chrome') })).toEqual({ path: join(dir, 'my-chrome') });
-    expect(locate('chromium', { PATH: '', CHROME_PATH: join(dir, 'my-chrome') })).toEqual({ path: join(dir, 'my-chrome') });
+    expect(locate('chromium', { PATH: '', SVC_CHROMIUM: join(dir, 'my-chrome') })).toEqual({
+      path: join(dir, 'my-chrome'),
+    });
+    expect(locate('chromium', { PATH: '', CHROME_PATH: join(dir, 'my-chrome') })).toEqual({
+      path: join(dir, 'my-chrome'),
+    });
   });
 });
 
 test('an env variable naming a missing file, `off`, or an empty PATH is missing, and says which', () => {
   withFakeBin('chromium', (dir) => {
     // The variable wins over PATH: a wrong SVC_CHROMIUM is reported, not papered over.
-    expect(locate('chromium', { PATH: dir, SVC_CHROMIUM: '/nonexistent/chromium' })).toEqual({ missing: 'SVC_CHROMIUM=/nonexistent/chromium is not an executable file' });
+    expect(locate('chromium', { PATH: dir, SVC_CHROMIUM: '/nonexistent/chromium' })).toEqual({
+      missing: 'SVC_CHROMIUM=/nonexistent/chromium is not an executable file',
+    });
   });
   expect(locate('ffmpeg', { PATH: '', SVC_FFMPEG: 'off' })).toEqual({ missing: 'SVC_FFMPEG=off' });
   expect(locate('ffmpeg', { PATH: '' })).toEqual({ missing: 'no ffmpeg on PATH and SVC_FFMPEG unset' });
@@ -47,7 +53,9 @@ test('missing: a skip (undefined) off CI; with CI set, an error naming the Debia
     'skip: ffmpeg not found (no ffmpeg on PATH and SVC_FFMPEG unset): its tests are skipped; install the Debian package "ffmpeg" (apt-get install ffmpeg)',
     'skip: chromium not found (no chromium, chromium-browser, google-chrome, google-chrome-stable on PATH and SVC_CHROMIUM, CHROME_PATH unset): its tests are skipped; install the Debian package "chromium" (apt-get install chromium)',
   ]);
-  expect(() => need('chromium', { PATH: '', CI: 'true' })).toThrow(/chromium not found .*CI=true.*apt-get install chromium/);
+  expect(() => need('chromium', { PATH: '', CI: 'true' })).toThrow(
+    /chromium not found .*CI=true.*apt-get install chromium/,
+  );
   expect(() => need('ffmpeg', { PATH: '', CI: '1' })).toThrow(/apt-get install ffmpeg/);
   withFakeBin('ffmpeg', (dir) => expect(need('ffmpeg', { PATH: dir, CI: 'true' })).toBe(join(dir, 'ffmpeg')));
 });

@@ -10,7 +10,11 @@ type Program = 'chromium' | 'ffmpeg';
 
 const SOURCES: Record<Program, { env: string[]; names: string[]; pkg: string }> = {
   // SVC_CHROMIUM (or the common CHROME_PATH) names the browser; else the first of these on PATH.
-  chromium: { env: ['SVC_CHROMIUM', 'CHROME_PATH'], names: ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'], pkg: 'chromium' },
+  chromium: {
+    env: ['SVC_CHROMIUM', 'CHROME_PATH'],
+    names: ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable'],
+    pkg: 'chromium',
+  },
   // SVC_FFMPEG is the service's own setting (docs/environment.md); `off` counts as missing.
   ffmpeg: { env: ['SVC_FFMPEG'], names: ['ffmpeg'], pkg: 'ffmpeg' },
 };
@@ -25,7 +29,10 @@ const executable = (path: string): boolean => {
 };
 
 /** Where the program is, or why not (the env variable that named a missing file, or PATH). */
-export function locate(program: Program, env: Record<string, string | undefined> = process.env): { path: string } | { missing: string } {
+export function locate(
+  program: Program,
+  env: Record<string, string | undefined> = process.env,
+): { path: string } | { missing: string } {
   const src = SOURCES[program];
   for (const name of src.env) {
     const v = env[name];
@@ -42,7 +49,8 @@ export function locate(program: Program, env: Record<string, string | undefined>
 }
 
 /** True when the environment says this is CI (`CI=true`, `CI=1`, as CI services set it). */
-export const inCI = (env: Record<string, string | undefined> = process.env): boolean => !!env.CI && env.CI !== 'false' && env.CI !== '0';
+export const inCI = (env: Record<string, string | undefined> = process.env): boolean =>
+  !!env.CI && env.CI !== 'false' && env.CI !== '0';
 
 const said = new Set<Program>();
 
@@ -51,11 +59,16 @@ const said = new Set<Program>();
  * program and process) — the caller skips its tests (`describe.skipIf(!path)`). With CI set, it
  * throws instead, which fails the test file.
  */
-export function need(program: Program, env: Record<string, string | undefined> = process.env, warn: (line: string) => void = console.warn): string | undefined {
+export function need(
+  program: Program,
+  env: Record<string, string | undefined> = process.env,
+  warn: (line: string) => void = console.warn,
+): string | undefined {
   const found = locate(program, env);
   if ('path' in found) return found.path;
   const install = `install the Debian package "${SOURCES[program].pkg}" (apt-get install ${SOURCES[program].pkg})`;
-  if (inCI(env)) throw new Error(`${program} not found (${found.missing}) and CI=${env.CI}: CI runs every test, so ${install}`);
+  if (inCI(env))
+    throw new Error(`${program} not found (${found.missing}) and CI=${env.CI}: CI runs every test, so ${install}`);
   if (!said.has(program) || warn !== console.warn) {
     if (warn === console.warn) said.add(program);
     warn(`skip: ${program} not found (${found.missing}): its tests are skipped; ${install}`);

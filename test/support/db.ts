@@ -45,7 +45,9 @@ export async function dropCreatedDatabases(): Promise<void> {
   // Concurrently: each DROP DATABASE waits for a checkpoint (seconds on a busy shared server), and concurrent drops share them.
   const admin = postgres(serverUrl(), { max: 8, onnotice: () => {} });
   try {
-    await Promise.all(created.splice(0).map((name) => admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {})));
+    await Promise.all(
+      created.splice(0).map((name) => admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {})),
+    );
   } finally {
     await admin.end();
   }

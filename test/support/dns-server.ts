@@ -14,7 +14,11 @@ const TXT = 16;
 const CNAME = 5;
 
 function encodeName(name: string): Buffer {
-  const parts = name.replace(/\.$/, '').split('.').filter(Boolean).map((l) => Buffer.concat([Buffer.from([Buffer.byteLength(l)]), Buffer.from(l)]));
+  const parts = name
+    .replace(/\.$/, '')
+    .split('.')
+    .filter(Boolean)
+    .map((l) => Buffer.concat([Buffer.from([Buffer.byteLength(l)]), Buffer.from(l)]));
   return Buffer.concat([...parts, Buffer.from([0])]);
 }
 

@@ -23,7 +23,10 @@ export async function startNats(): Promise<TestNats> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-nats-'));
   let proc: ReturnType<typeof Bun.spawn> | undefined;
   const up = async () => {
-    proc = Bun.spawn([NATS_SERVER, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdout: 'ignore', stderr: 'ignore' });
+    proc = Bun.spawn([NATS_SERVER, '-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], {
+      stdout: 'ignore',
+      stderr: 'ignore',
+    });
     const end = Date.now() + 10_000;
     for (;;) {
       try {

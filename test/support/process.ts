@@ -4,7 +4,10 @@ import type { Subprocess } from 'bun';
  * Waits until a spawned `src/main.ts` prints its "… ready" banner on stdout (spawned with
  * `stdout: 'pipe'`, `stderr: 'pipe'`); fails with what it printed if it exits or takes over `ms`.
  */
-export async function waitForReady(proc: Subprocess<'ignore' | 'inherit' | 'pipe', 'pipe', 'pipe'>, ms = 30_000): Promise<void> {
+export async function waitForReady(
+  proc: Subprocess<'ignore' | 'inherit' | 'pipe', 'pipe', 'pipe'>,
+  ms = 30_000,
+): Promise<void> {
   const reader = proc.stdout.getReader();
   let out = '';
   const end = Date.now() + ms;
@@ -23,7 +26,10 @@ export async function waitForReady(proc: Subprocess<'ignore' | 'inherit' | 'pipe
  * before the child binds it (suites of other runs share the machine): a child that exits before
  * it is healthy is started again on new ports, up to three times.
  */
-export async function spawnService(env: Record<string, string>, opts: { role: string; cwd: string; timeoutMs?: number }): Promise<{ proc: Subprocess; url: string; apiUrl: string; realtimeUrl: string }> {
+export async function spawnService(
+  env: Record<string, string>,
+  opts: { role: string; cwd: string; timeoutMs?: number },
+): Promise<{ proc: Subprocess; url: string; apiUrl: string; realtimeUrl: string }> {
   const { freePort } = await import('../../src/store/ports.ts');
   let last = '';
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -31,7 +37,12 @@ export async function spawnService(env: Record<string, string>, opts: { role: st
     const full: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) full[k] = v;
     Object.assign(full, env, { SVC_ROLE: opts.role, PORT: String(port), REALTIME_PORT: String(rport) });
-    const proc = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: opts.cwd, env: full, stdout: 'ignore', stderr: 'pipe' });
+    const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+      cwd: opts.cwd,
+      env: full,
+      stdout: 'ignore',
+      stderr: 'pipe',
+    });
     const url = `http://127.0.0.1:${opts.role === 'gateway' ? rport : port}`;
     const end = Date.now() + (opts.timeoutMs ?? 30_000);
     let exited = false;

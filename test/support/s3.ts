@@ -18,15 +18,31 @@ export interface TestS3 {
 export async function startS3(bucket = 'svc-test'): Promise<TestS3> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-s3-'));
   const mod = 's3rver';
-  const S3rver = ((await import(mod)) as { default: new (o: Record<string, unknown>) => { run(): Promise<{ port: number }>; close(): Promise<void> } }).default;
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: bucket, configs: [] }] });
+  const S3rver = (
+    (await import(mod)) as {
+      default: new (o: Record<string, unknown>) => { run(): Promise<{ port: number }>; close(): Promise<void> };
+    }
+  ).default;
+  const server = new S3rver({
+    port: 0,
+    address: '127.0.0.1',
+    silent: true,
+    directory: dir,
+    configureBuckets: [{ name: bucket, configs: [] }],
+  });
   const { port } = await server.run();
   const endpoint = `http://127.0.0.1:${port}`;
   return {
     url: `http://S3RVER:S3RVER@127.0.0.1:${port}/${bucket}`,
     endpoint,
     bucket,
-    client: new Bun.S3Client({ accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', bucket, endpoint, region: 'us-east-1' }),
+    client: new Bun.S3Client({
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+      bucket,
+      endpoint,
+      region: 'us-east-1',
+    }),
     async stop() {
       await server.close();
       rmSync(dir, { recursive: true, force: true });

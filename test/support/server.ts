@@ -20,20 +20,44 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
   const dataDir = tempDir('svc-data-');
   const rootToken = `rt_test_${Math.random().toString(16).slice(2)}`;
-  const settings = readSettings({ PORT: '0', REALTIME_PORT: '0', SVC_LOG: process.env.SVC_LOG ?? 'off', SVC_DATA_DIR: dataDir, SVC_ROOT_TOKEN: rootToken, ...env, DATABASE_URL: databaseUrl });
+  const settings = readSettings({
+    PORT: '0',
+    REALTIME_PORT: '0',
+    SVC_LOG: process.env.SVC_LOG ?? 'off',
+    SVC_DATA_DIR: dataDir,
+    SVC_ROOT_TOKEN: rootToken,
+    ...env,
+    DATABASE_URL: databaseUrl,
+  });
   const running = await startServer(settings);
   const stop = async (): Promise<void> => {
     await running.stop();
     removeTempDir(dataDir);
   };
-  return { ...running, stop, apiUrl: running.apiUrl!, gatewayUrl: running.gatewayUrl!, rootToken, databaseUrl, dataDir };
+  return {
+    ...running,
+    stop,
+    apiUrl: running.apiUrl!,
+    gatewayUrl: running.gatewayUrl!,
+    rootToken,
+    databaseUrl,
+    dataDir,
+  };
 }
 
 /** Runs the CLI in-process against a server; returns exit code, stdout and stderr. */
-export async function cli(server: { apiUrl: string }, token: string | undefined, ...argv: string[]): Promise<{ code: number; out: string; err: string; json: any }> {
+export async function cli(
+  server: { apiUrl: string },
+  token: string | undefined,
+  ...argv: string[]
+): Promise<{ code: number; out: string; err: string; json: any }> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') }, { SVC_URL: server.apiUrl, SVC_TOKEN: token });
+  const code = await runCli(
+    argv,
+    { out: (s) => (out += s + '\n'), err: (s) => (err += s + '\n') },
+    { SVC_URL: server.apiUrl, SVC_TOKEN: token },
+  );
   let json: unknown;
   try {
     json = JSON.parse(out);
@@ -44,7 +68,10 @@ export async function cli(server: { apiUrl: string }, token: string | undefined,
 }
 
 /** A tenant, its owner's control key and one project: the usual starting point of a test. */
-export async function bootstrapProject(server: TestServer, name = 'site'): Promise<{ tenantId: string; projectId: string; ownerKey: string }> {
+export async function bootstrapProject(
+  server: TestServer,
+  name = 'site',
+): Promise<{ tenantId: string; projectId: string; ownerKey: string }> {
   const t = await cli(server, server.rootToken, 'tenants', 'create', '--name', `tenant-${name}`, '--json');
   if (t.code !== 0) throw new Error(t.err);
   const p = await cli(server, t.json.controlKey, 'projects', 'create', '--name', name, '--json');

@@ -19,8 +19,10 @@ const TOOLS = ['initdb', 'pg_ctl', 'pg_basebackup', 'postgres'];
 /** Why standbys cannot be made on this machine, or undefined when they can. */
 export function standbyUnavailable(): string | undefined {
   const missing = TOOLS.filter((t) => !existsSync(join(BIN, t)));
-  if (missing.length) return `PostgreSQL 15 binaries not found (${missing.join(', ')} missing in ${BIN}): the read-replica tests are skipped; install the Debian package "postgresql-15" (apt-get install postgresql-15)`;
-  if (process.getuid?.() === 0 && !existsSync('/usr/sbin/runuser') && !existsSync('/sbin/runuser')) return 'read-replica tests need runuser (util-linux) to run PostgreSQL as postgres';
+  if (missing.length)
+    return `PostgreSQL 15 binaries not found (${missing.join(', ')} missing in ${BIN}): the read-replica tests are skipped; install the Debian package "postgresql-15" (apt-get install postgresql-15)`;
+  if (process.getuid?.() === 0 && !existsSync('/usr/sbin/runuser') && !existsSync('/sbin/runuser'))
+    return 'read-replica tests need runuser (util-linux) to run PostgreSQL as postgres';
   return undefined;
 }
 
@@ -81,15 +83,18 @@ async function waitUp(url: string, ms = 60_000): Promise<void> {
 
 export async function startStandbyPair(): Promise<StandbyPair> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-standby-'));
-  const pgUid = process.getuid?.() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
-  const pgGid = process.getuid?.() === 0 ? Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
+  const pgUid =
+    process.getuid?.() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
+  const pgGid =
+    process.getuid?.() === 0 ? Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
   if (pgUid !== undefined) chownSync(dir, pgUid, pgGid!);
   const primaryDir = join(dir, 'primary');
   const standbyDir = join(dir, 'standby');
   const [pport, sport] = [await freePort(), await freePort()];
   const primaryUrl = `postgres://postgres@127.0.0.1:${pport}/postgres`;
   const standbyUrl = `postgres://postgres@127.0.0.1:${sport}/postgres`;
-  const ctl = (data: string, ...args: string[]) => asPostgres('pg_ctl', ['-D', data, '-l', `${data}.log`, '-w', '-t', '60', ...args]);
+  const ctl = (data: string, ...args: string[]) =>
+    asPostgres('pg_ctl', ['-D', data, '-l', `${data}.log`, '-w', '-t', '60', ...args]);
   let started: string[] = [];
   const stop = async () => {
     for (const d of started.splice(0).reverse()) {
@@ -122,7 +127,20 @@ export async function startStandbyPair(): Promise<StandbyPair> {
     ctl(primaryDir, 'start');
     started.push(primaryDir);
     await waitUp(primaryUrl);
-    asPostgres('pg_basebackup', ['-h', '127.0.0.1', '-p', String(pport), '-U', 'postgres', '-D', standbyDir, '-R', '-X', 'stream', '--no-sync']);
+    asPostgres('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(pport),
+      '-U',
+      'postgres',
+      '-D',
+      standbyDir,
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
     appendFileSync(join(standbyDir, 'postgresql.conf'), `\nport = ${sport}\n`);
     ctl(standbyDir, 'start');
     started.push(standbyDir);

@@ -27,7 +27,13 @@ export class NarrowListener {
   #held: Msg[] | undefined;
   #recovering: Promise<void> | undefined;
 
-  constructor(nc: NatsConnection, js: JetStreamClient, stream: string, prefix: string, hear: (wire: Wire, msgId: string | undefined) => void) {
+  constructor(
+    nc: NatsConnection,
+    js: JetStreamClient,
+    stream: string,
+    prefix: string,
+    hear: (wire: Wire, msgId: string | undefined) => void,
+  ) {
     this.#nc = nc;
     this.#js = js;
     this.#stream = stream;
@@ -57,7 +63,9 @@ export class NarrowListener {
     if (this.#recovering) return;
     this.#held ??= [];
     this.#recovering = this.#recover(since)
-      .catch((err) => console.error('bus: could not read back missed events:', err instanceof Error ? err.message : err))
+      .catch((err) =>
+        console.error('bus: could not read back missed events:', err instanceof Error ? err.message : err),
+      )
       .finally(() => {
         const held = this.#held ?? [];
         this.#held = undefined;
@@ -73,13 +81,16 @@ export class NarrowListener {
 
   #subscribe(subject: string): void {
     if (this.#subs.has(subject)) return;
-    this.#subs.set(subject, this.#nc.subscribe(subject, {
-      callback: (err, m) => {
-        if (err) return;
-        if (this.#held) this.#held.push(m);
-        else this.#take(m);
-      },
-    }));
+    this.#subs.set(
+      subject,
+      this.#nc.subscribe(subject, {
+        callback: (err, m) => {
+          if (err) return;
+          if (this.#held) this.#held.push(m);
+          else this.#take(m);
+        },
+      }),
+    );
   }
 
   /** Whether a subject is one we subscribe to: `<prefix>.<token>.…` with `<token>.>` held (one lookup, not a scan). */

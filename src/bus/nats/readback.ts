@@ -8,7 +8,14 @@ import { DeliverPolicy, type JetStreamClient, type JsMsg } from 'nats';
  * `each` returns false to stop; more than `maxPending` messages to read stops before reading.
  * Resolves true when everything pending was read.
  */
-export async function readBack(js: JetStreamClient, stream: string, filter: string, from: number, each: (m: JsMsg) => boolean | void, maxPending = Infinity): Promise<boolean> {
+export async function readBack(
+  js: JetStreamClient,
+  stream: string,
+  filter: string,
+  from: number,
+  each: (m: JsMsg) => boolean | void,
+  maxPending = Infinity,
+): Promise<boolean> {
   const consumer = await js.consumers.get(stream, {
     filterSubjects: filter,
     deliver_policy: DeliverPolicy.StartTime,

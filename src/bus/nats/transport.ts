@@ -1,6 +1,27 @@
-import { connect, DeliverPolicy, DiscardPolicy, Events, nanos, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type NatsConnection, type Subscription } from 'nats';
+import {
+  connect,
+  DeliverPolicy,
+  DiscardPolicy,
+  Events,
+  nanos,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type NatsConnection,
+  type Subscription,
+} from 'nats';
 import type { Sql } from '../../store/db.ts';
-import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TransportSink, TxQuery } from '../contract.ts';
+import type {
+  BusEvent,
+  BusHealth,
+  BusTransport,
+  EventMark,
+  Literal,
+  RoomWire,
+  TransportSink,
+  TxQuery,
+} from '../contract.ts';
 import { NarrowListener } from './narrow.ts';
 import { readBack } from './readback.ts';
 import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './wire.ts';
@@ -93,7 +114,9 @@ export class NatsTransport implements BusTransport {
     this.#sink = sink;
     // Message ids must be unique per database, not just per outbox: two deployments may share
     // a NATS server (with their own stream names) and tests create many databases.
-    const [id] = await this.#sql<{ id: string }[]>`select (select system_identifier::text from pg_control_system()) || '.' || current_database() as id`;
+    const [id] = await this.#sql<
+      { id: string }[]
+    >`select (select system_identifier::text from pg_control_system()) || '.' || current_database() as id`;
     this.#dedupPrefix = id!.id;
     // A NATS that is down at start must not stop the process: writes queue in the outbox.
     this.#ready = this.#connect().catch((err) => {
@@ -105,7 +128,14 @@ export class NatsTransport implements BusTransport {
   }
 
   async #connect(): Promise<void> {
-    const nc = await connect({ servers: this.#url, name: `svc ${this.#origin}`, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, waitOnFirstConnect: true });
+    const nc = await connect({
+      servers: this.#url,
+      name: `svc ${this.#origin}`,
+      reconnect: true,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      waitOnFirstConnect: true,
+    });
     if (this.#stopped) return void (await nc.close());
     this.#nc = nc;
     this.#connected = true;
@@ -139,14 +169,19 @@ export class NatsTransport implements BusTransport {
     await jsm.streams.add(config).catch(async () => jsm.streams.update(this.#stream, config));
     this.#js = nc.jetstream();
     if (this.#narrow) {
-      const listener = new NarrowListener(nc, this.#js, this.#stream, this.#prefix, (wire, msgId) => this.#heard(wire, msgId));
+      const listener = new NarrowListener(nc, this.#js, this.#stream, this.#prefix, (wire, msgId) =>
+        this.#heard(wire, msgId),
+      );
       await listener.start();
       for (const p of this.#watched) await listener.watch(p);
       this.#listener = listener;
       // Projects watched while NATS was away were not heard: read back from when they started.
       if (this.#watched.size && this.#droppedAt) listener.gap(this.#droppedAt);
     } else {
-      const consumer = await this.#js.consumers.get(this.#stream, { filterSubjects: `${this.#prefix}.>`, deliver_policy: DeliverPolicy.New });
+      const consumer = await this.#js.consumers.get(this.#stream, {
+        filterSubjects: `${this.#prefix}.>`,
+        deliver_policy: DeliverPolicy.New,
+      });
       this.#messages = await consumer.consume({ max_messages: 1_000 });
       void this.#read(this.#messages);
     }
@@ -192,21 +227,33 @@ export class NatsTransport implements BusTransport {
    * margin), skipping up to the message `after`. The scan is bounded (REPLAY_SCAN messages):
    * a client gone for long gets null, not a walk through the whole stream.
    */
-  async replay(projectId: string, since: number, after: string, max: number): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+  async replay(
+    projectId: string,
+    since: number,
+    after: string,
+    max: number,
+  ): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
     const js = this.#js;
     if (!js || !this.#connected || Date.now() - since > this.#maxAgeMs) return null;
     const out: { event: BusEvent; mark: EventMark }[] = [];
     let found = false;
-    const complete = await readBack(js, this.#stream, `${this.#prefix}.${projectToken(projectId)}.>`, since - REPLAY_MARGIN_MS, (m) => {
-      const wire = decodeWire(m.data);
-      const mark = wire && this.#markOf(m.headers?.get('Nats-Msg-Id'), wire.at);
-      if (!found) {
-        found = mark?.id === after;
-        return;
-      }
-      if (wire && mark) out.push({ event: wire.e, mark });
-      return out.length <= max;
-    }, REPLAY_SCAN);
+    const complete = await readBack(
+      js,
+      this.#stream,
+      `${this.#prefix}.${projectToken(projectId)}.>`,
+      since - REPLAY_MARGIN_MS,
+      (m) => {
+        const wire = decodeWire(m.data);
+        const mark = wire && this.#markOf(m.headers?.get('Nats-Msg-Id'), wire.at);
+        if (!found) {
+          found = mark?.id === after;
+          return;
+        }
+        if (wire && mark) out.push({ event: wire.e, mark });
+        return out.length <= max;
+      },
+      REPLAY_SCAN,
+    );
     return complete && found ? out : null;
   }
 
@@ -258,7 +305,13 @@ export class NatsTransport implements BusTransport {
   async health(): Promise<BusHealth> {
     const [row] = await this.#sql<{ n: number }[]>`select count(*)::int as n from bus_outbox`.catch(() => [{ n: -1 }]);
     const connected = this.#connected && (this.#messages !== undefined || this.#listener !== undefined);
-    return { kind: 'nats', connected, lagMs: this.#lagMs, backlog: row!.n, ...(connected || !this.#lastError ? {} : { detail: this.#lastError }) };
+    return {
+      kind: 'nats',
+      connected,
+      lagMs: this.#lagMs,
+      backlog: row!.n,
+      ...(connected || !this.#lastError ? {} : { detail: this.#lastError }),
+    };
   }
 
   #rows(events: readonly BusEvent[]): { s: string; p: string }[] {
@@ -268,16 +321,22 @@ export class NatsTransport implements BusTransport {
 
   async send(events: readonly BusEvent[]): Promise<void> {
     if (events.length === 0) return;
-    await this.#sql`insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset(${JSON.stringify(this.#rows(events))}::text::jsonb) as x(s text, p text)`;
+    await this
+      .#sql`insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset(${JSON.stringify(this.#rows(events))}::text::jsonb) as x(s text, p text)`;
     void this.#drain();
   }
 
   async stage(query: TxQuery, events: readonly BusEvent[]): Promise<void> {
-    await query('insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset($1::text::jsonb) as x(s text, p text)', [JSON.stringify(this.#rows(events))]);
+    await query(
+      'insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset($1::text::jsonb) as x(s text, p text)',
+      [JSON.stringify(this.#rows(events))],
+    );
   }
 
   statements(events: readonly BusEvent[], literal: Literal): string[] {
-    return [`insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset(${literal(JSON.stringify(this.#rows(events)))}::jsonb) as x(s text, p text)`];
+    return [
+      `insert into bus_outbox (subject, payload) select s, p from jsonb_to_recordset(${literal(JSON.stringify(this.#rows(events)))}::jsonb) as x(s text, p text)`,
+    ];
   }
 
   committed(): void {
@@ -315,11 +374,20 @@ export class NatsTransport implements BusTransport {
         return 0;
       }
       // Ordered by the bigint, not by its text ("10" < "7").
-      const rows = await tx<{ id: string; subject: string; payload: string }[]>`select id::text as id, subject, payload from bus_outbox order by bus_outbox.id limit ${BATCH}`;
+      const rows = await tx<
+        { id: string; subject: string; payload: string }[]
+      >`select id::text as id, subject, payload from bus_outbox order by bus_outbox.id limit ${BATCH}`;
       if (rows.length === 0) return 0;
       const enc = new TextEncoder();
       // Sent in order on one connection (the stream stores them in that order); acks awaited together.
-      await Promise.all(rows.map((r) => js.publish(`${this.#prefix}.${r.subject}`, enc.encode(r.payload), { msgID: `${this.#dedupPrefix}.${r.id}`, timeout: 5_000 })));
+      await Promise.all(
+        rows.map((r) =>
+          js.publish(`${this.#prefix}.${r.subject}`, enc.encode(r.payload), {
+            msgID: `${this.#dedupPrefix}.${r.id}`,
+            timeout: 5_000,
+          }),
+        ),
+      );
       await tx`delete from bus_outbox where id = any(${rows.map((r) => r.id)}::bigint[])`;
       return rows.length;
     });

@@ -31,10 +31,19 @@ export function subjectOf(e: BusEvent, prefix = 'svc'): string {
 export function parseBusUrl(url: string): { servers: string; prefix: string; stream: string } {
   const u = new URL(url);
   const name = u.pathname.replace(/^\/+|\/+$/g, '');
-  if (name && !/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new Error(`SVC_BUS_URL: the path names the deployment's subjects and may hold only letters, digits, _ and -, got "${name}"`);
+  if (name && !/^[A-Za-z0-9_-]{1,64}$/.test(name))
+    throw new Error(
+      `SVC_BUS_URL: the path names the deployment's subjects and may hold only letters, digits, _ and -, got "${name}"`,
+    );
   const prefix = name || 'svc';
-  const auth = u.username ? `${decodeURIComponent(u.username)}${u.password ? `:${decodeURIComponent(u.password)}` : ''}@` : '';
-  return { servers: `${u.protocol}//${auth}${u.host}`, prefix, stream: `${prefix.toUpperCase().replace(/-/g, '_')}_BUS` };
+  const auth = u.username
+    ? `${decodeURIComponent(u.username)}${u.password ? `:${decodeURIComponent(u.password)}` : ''}@`
+    : '';
+  return {
+    servers: `${u.protocol}//${auth}${u.host}`,
+    prefix,
+    stream: `${prefix.toUpperCase().replace(/-/g, '_')}_BUS`,
+  };
 }
 
 /** A message's payload, or undefined for one that is not ours. */

@@ -16,16 +16,27 @@ function keyId(ctx: CommandContext): string {
 export const apiKeysCreate: Command = {
   path: ['api-keys', 'create'],
   summary: 'create an API key; the key value is shown only here',
-  usage: 'svc api-keys create --name N --type public|secret --scopes s1,s2 [--project P | --tenant --projects p1,p2] [--models m1,m2] [--origins o1,o2] [--rate-limit N] [--expires-at ISO] [--documents any|apq|trusted-only]',
+  usage:
+    'svc api-keys create --name N --type public|secret --scopes s1,s2 [--project P | --tenant --projects p1,p2] [--models m1,m2] [--origins o1,o2] [--rate-limit N] [--expires-at ISO] [--documents any|apq|trusted-only]',
   flags: {
-    name: 'string', type: 'string', tenant: 'boolean', projects: 'list', scopes: 'list', models: 'list', project: 'string',
-    origins: 'list', 'rate-limit': 'string', 'expires-at': 'string', documents: 'string',
+    name: 'string',
+    type: 'string',
+    tenant: 'boolean',
+    projects: 'list',
+    scopes: 'list',
+    models: 'list',
+    project: 'string',
+    origins: 'list',
+    'rate-limit': 'string',
+    'expires-at': 'string',
+    documents: 'string',
   },
   required: ['name', 'type'],
   async run(ctx) {
     const { client, flags } = ctx;
     const rate = stringFlag(flags, 'rate-limit');
-    if (rate !== undefined && !/^\d+$/.test(rate)) throw new UsageError('--rate-limit must be a whole number of requests per hour');
+    if (rate !== undefined && !/^\d+$/.test(rate))
+      throw new UsageError('--rate-limit must be a whole number of requests per hour');
     const out = await client.request<{ id: string; key: string }>('POST', '/v1/control/api-keys', {
       name: stringFlag(flags, 'name'),
       type: stringFlag(flags, 'type'),
@@ -45,20 +56,38 @@ export const apiKeysCreate: Command = {
 };
 
 interface Listed {
-  id: string; name: string; kind: string; hint: string; projectId: string | null; projectIds: string[]; scopes: string[]; disabled: boolean;
+  id: string;
+  name: string;
+  kind: string;
+  hint: string;
+  projectId: string | null;
+  projectIds: string[];
+  scopes: string[];
+  disabled: boolean;
 }
 
 export const apiKeysList: Command = {
   path: ['api-keys', 'list'],
   summary: 'list API keys (never their values)',
-  usage: 'svc api-keys list [--project P] (default: the config folder\'s project, if pinned)',
+  usage: "svc api-keys list [--project P] (default: the config folder's project, if pinned)",
   flags: { project: 'string' },
   async run(ctx) {
     const { client } = ctx;
     const project = await optionalProjectOf(ctx);
-    const out = await client.request<{ keys: Listed[] }>('GET', `/v1/control/api-keys${project ? `?project=${encodeURIComponent(project)}` : ''}`);
+    const out = await client.request<{ keys: Listed[] }>(
+      'GET',
+      `/v1/control/api-keys${project ? `?project=${encodeURIComponent(project)}` : ''}`,
+    );
     const lines = out.keys.map((k) =>
-      [k.id, k.kind.padEnd(4), k.hint.padEnd(12), k.disabled ? 'disabled' : 'active  ', k.projectId ?? k.projectIds.join(','), k.name, k.scopes.join(',')].join('  '),
+      [
+        k.id,
+        k.kind.padEnd(4),
+        k.hint.padEnd(12),
+        k.disabled ? 'disabled' : 'active  ',
+        k.projectId ?? k.projectIds.join(','),
+        k.name,
+        k.scopes.join(','),
+      ].join('  '),
     );
     return { output: out, text: lines.length ? lines.join('\n') : 'no API keys' };
   },

@@ -21,7 +21,8 @@ export const audit: Command = {
   flags: { project: 'string', since: 'string', actor: 'string', first: 'string', after: 'string' },
   async run(ctx) {
     const since = stringFlag(ctx.flags, 'since');
-    if (since !== undefined && Number.isNaN(new Date(since).getTime())) throw new CliError('--since must be an ISO 8601 date and time, for example 2026-11-01T00:00:00Z');
+    if (since !== undefined && Number.isNaN(new Date(since).getTime()))
+      throw new CliError('--since must be an ISO 8601 date and time, for example 2026-11-01T00:00:00Z');
     const q = new URLSearchParams();
     const projectId = await optionalProjectOf(ctx);
     if (projectId) q.set('projectId', projectId);
@@ -30,8 +31,14 @@ export const audit: Command = {
       const v = stringFlag(ctx.flags, k);
       if (v !== undefined) q.set(k, v);
     }
-    const out = await ctx.client.request<{ entries: Entry[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } }>('GET', `/v1/control/audit?${q}`);
-    const lines = out.entries.map((e) => `${e.at}  ${e.actor.kind}${e.actor.id ? `:${e.actor.id}` : ''}  ${e.action}  ${e.target.kind}${e.target.id ? `:${e.target.id}` : ''}${e.ip ? `  ${e.ip}` : ''}`);
+    const out = await ctx.client.request<{
+      entries: Entry[];
+      pageInfo: { hasNextPage: boolean; endCursor: string | null };
+    }>('GET', `/v1/control/audit?${q}`);
+    const lines = out.entries.map(
+      (e) =>
+        `${e.at}  ${e.actor.kind}${e.actor.id ? `:${e.actor.id}` : ''}  ${e.action}  ${e.target.kind}${e.target.id ? `:${e.target.id}` : ''}${e.ip ? `  ${e.ip}` : ''}`,
+    );
     if (out.pageInfo.hasNextPage) lines.push(`… more: --after ${out.pageInfo.endCursor}`);
     return { output: out, text: lines.length ? lines.join('\n') : 'no entries' };
   },

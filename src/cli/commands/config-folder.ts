@@ -18,10 +18,12 @@ export async function loadFolderConfig(dir: string): Promise<LoadedConfig> {
 export async function projectOf(ctx: CommandContext, loaded?: LoadedConfig): Promise<string> {
   const flag = stringFlag(ctx.flags, 'project');
   if (flag) return flag;
-  if (!loaded && !findConfigFile(ctx.dir)) throw new CliError(`no project: pass --project or pin project.id in ${join(ctx.dir, 'svc.config.ts')}`);
+  if (!loaded && !findConfigFile(ctx.dir))
+    throw new CliError(`no project: pass --project or pin project.id in ${join(ctx.dir, 'svc.config.ts')}`);
   const config = (loaded ?? (await loadFolderConfig(ctx.dir))).config as { project?: { id?: unknown } } | null;
   const id = config?.project?.id;
-  if (typeof id !== 'string' || id === '') throw new CliError('no project: pass --project or pin project.id and project.tenantId in the config');
+  if (typeof id !== 'string' || id === '')
+    throw new CliError('no project: pass --project or pin project.id and project.tenantId in the config');
   return id;
 }
 
@@ -52,5 +54,7 @@ export function writeEnvVars(file: string, vars: Record<string, string>): void {
     return line;
   });
   for (const [k, v] of pending) out.push(`${k}=${v}`);
-  writeFileSync(file, out.filter((l, i) => !(i === 0 && l === '' && out.length === 1)).join('\n') + '\n', { mode: 0o600 });
+  writeFileSync(file, out.filter((l, i) => !(i === 0 && l === '' && out.length === 1)).join('\n') + '\n', {
+    mode: 0o600,
+  });
 }

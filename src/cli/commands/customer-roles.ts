@@ -80,7 +80,11 @@ export const customerRolesAssign: Command = {
   flags: { ...common, customer: 'string' },
   async run(ctx) {
     const key = roleKey(ctx);
-    return { output: await ctx.client.request('POST', `${await base(ctx)}/customer-roles/${key}/assignments`, { customerId: customer(ctx) }) };
+    return {
+      output: await ctx.client.request('POST', `${await base(ctx)}/customer-roles/${key}/assignments`, {
+        customerId: customer(ctx),
+      }),
+    };
   },
 };
 
@@ -91,7 +95,12 @@ export const customerRolesRevoke: Command = {
   flags: { ...common, customer: 'string' },
   async run(ctx) {
     const key = roleKey(ctx);
-    return { output: await ctx.client.request('DELETE', `${await base(ctx)}/customer-roles/${key}/assignments/${encodeURIComponent(customer(ctx))}`) };
+    return {
+      output: await ctx.client.request(
+        'DELETE',
+        `${await base(ctx)}/customer-roles/${key}/assignments/${encodeURIComponent(customer(ctx))}`,
+      ),
+    };
   },
 };
 
@@ -106,11 +115,20 @@ export const customerRolesAssignments: Command = {
     const c = stringFlag(ctx.flags, 'customer');
     if (key) q.set('role', key);
     if (c) q.set('customer', c);
-    const out = await ctx.client.request<{ assignments: unknown[] }>('GET', `${await base(ctx)}/customer-role-assignments?${q}`);
+    const out = await ctx.client.request<{ assignments: unknown[] }>(
+      'GET',
+      `${await base(ctx)}/customer-role-assignments?${q}`,
+    );
     return { output: out.assignments };
   },
 };
 
 export const CUSTOMER_ROLE_COMMANDS: Command[] = [
-  customerRolesList, customerRolesCreate, customerRolesUpdate, customerRolesDisable, customerRolesAssign, customerRolesRevoke, customerRolesAssignments,
+  customerRolesList,
+  customerRolesCreate,
+  customerRolesUpdate,
+  customerRolesDisable,
+  customerRolesAssign,
+  customerRolesRevoke,
+  customerRolesAssignments,
 ];

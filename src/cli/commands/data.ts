@@ -18,13 +18,20 @@ export const dataRm: Command = {
     try {
       if (flags.yes !== true) {
         const plan = planRemoval(dataDir);
-        const lines = [...plan.remove.map((p) => `would remove ${p}`), ...plan.keep.map((p) => `would keep ${p} (not made by svc)`), 'run again with --yes to remove'];
+        const lines = [
+          ...plan.remove.map((p) => `would remove ${p}`),
+          ...plan.keep.map((p) => `would keep ${p} (not made by svc)`),
+          'run again with --yes to remove',
+        ];
         return { output: { ...plan, removed: false }, text: lines.join('\n'), exitCode: 2 };
       }
       const done = removeDataDir(dataDir);
       const lines = [...done.remove.map((p) => `removed ${p}`), ...done.keep.map((p) => `kept ${p} (not made by svc)`)];
       if (done.removedDir) lines.push(`removed ${dataDir}`);
-      return { output: { dataDir, removed: true, paths: done.remove, kept: done.keep, removedDir: done.removedDir }, text: lines.join('\n') };
+      return {
+        output: { dataDir, removed: true, paths: done.remove, kept: done.keep, removedDir: done.removedDir },
+        text: lines.join('\n'),
+      };
     } catch (err) {
       if (err instanceof DataDirError) throw new CliError(err.message);
       throw err;

@@ -34,8 +34,14 @@ export const documentsPush: Command = {
     } catch (err) {
       throw new CliError(`cannot read ${file}: ${(err as Error).message.split('\n')[0]}`);
     }
-    const res = await ctx.client.request<Pushed>('POST', await base(ctx), { documents: manifest, replace: ctx.flags.replace === true });
-    const lines = [`stored ${res.applied.documents} document(s) in ${res.projectId}`, ...res.errors.map((e) => `error: ${e.path}: ${e.message}`)];
+    const res = await ctx.client.request<Pushed>('POST', await base(ctx), {
+      documents: manifest,
+      replace: ctx.flags.replace === true,
+    });
+    const lines = [
+      `stored ${res.applied.documents} document(s) in ${res.projectId}`,
+      ...res.errors.map((e) => `error: ${e.path}: ${e.message}`),
+    ];
     return { output: res, text: lines.join('\n'), exitCode: res.errors.length > 0 ? 1 : 0 };
   },
 };
@@ -55,7 +61,9 @@ export const documentsList: Command = {
   flags: { project: 'string' },
   async run(ctx) {
     const out = await ctx.client.request<{ documents: Listed[] }>('GET', await base(ctx));
-    const lines = out.documents.map((d) => `sha256:${d.hash}  ${String(d.bytes).padStart(7)} B  ${d.valid ? 'valid' : `INVALID: ${d.problem ?? ''}`}`);
+    const lines = out.documents.map(
+      (d) => `sha256:${d.hash}  ${String(d.bytes).padStart(7)} B  ${d.valid ? 'valid' : `INVALID: ${d.problem ?? ''}`}`,
+    );
     return { output: out, text: lines.join('\n') || 'no trusted documents' };
   },
 };
@@ -68,7 +76,10 @@ export const documentsRm: Command = {
   async run(ctx) {
     const hash = ctx.positionals[0];
     if (!hash) throw new UsageError('name the document: svc documents rm <hash>');
-    const out = await ctx.client.request<{ hash: string; removed: true }>('DELETE', `${await base(ctx)}/${encodeURIComponent(hash)}`);
+    const out = await ctx.client.request<{ hash: string; removed: true }>(
+      'DELETE',
+      `${await base(ctx)}/${encodeURIComponent(hash)}`,
+    );
     return { output: out, text: `removed sha256:${out.hash}` };
   },
 };

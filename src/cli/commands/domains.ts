@@ -12,11 +12,15 @@ export const domainsVerify: Command = {
     if (!domain) throw new UsageError('usage: svc domains verify <domain>');
     const projectId = await projectOf(ctx);
     const out = await ctx.client.request<{ verified: boolean; reason?: string; domain: string }>(
-      'POST', `/v1/control/projects/${encodeURIComponent(projectId)}/domains/verify`, { domain },
+      'POST',
+      `/v1/control/projects/${encodeURIComponent(projectId)}/domains/verify`,
+      { domain },
     );
     return {
       output: out,
-      text: out.verified ? `${out.domain} is verified` : `${out.domain} is not verified yet: ${out.reason ?? 'DNS records missing'}`,
+      text: out.verified
+        ? `${out.domain} is verified`
+        : `${out.domain} is not verified yet: ${out.reason ?? 'DNS records missing'}`,
       exitCode: out.verified ? 0 : 1,
     };
   },

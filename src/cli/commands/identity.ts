@@ -13,12 +13,16 @@ export const signingKeysRotate: Command = {
   async run({ client, flags }) {
     const raw = stringFlag(flags, 'publish-seconds');
     const publishSeconds = raw === undefined ? undefined : Number(raw);
-    if (raw !== undefined && !Number.isInteger(publishSeconds)) throw new UsageError('--publish-seconds must be a whole number');
-    const out = await client.request<{ kid: string; activeFrom: string; retired: string[] }>('POST', '/v1/control/signing-keys/rotate', { publishSeconds });
+    if (raw !== undefined && !Number.isInteger(publishSeconds))
+      throw new UsageError('--publish-seconds must be a whole number');
+    const out = await client.request<{ kid: string; activeFrom: string; retired: string[] }>(
+      'POST',
+      '/v1/control/signing-keys/rotate',
+      { publishSeconds },
+    );
     return { output: out, text: `key ${out.kid} published; it signs from ${out.activeFrom}` };
   },
 };
-
 
 /**
  * `svc mail list`: the local outbox of a server without SVC_SMTP_URL, read from its data folder
@@ -32,7 +36,10 @@ export const mailList: Command = {
   async run({ flags, env }) {
     const dataDir = resolve(stringFlag(flags, 'data-dir') ?? env.SVC_DATA_DIR ?? './.svc');
     const mails = listOutbox(dataDir, { to: stringFlag(flags, 'to') });
-    return { output: { mails }, text: mails.map((m) => `${m.createdAt}  ${m.to}  ${m.subject}`).join('\n') || '(no mail)' };
+    return {
+      output: { mails },
+      text: mails.map((m) => `${m.createdAt}  ${m.to}  ${m.subject}`).join('\n') || '(no mail)',
+    };
   },
 };
 

@@ -56,7 +56,8 @@ export const init: Command = {
     if (projectId) {
       // Reading the live config checks access and gives the tenant for the pin.
       const live = await ctx.client.request<{ project: { id: string; tenantId: string; settings: unknown } }>(
-        'GET', `/v1/control/projects/${encodeURIComponent(projectId)}/config`,
+        'GET',
+        `/v1/control/projects/${encodeURIComponent(projectId)}/config`,
       );
       pin = { id: live.project.id, tenantId: live.project.tenantId };
       settings = live.project.settings;
@@ -67,12 +68,16 @@ export const init: Command = {
       'svc.config.ts': starter(pin, name),
       [SETTINGS_FILE]: JSON.stringify(settings, null, 2) + '\n',
       'svc.secrets.json': JSON.stringify({ secrets: [] }, null, 2) + '\n',
-      '.gitignore': '# Written by svc push (API keys) and by you (secret values): never commit them.\n.env\nsvc.secrets.local.json\n',
+      '.gitignore':
+        '# Written by svc push (API keys) and by you (secret values): never commit them.\n.env\nsvc.secrets.local.json\n',
     };
     for (const [f, content] of Object.entries(files)) {
       if (f === '.gitignore' && existsSync(join(ctx.dir, f))) continue;
       writeFileSync(join(ctx.dir, f), content);
     }
-    return { output: { dir: ctx.dir, files: Object.keys(files), projectId: pin?.id ?? null }, text: `wrote ${Object.keys(files).join(', ')} in ${ctx.dir}` };
+    return {
+      output: { dir: ctx.dir, files: Object.keys(files), projectId: pin?.id ?? null },
+      text: `wrote ${Object.keys(files).join(', ')} in ${ctx.dir}`,
+    };
   },
 };

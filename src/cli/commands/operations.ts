@@ -60,7 +60,10 @@ export const executionsCancel: Command = {
   async run(ctx) {
     const id = ctx.positionals[0];
     if (!id) throw new UsageError('usage: svc executions cancel <executionId>');
-    const out = await ctx.client.request<Execution>('POST', `${base(await projectOf(ctx))}/executions/${encodeURIComponent(id)}/cancel`);
+    const out = await ctx.client.request<Execution>(
+      'POST',
+      `${base(await projectOf(ctx))}/executions/${encodeURIComponent(id)}/cancel`,
+    );
     return { output: out, text: line(out) };
   },
 };
@@ -71,10 +74,22 @@ export const schedulesList: Command = {
   usage: 'svc schedules list [--project P]',
   flags: { project: 'string' },
   async run(ctx) {
-    const out = await ctx.client.request<{ schedules: { key: string; cron: string; timezone: string; enabled: boolean; nextRunAt: string | null; lastRunAt: string | null }[] }>(
-      'GET', `${base(await projectOf(ctx))}/schedules`,
-    );
-    const text = out.schedules.map((s) => `${s.key}  ${s.cron} (${s.timezone})  ${s.enabled ? 'enabled' : 'disabled'}  last=${s.lastRunAt ?? '-'}  next=${s.nextRunAt ?? '-'}`).join('\n');
+    const out = await ctx.client.request<{
+      schedules: {
+        key: string;
+        cron: string;
+        timezone: string;
+        enabled: boolean;
+        nextRunAt: string | null;
+        lastRunAt: string | null;
+      }[];
+    }>('GET', `${base(await projectOf(ctx))}/schedules`);
+    const text = out.schedules
+      .map(
+        (s) =>
+          `${s.key}  ${s.cron} (${s.timezone})  ${s.enabled ? 'enabled' : 'disabled'}  last=${s.lastRunAt ?? '-'}  next=${s.nextRunAt ?? '-'}`,
+      )
+      .join('\n');
     return { output: out, text: text || 'no schedules' };
   },
 };
@@ -87,9 +102,21 @@ export const schedulesTrigger: Command = {
   async run(ctx) {
     const key = ctx.positionals[0];
     if (!key) throw new UsageError('usage: svc schedules trigger <scheduleKey>');
-    const out = await ctx.client.request<{ executionId: string | null; fireAt: string }>('POST', `${base(await projectOf(ctx))}/schedules/${encodeURIComponent(key)}/trigger`);
-    return { output: out, text: `${key} triggered at ${out.fireAt}: execution ${out.executionId ?? '(operation missing)'}` };
+    const out = await ctx.client.request<{ executionId: string | null; fireAt: string }>(
+      'POST',
+      `${base(await projectOf(ctx))}/schedules/${encodeURIComponent(key)}/trigger`,
+    );
+    return {
+      output: out,
+      text: `${key} triggered at ${out.fireAt}: execution ${out.executionId ?? '(operation missing)'}`,
+    };
   },
 };
 
-export const OPERATION_COMMANDS: Command[] = [executionsList, executionsShow, executionsCancel, schedulesList, schedulesTrigger];
+export const OPERATION_COMMANDS: Command[] = [
+  executionsList,
+  executionsShow,
+  executionsCancel,
+  schedulesList,
+  schedulesTrigger,
+];

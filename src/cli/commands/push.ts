@@ -14,21 +14,27 @@ interface PushOutput {
 
 export const push: Command = {
   path: ['push'],
-  summary: 'validate and apply the config folder to its project: what is valid applies, the rest is listed in errors (--atomic: all or nothing)',
+  summary:
+    'validate and apply the config folder to its project: what is valid applies, the rest is listed in errors (--atomic: all or nothing)',
   usage: 'svc push [--force] [--atomic] [--project P] [--dir D]',
   flags: { force: 'boolean', atomic: 'boolean', project: 'string' },
   async run(ctx) {
     const loaded = await loadFolderConfig(ctx.dir);
     const projectId = await projectOf(ctx, loaded);
-    const res = await ctx.client.request<PushOutput>('POST', `/v1/control/projects/${encodeURIComponent(projectId)}/config`, {
-      config: loaded.config,
-      force: ctx.flags.force === true,
-      atomic: ctx.flags.atomic === true,
-    });
+    const res = await ctx.client.request<PushOutput>(
+      'POST',
+      `/v1/control/projects/${encodeURIComponent(projectId)}/config`,
+      {
+        config: loaded.config,
+        force: ctx.flags.force === true,
+        atomic: ctx.flags.atomic === true,
+      },
+    );
     // Key values go to .env only; they are never printed.
     const { apiKeys, ...rest } = res;
     const shown = { ...rest, warnings: res.warnings ?? [] };
-    if (apiKeys && apiKeys.length > 0) writeEnvVars(join(ctx.dir, '.env'), Object.fromEntries(apiKeys.map((k) => [k.envVar, k.key])));
+    if (apiKeys && apiKeys.length > 0)
+      writeEnvVars(join(ctx.dir, '.env'), Object.fromEntries(apiKeys.map((k) => [k.envVar, k.key])));
     const lines = [`pushed to ${res.projectId}`];
     for (const [c, n] of Object.entries(res.applied)) lines.push(`  ${c}: ${n}`);
     for (const k of apiKeys ?? []) lines.push(`  new key "${k.name}" written to .env as ${k.envVar}`);

@@ -55,7 +55,9 @@ function progress(total: number): { update(bytes: number, done: number): void; e
       const width = 30;
       const bar = '#'.repeat(Math.round(pct * width)).padEnd(width, '.');
       const rate = done / Math.max(0.001, (performance.now() - t0) / 1000);
-      process.stderr.write(`\r[${bar}] ${(pct * 100).toFixed(0).padStart(3)}%  ${done.toLocaleString('en')} records  ${Math.round(rate).toLocaleString('en')}/s `);
+      process.stderr.write(
+        `\r[${bar}] ${(pct * 100).toFixed(0).padStart(3)}%  ${done.toLocaleString('en')} records  ${Math.round(rate).toLocaleString('en')}/s `,
+      );
     },
     end() {
       if (tty) process.stderr.write('\n');
@@ -95,7 +97,10 @@ export const recordsImport: Command = {
           bar.update(read, created + skipped);
         } catch (e) {
           // The server names `records.<i>`: say which line of the file that is.
-          const msg = (e as Error).message.replace(/records\.(\d+)/g, (_, i: string) => `line ${batch[Number(i)]?.no ?? '?'}`);
+          const msg = (e as Error).message.replace(
+            /records\.(\d+)/g,
+            (_, i: string) => `line ${batch[Number(i)]?.no ?? '?'}`,
+          );
           failure ??= new CliError(msg);
         }
       })();
@@ -115,18 +120,24 @@ export const recordsImport: Command = {
         } catch {
           throw new CliError(`line ${l.no}: not a JSON object`);
         }
-        if (typeof record !== 'object' || record === null || Array.isArray(record)) throw new CliError(`line ${l.no}: not a JSON object`);
+        if (typeof record !== 'object' || record === null || Array.isArray(record))
+          throw new CliError(`line ${l.no}: not a JSON object`);
         const r = record as Record<string, unknown>;
         if (r.modelKey === undefined && model) r.modelKey = model;
         if (typeof r.modelKey !== 'string') throw new CliError(`line ${l.no}: needs "modelKey" (or pass --model)`);
-        if (typeof r.naturalKey !== 'string' || r.naturalKey === '') throw new CliError(`line ${l.no}: needs a "naturalKey" (imports are resumed by natural key)`);
+        if (typeof r.naturalKey !== 'string' || r.naturalKey === '')
+          throw new CliError(`line ${l.no}: needs a "naturalKey" (imports are resumed by natural key)`);
         if (batch.length >= BATCH || (batch.length > 0 && bytes + l.bytes > BATCH_BYTES)) {
           while (inFlight.size >= IN_FLIGHT) await Promise.race(inFlight);
           send(batch);
           batch = [];
           bytes = 0;
         }
-        batch.push({ no: l.no, record: { modelKey: r.modelKey, naturalKey: r.naturalKey, locale: r.locale ?? null, data: r.data ?? {} }, bytes: l.bytes });
+        batch.push({
+          no: l.no,
+          record: { modelKey: r.modelKey, naturalKey: r.naturalKey, locale: r.locale ?? null, data: r.data ?? {} },
+          bytes: l.bytes,
+        });
         bytes += l.bytes;
       }
       if (batch.length && !failure) send(batch);
@@ -136,8 +147,19 @@ export const recordsImport: Command = {
       bar.end();
     }
     const seconds = (performance.now() - t0) / 1000;
-    const output = { created, skipped, seconds: Number(seconds.toFixed(2)), recordsPerSecond: Math.round((created + skipped) / Math.max(seconds, 0.001)) };
-    if (failure) throw new CliError(`${failure.message} (before it: ${created} created, ${skipped} skipped; run the same import again to resume)`);
-    return { output, text: `imported ${created} records, skipped ${skipped} existing, in ${output.seconds} s (${output.recordsPerSecond.toLocaleString('en')} records/s)` };
+    const output = {
+      created,
+      skipped,
+      seconds: Number(seconds.toFixed(2)),
+      recordsPerSecond: Math.round((created + skipped) / Math.max(seconds, 0.001)),
+    };
+    if (failure)
+      throw new CliError(
+        `${failure.message} (before it: ${created} created, ${skipped} skipped; run the same import again to resume)`,
+      );
+    return {
+      output,
+      text: `imported ${created} records, skipped ${skipped} existing, in ${output.seconds} s (${output.recordsPerSecond.toLocaleString('en')} records/s)`,
+    };
   },
 };

@@ -27,19 +27,30 @@ function credential(ctx: CommandContext): Credential {
   const token = ctx.client.opts.token;
   if (token && isKey(token)) return { kind: 'key', key: token, project };
   if (token && token.startsWith('ck_')) return { kind: 'member', token };
-  throw new CliError('records commands need a control key (ck_…, a member who may write) or a secret API key: pass --token or set SVC_TOKEN or SVC_API_KEY');
+  throw new CliError(
+    'records commands need a control key (ck_…, a member who may write) or a secret API key: pass --token or set SVC_TOKEN or SVC_API_KEY',
+  );
 }
 
 async function memberBase(ctx: CommandContext): Promise<string> {
   return `/v1/control/projects/${encodeURIComponent(await projectOf(ctx))}/records`;
 }
 
-async function gql(ctx: CommandContext, cred: Extract<Credential, { kind: 'key' }>, query: string, variables: Record<string, unknown>): Promise<any> {
+async function gql(
+  ctx: CommandContext,
+  cred: Extract<Credential, { kind: 'key' }>,
+  query: string,
+  variables: Record<string, unknown>,
+): Promise<any> {
   const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': cred.key };
   if (cred.project) headers['x-project-id'] = cred.project;
   let res: Response;
   try {
-    res = await fetch(new URL('/graphql', ctx.client.opts.url), { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
+    res = await fetch(new URL('/graphql', ctx.client.opts.url), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ query, variables }),
+    });
   } catch {
     throw new CliError(`cannot reach svc at ${ctx.client.opts.url} (is it running? set --url or SVC_URL)`);
   }
@@ -57,7 +68,8 @@ async function gql(ctx: CommandContext, cred: Extract<Credential, { kind: 'key' 
 /** POST /graphql with the records API key (`svc records import`, which needs a secret key). */
 export async function recordsGql(ctx: CommandContext, query: string, variables: Record<string, unknown>): Promise<any> {
   const cred = credential(ctx);
-  if (cred.kind !== 'key') throw new CliError('this command needs a secret API key: pass --token sk_… or set SVC_API_KEY');
+  if (cred.kind !== 'key')
+    throw new CliError('this command needs a secret API key: pass --token sk_… or set SVC_API_KEY');
   return gql(ctx, cred, query, variables);
 }
 
@@ -83,21 +95,35 @@ export const recordsSave: Command = {
     const cred = credential(ctx);
     if (cred.kind === 'member') {
       const client = new ControlClient({ url: ctx.client.opts.url, token: cred.token });
-      const out = await client.request<{ _id: string; created: boolean }>('POST', await memberBase(ctx), { model, naturalKey, locale, data });
+      const out = await client.request<{ _id: string; created: boolean }>('POST', await memberBase(ctx), {
+        model,
+        naturalKey,
+        locale,
+        data,
+      });
       return { output: { _id: out._id }, text: `${out.created ? 'created' : 'updated'} ${model} ${out._id}` };
     }
     const lookup = await findByNaturalKey(ctx, cred, model, naturalKey);
-    const op = lookup ? { action: 'UPDATE', _id: lookup, locale, data } : { action: 'CREATE', modelKey: model, naturalKey, locale, data };
+    const op = lookup
+      ? { action: 'UPDATE', _id: lookup, locale, data }
+      : { action: 'CREATE', modelKey: model, naturalKey, locale, data };
     const out = await gql(ctx, cred, BATCH, { ops: [op] });
     const id = out.batchRecordOperations[0]._id as string;
     return { output: { _id: id }, text: `${lookup ? 'updated' : 'created'} ${model} ${id}` };
   },
 };
 
-async function findByNaturalKey(ctx: CommandContext, cred: Extract<Credential, { kind: 'key' }>, model: string, naturalKey: string): Promise<string | null> {
+async function findByNaturalKey(
+  ctx: CommandContext,
+  cred: Extract<Credential, { kind: 'key' }>,
+  model: string,
+  naturalKey: string,
+): Promise<string | null> {
   // The single read is per model (`<model>(naturalKey, preview)`), so its name is the model key.
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(model)) throw new CliError(`unknown model ${model}`);
-  const data = await gql(ctx, cred, `query($k: String!) { r: ${model}(naturalKey: $k, preview: true) { _id } }`, { k: naturalKey });
+  const data = await gql(ctx, cred, `query($k: String!) { r: ${model}(naturalKey: $k, preview: true) { _id } }`, {
+    k: naturalKey,
+  });
   return data.r?._id ?? null;
 }
 

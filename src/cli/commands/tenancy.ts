@@ -12,7 +12,10 @@ export const tenantsCreate: Command = {
       name: stringFlag(flags, 'name'),
       ownerEmail: stringFlag(flags, 'owner-email'),
     });
-    return { output: out, text: `tenant ${out.tenantId}\nowner member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}` };
+    return {
+      output: out,
+      text: `tenant ${out.tenantId}\nowner member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}`,
+    };
   },
 };
 
@@ -30,7 +33,8 @@ export const projectsCreate: Command = {
 
 export const membersAdd: Command = {
   path: ['members', 'add'],
-  summary: 'add a member (owner, admin, editor or viewer; of the tenant or of one project) and print their Studio sign-in link',
+  summary:
+    'add a member (owner, admin, editor or viewer; of the tenant or of one project) and print their Studio sign-in link',
   usage: 'svc members add --email E --role owner|admin|editor|viewer [--project P]',
   flags: { email: 'string', role: 'string', project: 'string' },
   required: ['email', 'role'],
@@ -40,7 +44,8 @@ export const membersAdd: Command = {
       role: stringFlag(flags, 'role'),
       project: stringFlag(flags, 'project'),
     });
-    const link = typeof out.loginUrl === 'string' ? `\nfirst sign-in to the Studio (single use, 7 days): ${out.loginUrl}` : '';
+    const link =
+      typeof out.loginUrl === 'string' ? `\nfirst sign-in to the Studio (single use, 7 days): ${out.loginUrl}` : '';
     return { output: out, text: `member ${out.memberId}\ncontrol key (shown once): ${out.controlKey}${link}` };
   },
 };

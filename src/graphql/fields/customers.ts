@@ -1,4 +1,14 @@
-import { GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
+import {
+  GraphQLBoolean,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
+} from 'graphql';
 import type { GqlContext } from '../context.ts';
 import { JSONScalar } from '../scalars.ts';
 import { requireScope } from '../resolvers.ts';
@@ -7,7 +17,13 @@ import { updateAttributes } from '../../identity/profiles.ts';
 import { segmentKeysOf } from '../targeting.ts';
 import { identityOf } from '../../identity/identity.ts';
 import {
-  currentCustomer, loginCustomer, loginCustomerWithOtp, logoutCustomer, refreshCustomerToken, registerCustomer, requestCustomerOtp,
+  currentCustomer,
+  loginCustomer,
+  loginCustomerWithOtp,
+  logoutCustomer,
+  refreshCustomerToken,
+  registerCustomer,
+  requestCustomerOtp,
   type ProjectView,
 } from '../../identity/accounts.ts';
 
@@ -27,8 +43,9 @@ export const CustomerType = new GraphQLObjectType({
     roles: { type: nn(new GraphQLList(nn(GraphQLString))) },
     attributes: {
       type: nn(JSONScalar),
-      description: 'Profile attributes (set by the project\'s servers) that segment rules read.',
-      resolve: async (c: { id: string }, _a, ctx: GqlContext) => (await identityOf(ctx.svc.bus).profiles.get(ctx.snapshot.id, c.id))?.attributes ?? {},
+      description: "Profile attributes (set by the project's servers) that segment rules read.",
+      resolve: async (c: { id: string }, _a, ctx: GqlContext) =>
+        (await identityOf(ctx.svc.bus).profiles.get(ctx.snapshot.id, c.id))?.attributes ?? {},
     },
     segments: {
       type: nn(new GraphQLList(nn(GraphQLString))),
@@ -60,30 +77,45 @@ export function customerQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
     currentUser: {
       type: CustomerType,
       description: 'The customer of the access token sent with the key; null without one.',
-      resolve: (_r, _a, ctx) => (ctx.customer ? currentCustomer(ctx.svc.sql, project(ctx), ctx.customer.customerId) : null),
+      resolve: (_r, _a, ctx) =>
+        ctx.customer ? currentCustomer(ctx.svc.sql, project(ctx), ctx.customer.customerId) : null,
     },
   };
 }
 
-export function customerMutations(principal: { kind: Parameters<typeof isPublicKey>[0] }): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function customerMutations(principal: {
+  kind: Parameters<typeof isPublicKey>[0];
+}): GraphQLFieldConfigMap<unknown, GqlContext> {
   const payload = nn(CustomerAuthPayload);
   const str = nn(GraphQLString);
   const server: GraphQLFieldConfigMap<unknown, GqlContext> = isPublicKey(principal.kind)
     ? {}
     : {
-      updateCustomerAttributes: {
-        type: nn(CustomerType),
-        description: 'Secret keys with customers:write: sets profile attributes (merged; a null value removes one; merge: false replaces all).',
-        args: { customerId: { type: nn(GraphQLID) }, attributes: { type: nn(JSONScalar) }, merge: { type: GraphQLBoolean, defaultValue: true } },
-        resolve: async (_r, args, ctx) => {
-          requireScope(ctx, 'customers:write');
-          ctx.noStore = true;
-          const id = identityOf(ctx.svc.bus);
-          const p = await updateAttributes(id.sql, id.bus, ctx.snapshot.id, String(args.customerId), args.attributes, args.merge !== false);
-          return currentCustomer(ctx.svc.sql, project(ctx), p.customerId);
+        updateCustomerAttributes: {
+          type: nn(CustomerType),
+          description:
+            'Secret keys with customers:write: sets profile attributes (merged; a null value removes one; merge: false replaces all).',
+          args: {
+            customerId: { type: nn(GraphQLID) },
+            attributes: { type: nn(JSONScalar) },
+            merge: { type: GraphQLBoolean, defaultValue: true },
+          },
+          resolve: async (_r, args, ctx) => {
+            requireScope(ctx, 'customers:write');
+            ctx.noStore = true;
+            const id = identityOf(ctx.svc.bus);
+            const p = await updateAttributes(
+              id.sql,
+              id.bus,
+              ctx.snapshot.id,
+              String(args.customerId),
+              args.attributes,
+              args.merge !== false,
+            );
+            return currentCustomer(ctx.svc.sql, project(ctx), p.customerId);
+          },
         },
-      },
-    };
+      };
   return {
     ...server,
     registerCustomer: {
@@ -104,7 +136,8 @@ export function customerMutations(principal: { kind: Parameters<typeof isPublicK
     loginCustomerWithOtp: {
       type: payload,
       args: { email: { type: str }, code: { type: str } },
-      resolve: (_r, args, ctx) => loginCustomerWithOtp(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp?.() ?? null),
+      resolve: (_r, args, ctx) =>
+        loginCustomerWithOtp(identityOf(ctx.svc.bus), project(ctx), args, ctx.clientIp?.() ?? null),
     },
     refreshCustomerToken: {
       type: payload,

@@ -1,6 +1,11 @@
 import {
-  GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { ModelDef } from '../../projects/types.ts';
 import { BadUserInput, NotFound } from '../../errors.ts';
@@ -32,7 +37,10 @@ export const ScheduledAction = new GraphQLObjectType({
     action: { type: nn(GraphQLString), description: '"publish" or "unpublish".' },
     modelKey: { type: GraphQLString },
     recordId: { type: GraphQLID },
-    version: { type: GraphQLInt, description: 'The version whose content is published (null: the working version when it fires).' },
+    version: {
+      type: GraphQLInt,
+      description: 'The version whose content is published (null: the working version when it fires).',
+    },
     at: { type: nn(DateTimeScalar) },
     status: { type: nn(GraphQLString), description: '"scheduled", "done", "cancelled" or "failed".' },
     error: { type: GraphQLString, description: 'Why a failed action failed.' },
@@ -44,12 +52,22 @@ async function restore(ctx: GqlContext, model: ModelDef, id: string, version: nu
   requireModelScope(ctx, 'records:write', model);
   checkVersion(version);
   const w = writeContext(ctx);
-  const content = fitContent(w, model, await contentAt(ctx.svc.readSql, ctx.snapshot.id, model, id, version, ctx.snapshot.defaultLocale), version);
+  const content = fitContent(
+    w,
+    model,
+    await contentAt(ctx.svc.readSql, ctx.snapshot.id, model, id, version, ctx.snapshot.defaultLocale),
+    version,
+  );
   for (const data of Object.values(content)) checkFieldWrites(ctx, model, data, { recordId: id, ownedByCaller: false });
   return writeOne(ctx, restoreStep(w, model, id, content, version, null), null);
 }
 
-async function schedule(ctx: GqlContext, model: ModelDef, action: 'publish' | 'unpublish', args: { _id: string; at: unknown; version?: number | null }) {
+async function schedule(
+  ctx: GqlContext,
+  model: ModelDef,
+  action: 'publish' | 'unpublish',
+  args: { _id: string; at: unknown; version?: number | null },
+) {
   requireModelScope(ctx, 'records:publish', model);
   ctx.noStore = true;
   const at = checkAt(args.at);
@@ -58,15 +76,35 @@ async function schedule(ctx: GqlContext, model: ModelDef, action: 'publish' | 'u
   if (version !== null) {
     checkVersion(version);
     // The version's content is fixed now: later edits do not change what this publishes.
-    content = fitContent(writeContext(ctx), model, await contentAt(ctx.svc.readSql, ctx.snapshot.id, model, args._id, version, ctx.snapshot.defaultLocale), version);
+    content = fitContent(
+      writeContext(ctx),
+      model,
+      await contentAt(ctx.svc.readSql, ctx.snapshot.id, model, args._id, version, ctx.snapshot.defaultLocale),
+      version,
+    );
   }
   ctx.audited = true;
-  return createScheduled(ctx.svc.sql, {
-    projectId: ctx.snapshot.id, tenantId: ctx.snapshot.tenantId, action, modelKey: model.key, recordId: args._id, version, content, at, createdBy: auditWho(ctx),
-  }, ctx.auditFrom?.() ?? NO_ORIGIN);
+  return createScheduled(
+    ctx.svc.sql,
+    {
+      projectId: ctx.snapshot.id,
+      tenantId: ctx.snapshot.tenantId,
+      action,
+      modelKey: model.key,
+      recordId: args._id,
+      version,
+      content,
+      at,
+      createdBy: auditWho(ctx),
+    },
+    ctx.auditFrom?.() ?? NO_ORIGIN,
+  );
 }
 
-export function editorialModelMutations(types: TypeFactory, model: ModelDef): GraphQLFieldConfigMap<unknown, GqlContext> {
+export function editorialModelMutations(
+  types: TypeFactory,
+  model: ModelDef,
+): GraphQLFieldConfigMap<unknown, GqlContext> {
   const T = nn(types.recordType(model));
   const name = typeName(model.key);
   return {
@@ -78,7 +116,8 @@ export function editorialModelMutations(types: TypeFactory, model: ModelDef): Gr
     },
     [`schedule${name}Publish`]: {
       type: nn(ScheduledAction),
-      description: 'Publishes the record at `at`: the content of `version` when given (as it was then), else the working version as it stands at `at`.',
+      description:
+        'Publishes the record at `at`: the content of `version` when given (as it was then), else the working version as it stands at `at`.',
       args: { _id: { type: nn(GraphQLID) }, at: { type: nn(DateTimeScalar) }, version: { type: GraphQLInt } },
       resolve: (_r, args, ctx) => schedule(ctx, model, 'publish', args),
     },
@@ -92,15 +131,23 @@ export function editorialModelMutations(types: TypeFactory, model: ModelDef): Gr
 
 /** The model of a record of this project the key may see, or NOT_FOUND (one query). */
 async function modelOf(ctx: GqlContext, id: string): Promise<ModelDef> {
-  const rows = typeof id === 'string' && id.length <= 200
-    ? await run<{ model_key: string }>(ctx.svc.readSql, 'select model_key from records where id = $1::text and project_id = $2::text', [id, ctx.snapshot.id])
-    : [];
+  const rows =
+    typeof id === 'string' && id.length <= 200
+      ? await run<{ model_key: string }>(
+          ctx.svc.readSql,
+          'select model_key from records where id = $1::text and project_id = $2::text',
+          [id, ctx.snapshot.id],
+        )
+      : [];
   const model = rows[0] && ctx.models.get(rows[0].model_key);
   if (!model) throw new NotFound(`No record with _id "${id}"`);
   return model;
 }
 
-export function editorialGenericFields(types: TypeFactory): { query: GraphQLFieldConfigMap<unknown, GqlContext>; mutation: GraphQLFieldConfigMap<unknown, GqlContext> } {
+export function editorialGenericFields(types: TypeFactory): {
+  query: GraphQLFieldConfigMap<unknown, GqlContext>;
+  mutation: GraphQLFieldConfigMap<unknown, GqlContext>;
+} {
   const conn = types.connection('ScheduledAction', ScheduledAction);
   return {
     query: {
@@ -112,9 +159,19 @@ export function editorialGenericFields(types: TypeFactory): { query: GraphQLFiel
           requireScope(ctx, 'records:publish');
           ctx.noStore = true;
           const first = args.first ?? 50;
-          if (!Number.isSafeInteger(first) || first < 1 || first > LIMITS.maxPageSize) throw new BadUserInput(`first must be from 1 to ${LIMITS.maxPageSize}`, { field: 'first' });
-          const page = await listScheduled(ctx.svc.sql, ctx.snapshot.id, { first, after: args.after ?? null, modelKey: args.modelKey ?? null, modelKeys: [...ctx.models.keys()] });
-          return { edges: page.items.map(({ cursor, ...node }) => ({ node, cursor })), pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor }, totalCount: page.totalCount };
+          if (!Number.isSafeInteger(first) || first < 1 || first > LIMITS.maxPageSize)
+            throw new BadUserInput(`first must be from 1 to ${LIMITS.maxPageSize}`, { field: 'first' });
+          const page = await listScheduled(ctx.svc.sql, ctx.snapshot.id, {
+            first,
+            after: args.after ?? null,
+            modelKey: args.modelKey ?? null,
+            modelKeys: [...ctx.models.keys()],
+          });
+          return {
+            edges: page.items.map(({ cursor, ...node }) => ({ node, cursor })),
+            pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+            totalCount: page.totalCount,
+          };
         },
       },
     },
@@ -132,7 +189,11 @@ export function editorialGenericFields(types: TypeFactory): { query: GraphQLFiel
           requireScope(ctx, 'records:publish');
           ctx.noStore = true;
           ctx.audited = true;
-          return cancelScheduled(ctx.svc.sql, ctx.snapshot.id, args.id, [...ctx.models.keys()], { tenantId: ctx.snapshot.tenantId, who: auditWho(ctx), from: ctx.auditFrom?.() ?? NO_ORIGIN });
+          return cancelScheduled(ctx.svc.sql, ctx.snapshot.id, args.id, [...ctx.models.keys()], {
+            tenantId: ctx.snapshot.tenantId,
+            who: auditWho(ctx),
+            from: ctx.auditFrom?.() ?? NO_ORIGIN,
+          });
         },
       },
     },

@@ -1,6 +1,13 @@
 import {
-  GraphQLFloat, GraphQLID, GraphQLInputObjectType, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLInputFieldConfigMap,
+  GraphQLFloat,
+  GraphQLID,
+  GraphQLInputObjectType,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLInputFieldConfigMap,
 } from 'graphql';
 import { derivedPath, fileView, projectFiles, type FileRow } from '../../files/store.ts';
 import { FileType, FitEnum, FormatEnum } from './files.ts';
@@ -16,11 +23,20 @@ import type { GqlContext } from '../context.ts';
 type Asset = Record<string, unknown> & { fileId?: string | null };
 
 const nn = (t: typeof GraphQLFloat) => new GraphQLNonNull(t);
-const FocalPoint = new GraphQLObjectType({ name: 'FocalPoint', fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } } });
-const FocalPointInput = new GraphQLInputObjectType({ name: 'FocalPointInput', fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } } });
+const FocalPoint = new GraphQLObjectType({
+  name: 'FocalPoint',
+  fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } },
+});
+const FocalPointInput = new GraphQLInputObjectType({
+  name: 'FocalPointInput',
+  fields: { x: { type: nn(GraphQLFloat) }, y: { type: nn(GraphQLFloat) } },
+});
 
 /** Files of one request, loaded in one query per tick (a list of 50 records is one query). */
-const loaders = new WeakMap<GqlContext, { pending: Map<string, ((r: FileRow | null) => void)[]>; done: Map<string, FileRow | null> }>();
+const loaders = new WeakMap<
+  GqlContext,
+  { pending: Map<string, ((r: FileRow | null) => void)[]>; done: Map<string, FileRow | null> }
+>();
 
 export function loadFile(ctx: GqlContext, id: string): Promise<FileRow | null> {
   let l = loaders.get(ctx);
@@ -47,7 +63,8 @@ export function loadFile(ctx: GqlContext, id: string): Promise<FileRow | null> {
   });
 }
 
-const fileOf = (a: Asset, ctx: GqlContext) => (typeof a.fileId === 'string' ? loadFile(ctx, a.fileId) : Promise.resolve(null));
+const fileOf = (a: Asset, ctx: GqlContext) =>
+  typeof a.fileId === 'string' ? loadFile(ctx, a.fileId) : Promise.resolve(null);
 const baseOf = (ctx: GqlContext) => (ctx.svc.settings as { baseUrl?: string }).baseUrl ?? '';
 
 /** A property of the file when the field names one, else the written value. */
@@ -59,9 +76,21 @@ function fromFile(key: string, pick: (f: FileRow) => unknown) {
   };
 }
 
-interface UrlArgs { w?: number | null; h?: number | null; fit?: string | null; format?: string | null; q?: number | null }
+interface UrlArgs {
+  w?: number | null;
+  h?: number | null;
+  fit?: string | null;
+  format?: string | null;
+  q?: number | null;
+}
 
-const urlArgs = { w: { type: GraphQLInt }, h: { type: GraphQLInt }, fit: { type: FitEnum }, format: { type: FormatEnum }, q: { type: GraphQLInt } };
+const urlArgs = {
+  w: { type: GraphQLInt },
+  h: { type: GraphQLInt },
+  fit: { type: FitEnum },
+  format: { type: FormatEnum },
+  q: { type: GraphQLInt },
+};
 
 async function imageUrl(a: Asset, args: UrlArgs, ctx: GqlContext): Promise<string | null> {
   if (typeof a.fileId !== 'string') return (a.url as string | undefined) ?? null;
@@ -91,7 +120,11 @@ function videoDerived(key: 'poster' | 'hls') {
 }
 const common = (): GraphQLFieldConfigMap<Asset, GqlContext> => ({
   fileId: { type: GraphQLID },
-  file: { type: FileType, description: 'The uploaded file, when the field names one (null once it is deleted).', resolve: (a, _x, ctx) => fileOf(a, ctx) },
+  file: {
+    type: FileType,
+    description: 'The uploaded file, when the field names one (null once it is deleted).',
+    resolve: (a, _x, ctx) => fileOf(a, ctx),
+  },
   mimeType: { type: GraphQLString, resolve: fromFile('mimeType', (f) => f.content_type) },
 });
 
@@ -99,8 +132,16 @@ export const ImageAsset = new GraphQLObjectType<Asset, GqlContext>({
   name: 'ImageAsset',
   fields: () => ({
     ...common(),
-    url: { type: GraphQLString, args: urlArgs, description: 'The image URL; with arguments, a transformed variant (a cover crop keeps the focal point).', resolve: imageUrl },
-    alt: { type: GraphQLString, resolve: async (a, _x, ctx) => (a.alt as string | undefined) ?? (await fileOf(a, ctx))?.alt ?? null },
+    url: {
+      type: GraphQLString,
+      args: urlArgs,
+      description: 'The image URL; with arguments, a transformed variant (a cover crop keeps the focal point).',
+      resolve: imageUrl,
+    },
+    alt: {
+      type: GraphQLString,
+      resolve: async (a, _x, ctx) => (a.alt as string | undefined) ?? (await fileOf(a, ctx))?.alt ?? null,
+    },
     width: { type: GraphQLFloat, resolve: fromFile('width', (f) => f.width) },
     height: { type: GraphQLFloat, resolve: fromFile('height', (f) => f.height) },
     focalPoint: { type: FocalPoint },
@@ -111,9 +152,23 @@ export const VideoAsset = new GraphQLObjectType<Asset, GqlContext>({
   name: 'VideoAsset',
   fields: () => ({
     ...common(),
-    url: { type: GraphQLString, resolve: async (a, _x, ctx) => (typeof a.fileId === 'string' ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx)) : (a.url as string) ?? null) },
-    poster: { type: GraphQLString, description: 'A poster image (a frame of the video), once the media job made it.', resolve: videoDerived('poster') },
-    hls: { type: GraphQLString, description: 'The HLS master playlist, once made; null without ffmpeg.', resolve: videoDerived('hls') },
+    url: {
+      type: GraphQLString,
+      resolve: async (a, _x, ctx) =>
+        typeof a.fileId === 'string'
+          ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx))
+          : ((a.url as string) ?? null),
+    },
+    poster: {
+      type: GraphQLString,
+      description: 'A poster image (a frame of the video), once the media job made it.',
+      resolve: videoDerived('poster'),
+    },
+    hls: {
+      type: GraphQLString,
+      description: 'The HLS master playlist, once made; null without ffmpeg.',
+      resolve: videoDerived('hls'),
+    },
     hlsUrl: { type: GraphQLString, description: 'Same as hls.', resolve: videoDerived('hls') },
     duration: { type: GraphQLFloat, resolve: fromFile('duration', (f) => f.duration ?? null) },
     width: { type: GraphQLFloat, resolve: fromFile('width', (f) => f.width) },
@@ -125,22 +180,50 @@ export const FileAsset = new GraphQLObjectType<Asset, GqlContext>({
   name: 'FileAsset',
   fields: () => ({
     ...common(),
-    url: { type: GraphQLString, resolve: async (a, _x, ctx) => (typeof a.fileId === 'string' ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx)) : (a.url as string) ?? null) },
+    url: {
+      type: GraphQLString,
+      resolve: async (a, _x, ctx) =>
+        typeof a.fileId === 'string'
+          ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx))
+          : ((a.url as string) ?? null),
+    },
     name: { type: GraphQLString, resolve: fromFile('name', (f) => f.filename) },
     size: { type: GraphQLFloat, resolve: fromFile('size', (f) => Number(f.size)) },
   }),
 });
 
 const inputFields = {
-  image: { fileId: GraphQLID, url: GraphQLString, alt: GraphQLString, width: GraphQLFloat, height: GraphQLFloat, mimeType: GraphQLString },
-  video: { fileId: GraphQLID, url: GraphQLString, poster: GraphQLString, hlsUrl: GraphQLString, duration: GraphQLFloat, width: GraphQLFloat, height: GraphQLFloat, mimeType: GraphQLString },
+  image: {
+    fileId: GraphQLID,
+    url: GraphQLString,
+    alt: GraphQLString,
+    width: GraphQLFloat,
+    height: GraphQLFloat,
+    mimeType: GraphQLString,
+  },
+  video: {
+    fileId: GraphQLID,
+    url: GraphQLString,
+    poster: GraphQLString,
+    hlsUrl: GraphQLString,
+    duration: GraphQLFloat,
+    width: GraphQLFloat,
+    height: GraphQLFloat,
+    mimeType: GraphQLString,
+  },
   file: { fileId: GraphQLID, url: GraphQLString, name: GraphQLString, mimeType: GraphQLString, size: GraphQLFloat },
 } as const;
 
 function inputOf(kind: 'image' | 'video' | 'file', name: string): GraphQLInputObjectType {
-  const fields: GraphQLInputFieldConfigMap = Object.fromEntries(Object.entries(inputFields[kind]).map(([k, t]) => [k, { type: t }]));
+  const fields: GraphQLInputFieldConfigMap = Object.fromEntries(
+    Object.entries(inputFields[kind]).map(([k, t]) => [k, { type: t }]),
+  );
   if (kind === 'image') fields.focalPoint = { type: FocalPointInput };
-  return new GraphQLInputObjectType({ name, fields, description: 'Give `fileId` (an uploaded file of this project); the other properties are for external assets.' });
+  return new GraphQLInputObjectType({
+    name,
+    fields,
+    description: 'Give `fileId` (an uploaded file of this project); the other properties are for external assets.',
+  });
 }
 
 export const ASSETS = {

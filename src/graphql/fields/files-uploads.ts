@@ -1,4 +1,11 @@
-import { GraphQLID, GraphQLInt, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap } from 'graphql';
+import {
+  GraphQLID,
+  GraphQLInt,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+} from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
 import { requireScope } from '../../auth/scopes.ts';
 import { isPublicKey } from '../../auth/principal.ts';
@@ -14,7 +21,11 @@ import type { GqlContext } from '../context.ts';
  * the bytes (a signed, single-use, size-bound URL that expires), `confirmFileUpload` turns them
  * into the File. A customer's token makes the customer the owner; only they may confirm it.
  */
-const nn = <T extends GraphQLObjectType | typeof GraphQLString | typeof GraphQLID | typeof GraphQLInt | typeof JSONScalar>(t: T) => new GraphQLNonNull(t);
+const nn = <
+  T extends GraphQLObjectType | typeof GraphQLString | typeof GraphQLID | typeof GraphQLInt | typeof JSONScalar,
+>(
+  t: T,
+) => new GraphQLNonNull(t);
 
 const FileUpload = new GraphQLObjectType({
   name: 'FileUpload',
@@ -47,10 +58,20 @@ export function fileUploadMutations(principal: KeyPrincipal): GraphQLFieldConfig
         alt: { type: GraphQLString },
         folder: { type: GraphQLString },
       },
-      resolve: (_r, args: { filename: string; contentType: string; size: number; alt?: string | null; folder?: string | null }, ctx) => {
+      resolve: (
+        _r,
+        args: { filename: string; contentType: string; size: number; alt?: string | null; folder?: string | null },
+        ctx,
+      ) => {
         requireScope(ctx.principal, 'files:write');
         ctx.noStore = true;
-        return createUpload(runtime(ctx).signedDeps, ctx.principal, ctx.customer?.customerId ?? null, args, baseOf(ctx));
+        return createUpload(
+          runtime(ctx).signedDeps,
+          ctx.principal,
+          ctx.customer?.customerId ?? null,
+          args,
+          baseOf(ctx),
+        );
       },
     },
     confirmFileUpload: {

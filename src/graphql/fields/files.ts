@@ -1,6 +1,15 @@
 import {
-  GraphQLBoolean, GraphQLEnumType, GraphQLFloat, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLFloat,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
 import { isPublicKey } from '../../auth/principal.ts';
@@ -27,8 +36,14 @@ function urlBase(ctx: GqlContext): string {
 
 const view = (row: FileRow, ctx: GqlContext) => fileView(row, urlBase(ctx));
 
-export const FitEnum = new GraphQLEnumType({ name: 'ImageFit', values: { cover: {}, contain: {}, fill: {}, inside: {}, outside: {} } });
-export const FormatEnum = new GraphQLEnumType({ name: 'ImageFormat', values: { webp: {}, avif: {}, png: {}, jpeg: {} } });
+export const FitEnum = new GraphQLEnumType({
+  name: 'ImageFit',
+  values: { cover: {}, contain: {}, fill: {}, inside: {}, outside: {} },
+});
+export const FormatEnum = new GraphQLEnumType({
+  name: 'ImageFormat',
+  values: { webp: {}, avif: {}, png: {}, jpeg: {} },
+});
 
 export const FileType = new GraphQLObjectType<FileRow, GqlContext>({
   name: 'File',
@@ -37,10 +52,17 @@ export const FileType = new GraphQLObjectType<FileRow, GqlContext>({
     url: {
       type: nn(GraphQLString),
       description: 'The file URL; for images, with arguments, a transformed variant.',
-      args: { w: { type: GraphQLInt }, h: { type: GraphQLInt }, fit: { type: FitEnum }, format: { type: FormatEnum }, q: { type: GraphQLInt } },
+      args: {
+        w: { type: GraphQLInt },
+        h: { type: GraphQLInt },
+        fit: { type: FitEnum },
+        format: { type: FormatEnum },
+        q: { type: GraphQLInt },
+      },
       resolve: (r, a: Record<string, string | number | null | undefined>, ctx) => {
         const q = new URLSearchParams();
-        for (const k of ['w', 'h', 'fit', 'format', 'q']) if (a[k] !== undefined && a[k] !== null) q.set(k, String(a[k]));
+        for (const k of ['w', 'h', 'fit', 'format', 'q'])
+          if (a[k] !== undefined && a[k] !== null) q.set(k, String(a[k]));
         return q.size ? `${view(r, ctx).url}?${q}` : view(r, ctx).url;
       },
     },
@@ -54,15 +76,36 @@ export const FileType = new GraphQLObjectType<FileRow, GqlContext>({
     sha256: { type: nn(GraphQLString) },
     createdAt: { type: nn(GraphQLString), resolve: (r) => r.created_at.toISOString() },
     deletedAt: { type: GraphQLString, resolve: (r) => r.deleted_at?.toISOString() ?? null },
-    duration: { type: GraphQLFloat, description: 'Videos: seconds, once the media job probed it.', resolve: (r) => r.duration ?? null },
-    poster: { type: GraphQLString, description: 'Videos: a poster image URL, once the media job made it.', resolve: (r, _a, ctx) => (r.media?.poster ? urlBase(ctx) + derivedPath(r, r.media.poster) : null) },
-    hls: { type: GraphQLString, description: 'Videos: the HLS master playlist URL, once made; null when ffmpeg is not available.', resolve: (r, _a, ctx) => (r.media?.hls ? urlBase(ctx) + derivedPath(r, r.media.hls) : null) },
+    duration: {
+      type: GraphQLFloat,
+      description: 'Videos: seconds, once the media job probed it.',
+      resolve: (r) => r.duration ?? null,
+    },
+    poster: {
+      type: GraphQLString,
+      description: 'Videos: a poster image URL, once the media job made it.',
+      resolve: (r, _a, ctx) => (r.media?.poster ? urlBase(ctx) + derivedPath(r, r.media.poster) : null),
+    },
+    hls: {
+      type: GraphQLString,
+      description: 'Videos: the HLS master playlist URL, once made; null when ffmpeg is not available.',
+      resolve: (r, _a, ctx) => (r.media?.hls ? urlBase(ctx) + derivedPath(r, r.media.hls) : null),
+    },
   },
 });
 
-const FileEdge = new GraphQLObjectType({ name: 'FileEdge', fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(FileType) } } });
-const FilePageInfo = new GraphQLObjectType({ name: 'FilePageInfo', fields: { hasNextPage: { type: nn(GraphQLBoolean) }, endCursor: { type: GraphQLString } } });
-const FileConnection = new GraphQLObjectType({ name: 'FileConnection', fields: { edges: { type: nn(new GraphQLList(nn(FileEdge))) }, pageInfo: { type: nn(FilePageInfo) } } });
+const FileEdge = new GraphQLObjectType({
+  name: 'FileEdge',
+  fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(FileType) } },
+});
+const FilePageInfo = new GraphQLObjectType({
+  name: 'FilePageInfo',
+  fields: { hasNextPage: { type: nn(GraphQLBoolean) }, endCursor: { type: GraphQLString } },
+});
+const FileConnection = new GraphQLObjectType({
+  name: 'FileConnection',
+  fields: { edges: { type: nn(new GraphQLList(nn(FileEdge))) }, pageInfo: { type: nn(FilePageInfo) } },
+});
 
 /** Whose files `files` lists for this caller (issue 17: customers their own, server keys the project's). */
 function ownerOf(ctx: GqlContext): Owner {
@@ -88,7 +131,12 @@ export function fileQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
     },
     files: {
       type: nn(FileConnection),
-      args: { first: { type: GraphQLInt }, after: { type: GraphQLString }, folder: { type: GraphQLString }, contentType: { type: GraphQLString } },
+      args: {
+        first: { type: GraphQLInt },
+        after: { type: GraphQLString },
+        folder: { type: GraphQLString },
+        contentType: { type: GraphQLString },
+      },
       resolve: (_r, args, ctx) => {
         if (!hasScope(ctx.principal, 'files:list.all')) requireScope(ctx.principal, 'files:list');
         ctx.noStore = true;
@@ -115,16 +163,40 @@ export function fileMutations(principal: KeyPrincipal): GraphQLFieldConfigMap<un
   };
   const may = (ctx: GqlContext) => requireScope(ctx.principal, 'files:delete');
   const changed = async <T>(ctx: GqlContext, id: string, v: T): Promise<T> => {
-    await ctx.svc.bus.publish({ type: 'custom', topic: 'files.changed', projectId: ctx.principal.projectId, data: { fileId: id } });
+    await ctx.svc.bus.publish({
+      type: 'custom',
+      topic: 'files.changed',
+      projectId: ctx.principal.projectId,
+      data: { fileId: id },
+    });
     return v;
   };
   return {
-    deleteFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))) },
-    restoreFile: { type: nn(FileType), args: idArg, resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))) },
+    deleteFile: {
+      type: nn(FileType),
+      args: idArg,
+      resolve: async (_r, a: { id: string }, ctx) => (
+        may(ctx), changed(ctx, a.id, await softDeleteFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))
+      ),
+    },
+    restoreFile: {
+      type: nn(FileType),
+      args: idArg,
+      resolve: async (_r, a: { id: string }, ctx) => (
+        may(ctx), changed(ctx, a.id, await restoreFile(ctx.svc.sql, ctx.principal.projectId, a.id, who(ctx)))
+      ),
+    },
     permanentlyDeleteFile: {
       type: nn(GraphQLBoolean),
       args: idArg,
-      resolve: async (_r, a: { id: string }, ctx) => (may(ctx), changed(ctx, a.id, await permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id, who(ctx)))),
+      resolve: async (_r, a: { id: string }, ctx) => (
+        may(ctx),
+        changed(
+          ctx,
+          a.id,
+          await permanentlyDeleteFile(ctx.svc.sql, storageOf(ctx), ctx.principal.projectId, a.id, who(ctx)),
+        )
+      ),
     },
   };
 }

@@ -1,11 +1,27 @@
-import { GraphQLBoolean, GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
+import {
+  GraphQLBoolean,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
+} from 'graphql';
 import type { GqlContext } from '../context.ts';
 import { JSONScalar } from '../scalars.ts';
 import { requireScope } from '../resolvers.ts';
 import { isPublicKey } from '../../auth/principal.ts';
 import { PermissionDenied, Unauthenticated } from '../../errors.ts';
 import { identityOf } from '../../identity/identity.ts';
-import { listNotifications, markRead, preferencesOf, sendNotification, updatePreferences } from '../../identity/notifications.ts';
+import {
+  listNotifications,
+  markRead,
+  preferencesOf,
+  sendNotification,
+  updatePreferences,
+} from '../../identity/notifications.ts';
 
 /**
  * Notification fields (spec "Notification and preference"). A customer (key + token) reads
@@ -32,7 +48,10 @@ const NotificationType = new GraphQLObjectType({
 const PreferencesType = new GraphQLObjectType({
   name: 'NotificationPreferences',
   fields: {
-    disabledTypes: { type: nn(new GraphQLList(nn(GraphQLString))), description: 'Types the customer receives neither in the inbox nor by mail.' },
+    disabledTypes: {
+      type: nn(new GraphQLList(nn(GraphQLString))),
+      description: 'Types the customer receives neither in the inbox nor by mail.',
+    },
     email: { type: nn(GraphQLBoolean), description: 'Mail a copy of each notification.' },
   },
 });
@@ -48,7 +67,8 @@ export function notificationQueries(): GraphQLFieldConfigMap<unknown, GqlContext
     notifications: {
       type: nn(new GraphQLList(nn(NotificationType))),
       args: { first: { type: GraphQLInt }, unreadOnly: { type: GraphQLBoolean } },
-      resolve: (_r, args, ctx) => listNotifications(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:read'), args),
+      resolve: (_r, args, ctx) =>
+        listNotifications(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:read'), args),
     },
     notificationPreferences: {
       type: nn(PreferencesType),
@@ -63,17 +83,25 @@ export function notificationMutations(secretKey: boolean): GraphQLFieldConfigMap
     markNotificationRead: {
       type: nn(NotificationType),
       args: { id: { type: nn(GraphQLID) } },
-      resolve: (_r, args, ctx) => markRead(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:read'), args.id),
+      resolve: (_r, args, ctx) =>
+        markRead(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:read'), args.id),
     },
     updateNotificationPreferences: {
       type: nn(PreferencesType),
       args: { disabledTypes: { type: new GraphQLList(nn(GraphQLString)) }, email: { type: GraphQLBoolean } },
-      resolve: (_r, args, ctx) => updatePreferences(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:write'), args),
+      resolve: (_r, args, ctx) =>
+        updatePreferences(ctx.svc.sql, ctx.snapshot.id, customerOf(ctx, 'notifications:write'), args),
     },
     sendNotification: {
       type: NotificationType,
       description: 'Secret keys with notifications:write. Null when the customer disabled this type.',
-      args: { customerId: { type: nn(GraphQLID) }, type: { type: nn(GraphQLString) }, title: { type: nn(GraphQLString) }, body: { type: GraphQLString }, data: { type: JSONScalar } },
+      args: {
+        customerId: { type: nn(GraphQLID) },
+        type: { type: nn(GraphQLString) },
+        title: { type: nn(GraphQLString) },
+        body: { type: GraphQLString },
+        data: { type: JSONScalar },
+      },
       resolve: (_r, args, ctx) => {
         if (isPublicKey(ctx.principal.kind)) throw new PermissionDenied('Insufficient permissions');
         requireScope(ctx, 'notifications:write');

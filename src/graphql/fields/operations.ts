@@ -1,6 +1,12 @@
 import {
-  GraphQLBoolean, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
 import { isPublicKey } from '../../auth/principal.ts';
@@ -27,7 +33,10 @@ export const OperationExecutionType = new GraphQLObjectType({
   name: 'OperationExecution',
   fields: {
     id: { type: nn(GraphQLString) },
-    status: { type: nn(GraphQLString), description: 'pending, dispatched, running, completed, failed, cancelled or timed_out (docs/operations.md).' },
+    status: {
+      type: nn(GraphQLString),
+      description: 'pending, dispatched, running, completed, failed, cancelled or timed_out (docs/operations.md).',
+    },
     operationKey: { type: nn(GraphQLString) },
     progressPct: { type: GraphQLInt },
     progressMessage: { type: GraphQLString },
@@ -68,7 +77,11 @@ const ScheduleRunType = new GraphQLObjectType({
 
 /** `send-email` → `SendEmail` (CONTRACT §4: execute<OperationKeyInPascalCase>). */
 export function pascal(key: string): string {
-  return key.split(/[^A-Za-z0-9]+/).filter(Boolean).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('');
+  return key
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join('');
 }
 
 /**
@@ -104,7 +117,11 @@ async function execute(ctx: GqlContext, operationKey: string, input: unknown) {
   return view(row);
 }
 
-export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: CustomerGrants | null = null): {
+export function operationFields(
+  snapshot: ProjectSnapshot,
+  principal: KeyPrincipal,
+  grants: CustomerGrants | null = null,
+): {
   query: GraphQLFieldConfigMap<unknown, GqlContext>;
   mutation: GraphQLFieldConfigMap<unknown, GqlContext>;
 } {
@@ -143,7 +160,10 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
   // A key that may execute nothing sees no execute field, generic or typed (spec "Per-operation
   // scopes" rule 2); the generic one appears with the first operation it may run.
   // A customer's stamped grants (through a public key) add their operations to the key's.
-  const mayExecuteSome = hasScope(principal, 'operations:execute') || [...principal.scopes].some((s) => s.startsWith('operations:execute:')) || !!grants?.executeSome;
+  const mayExecuteSome =
+    hasScope(principal, 'operations:execute') ||
+    [...principal.scopes].some((s) => s.startsWith('operations:execute:')) ||
+    !!grants?.executeSome;
   if (mayExecuteSome) {
     mutation.executeOperation = {
       type: nn(OperationExecutionType),
@@ -153,7 +173,12 @@ export function operationFields(snapshot: ProjectSnapshot, principal: KeyPrincip
   }
   for (const op of snapshot.operations) {
     const name = `execute${pascal(op.key)}`;
-    if (!GRAPHQL_NAME.test(name) || name in mutation || !(hasScope(principal, `operations:execute:${op.key}`) || grants?.executes.has(op.key))) continue;
+    if (
+      !GRAPHQL_NAME.test(name) ||
+      name in mutation ||
+      !(hasScope(principal, `operations:execute:${op.key}`) || grants?.executes.has(op.key))
+    )
+      continue;
     mutation[name] = {
       type: nn(OperationExecutionType),
       description: op.description ?? op.name ?? undefined,

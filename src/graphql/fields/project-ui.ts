@@ -1,6 +1,11 @@
 import {
-  GraphQLBoolean, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import { listApps, listPlacements } from '../../apps/store.ts';
 import { readDesignTokens } from '../../config/design-tokens.ts';
@@ -21,7 +26,10 @@ const App = new GraphQLObjectType({
   fields: {
     name: { type: nn(GraphQLString) },
     source: { type: nn(GraphQLString), description: 'The https URL of the manifest.' },
-    settings: { type: nn(JSONScalar), description: 'Installation settings as pushed; secret settings hold secret labels, never values.' },
+    settings: {
+      type: nn(JSONScalar),
+      description: 'Installation settings as pushed; secret settings hold secret labels, never values.',
+    },
     mappings: { type: nn(JSONScalar), description: 'sources, sinks and placementFields, as pushed.' },
     manifest: { type: JSONScalar, description: 'The validated manifest fetched at the last push.' },
     updatedAt: { type: nn(DateTimeScalar) },
@@ -44,7 +52,8 @@ export function projectUiQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
   return {
     designTokens: {
       type: JSONScalar,
-      description: "The project's W3C Design Tokens document as pushed (references such as {font.size.display1} kept); null when none.",
+      description:
+        "The project's W3C Design Tokens document as pushed (references such as {font.size.display1} kept); null when none.",
       resolve: (_r, _a, ctx) => readDesignTokens(ctx.svc.sql, ctx.principal.projectId),
     },
     apps: {
@@ -62,7 +71,8 @@ export function projectUiQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
       resolve: (_r, a: { modelKey?: string | null }, ctx) => {
         requireScope(ctx, 'schemas:read');
         const modelKey = a.modelKey ?? null;
-        if (modelKey !== null && !ctx.snapshot.models.some((m) => m.key === modelKey)) throw new BadUserInput(`"${modelKey.slice(0, 64)}" is not a model of this project`, { field: 'modelKey' });
+        if (modelKey !== null && !ctx.snapshot.models.some((m) => m.key === modelKey))
+          throw new BadUserInput(`"${modelKey.slice(0, 64)}" is not a model of this project`, { field: 'modelKey' });
         return listPlacements(ctx.svc.sql, ctx.principal.projectId, modelKey);
       },
     },

@@ -1,4 +1,13 @@
-import { GraphQLInputObjectType, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString, type GraphQLFieldConfigMap, type GraphQLNullableType } from 'graphql';
+import {
+  GraphQLInputObjectType,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
+} from 'graphql';
 import { Conflict } from '../../errors.ts';
 import { checkImport, createMany, existingKeys, type ImportInput } from '../../content/import.ts';
 import type { GqlContext } from '../context.ts';
@@ -38,7 +47,8 @@ export function importMutation(): GraphQLFieldConfigMap<unknown, GqlContext> {
         const checked = checkImport(w, (k) => ctx.models.get(k), args.records, w.models);
         for (const [i, c] of checked.entries()) {
           requireModelScope(ctx, 'records:write', c.model);
-          if (c.input?.locale !== undefined && c.input.locale !== null) checkLocale(ctx, c.input.locale, `records.${i}.locale`);
+          if (c.input?.locale !== undefined && c.input.locale !== null)
+            checkLocale(ctx, c.input.locale, `records.${i}.locale`);
           checkFieldWrites(ctx, c.model, c.input?.data, { recordId: null });
         }
         const tx = newTx(ctx);
@@ -57,7 +67,12 @@ export function importMutation(): GraphQLFieldConfigMap<unknown, GqlContext> {
               tx.follow({
                 ...statement,
                 // Another import created one of these keys meanwhile: running it again skips it.
-                mapError: (err) => (err.code === '23505' && err.constraint === 'records_natural_key' ? new Conflict('A record with one of these natural keys was created meanwhile; run the import again to skip it') : statement.mapError?.(err)),
+                mapError: (err) =>
+                  err.code === '23505' && err.constraint === 'records_natural_key'
+                    ? new Conflict(
+                        'A record with one of these natural keys was created meanwhile; run the import again to skip it',
+                      )
+                    : statement.mapError?.(err),
               });
             },
           };

@@ -1,6 +1,12 @@
 import {
-  GraphQLID, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { GqlContext } from '../context.ts';
 import { DateTimeScalar } from '../scalars.ts';
@@ -8,7 +14,14 @@ import { PageInfo } from '../model-types.ts';
 import { pageSize, requireScope } from '../resolvers.ts';
 import { checkCursor } from '../limits.ts';
 import {
-  addToRelease, createRelease, discardRelease, getRelease, listReleases, removeFromRelease, scheduleRelease, type ReleaseView,
+  addToRelease,
+  createRelease,
+  discardRelease,
+  getRelease,
+  listReleases,
+  removeFromRelease,
+  scheduleRelease,
+  type ReleaseView,
 } from '../../releases/store.ts';
 import { publishRelease, publishTarget } from '../../releases/publish.ts';
 import { NotFound } from '../../errors.ts';
@@ -25,7 +38,11 @@ const ReleaseItemType = new GraphQLObjectType({
   fields: {
     modelKey: { type: nn(GraphQLString) },
     recordId: { type: nn(GraphQLID) },
-    version: { type: GraphQLInt, description: "The pinned version (recordVersions' numbering); null: the working version when the release goes live." },
+    version: {
+      type: GraphQLInt,
+      description:
+        "The pinned version (recordVersions' numbering); null: the working version when the release goes live.",
+    },
   },
 });
 
@@ -46,7 +63,18 @@ export const ReleaseType = new GraphQLObjectType<ReleaseView>({
 const ReleaseConnection = new GraphQLObjectType({
   name: 'ReleaseConnection',
   fields: {
-    edges: { type: nn(new GraphQLList(nn(new GraphQLObjectType({ name: 'ReleaseEdge', fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(ReleaseType) } } })))) },
+    edges: {
+      type: nn(
+        new GraphQLList(
+          nn(
+            new GraphQLObjectType({
+              name: 'ReleaseEdge',
+              fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(ReleaseType) } },
+            }),
+          ),
+        ),
+      ),
+    },
     pageInfo: { type: nn(PageInfo) },
   },
 });
@@ -65,9 +93,20 @@ export function releaseQueries(): GraphQLFieldConfigMap<unknown, GqlContext> {
       args: { first: { type: GraphQLInt }, after: { type: GraphQLString } },
       resolve: async (_r, args, ctx) => {
         guard(ctx);
-        const page = await listReleases(ctx.svc.sql, ctx.snapshot.id, pageSize(args.first), args.after ? checkCursor(args.after) : null);
+        const page = await listReleases(
+          ctx.svc.sql,
+          ctx.snapshot.id,
+          pageSize(args.first),
+          args.after ? checkCursor(args.after) : null,
+        );
         return {
-          edges: page.releases.map((node, i) => ({ node, cursor: i === page.releases.length - 1 ? page.endCursor : Buffer.from(JSON.stringify([node.createdAt.toISOString(), node.id])).toString('base64url') })),
+          edges: page.releases.map((node, i) => ({
+            node,
+            cursor:
+              i === page.releases.length - 1
+                ? page.endCursor
+                : Buffer.from(JSON.stringify([node.createdAt.toISOString(), node.id])).toString('base64url'),
+          })),
           pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
         };
       },
@@ -95,17 +134,30 @@ export function releaseMutations(): GraphQLFieldConfigMap<unknown, GqlContext> {
     },
     addToRelease: {
       type: nn(ReleaseType),
-      args: { releaseId: { type: nn(GraphQLID) }, modelKey: { type: nn(GraphQLString) }, recordId: { type: nn(GraphQLID) }, version: { type: GraphQLInt } },
+      args: {
+        releaseId: { type: nn(GraphQLID) },
+        modelKey: { type: nn(GraphQLString) },
+        recordId: { type: nn(GraphQLID) },
+        version: { type: GraphQLInt },
+      },
       resolve: (_r, args, ctx) => {
         guard(ctx);
         return addToRelease(ctx.svc.sql, ctx.snapshot.id, ctx.snapshot.defaultLocale, {
-          releaseId: args.releaseId, model: ctx.models.get(args.modelKey), modelKey: args.modelKey, recordId: args.recordId, version: args.version,
+          releaseId: args.releaseId,
+          model: ctx.models.get(args.modelKey),
+          modelKey: args.modelKey,
+          recordId: args.recordId,
+          version: args.version,
         });
       },
     },
     removeFromRelease: {
       type: nn(ReleaseType),
-      args: { releaseId: { type: nn(GraphQLID) }, modelKey: { type: nn(GraphQLString) }, recordId: { type: nn(GraphQLID) } },
+      args: {
+        releaseId: { type: nn(GraphQLID) },
+        modelKey: { type: nn(GraphQLString) },
+        recordId: { type: nn(GraphQLID) },
+      },
       resolve: (_r, args, ctx) => {
         guard(ctx);
         return removeFromRelease(ctx.svc.sql, ctx.snapshot.id, args.releaseId, args.modelKey, args.recordId);

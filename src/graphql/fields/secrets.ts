@@ -1,13 +1,27 @@
 import {
-  GraphQLBoolean, GraphQLInt, GraphQLList, GraphQLNonNull, GraphQLObjectType, GraphQLString,
-  type GraphQLFieldConfigMap, type GraphQLNullableType,
+  GraphQLBoolean,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLString,
+  type GraphQLFieldConfigMap,
+  type GraphQLNullableType,
 } from 'graphql';
 import type { KeyPrincipal } from '../../auth/principal.ts';
 import { isPublicKey } from '../../auth/principal.ts';
 import { requireScope } from '../../auth/scopes.ts';
 import { BadUserInput } from '../../errors.ts';
 import { vaultKeys, type VaultKeys } from '../../secrets/vault.ts';
-import { checkLabel, checkValue, readSecret, removeSecret, secretAudit, writeSecret, type SecretActor } from '../../secrets/store.ts';
+import {
+  checkLabel,
+  checkValue,
+  readSecret,
+  removeSecret,
+  secretAudit,
+  writeSecret,
+  type SecretActor,
+} from '../../secrets/store.ts';
 import type { GqlContext } from '../context.ts';
 import { DateTimeScalar } from '../scalars.ts';
 
@@ -28,7 +42,11 @@ function keysOf(ctx: GqlContext): VaultKeys {
 }
 
 function actorOf(ctx: GqlContext): SecretActor {
-  return { projectId: ctx.principal.projectId, apiKeyId: ctx.principal.keyId, customerId: ctx.customer?.customerId ?? null };
+  return {
+    projectId: ctx.principal.projectId,
+    apiKeyId: ctx.principal.keyId,
+    customerId: ctx.customer?.customerId ?? null,
+  };
 }
 
 /** Scope first (a denied caller learns nothing about the label), then the never-cached mark. */
@@ -77,7 +95,8 @@ export function secretQueries(principal: KeyPrincipal): GraphQLFieldConfigMap<un
       resolve: (_r, a: { label?: string | null; first?: number | null }, ctx) => {
         enter(ctx, 'secrets:read.project');
         const first = a.first ?? 50;
-        if (!Number.isInteger(first) || first < 1 || first > 500) throw new BadUserInput('first must be 1 to 500', { field: 'first' });
+        if (!Number.isInteger(first) || first < 1 || first > 500)
+          throw new BadUserInput('first must be 1 to 500', { field: 'first' });
         return secretAudit(ctx.svc.sql, ctx.principal.projectId, a.label == null ? null : checkLabel(a.label), first);
       },
     },

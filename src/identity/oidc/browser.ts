@@ -22,7 +22,10 @@ export interface BrowserSession {
 }
 
 /** Starts a session after a login; revokes the one the browser held for the project, if any. */
-export async function startBrowserSession(sql: Sql, s: { projectId: string; customerId: string; host: string; authTime: Date; previous: string | null }): Promise<string> {
+export async function startBrowserSession(
+  sql: Sql,
+  s: { projectId: string; customerId: string; host: string; authTime: Date; previous: string | null },
+): Promise<string> {
   const token = newSecret('bs_');
   await sql.begin(async (tx) => {
     if (s.previous && TOKEN_RE.test(s.previous)) {
@@ -41,7 +44,11 @@ export async function startBrowserSession(sql: Sql, s: { projectId: string; cust
  * the caller sets the returned token. Null when there is none, or when it is older than
  * `maxAge` seconds (OpenID `max_age`).
  */
-export async function useBrowserSession(sql: Sql, token: string | null, s: { projectId: string; host: string; maxAge: number | null }): Promise<BrowserSession | null> {
+export async function useBrowserSession(
+  sql: Sql,
+  token: string | null,
+  s: { projectId: string; host: string; maxAge: number | null },
+): Promise<BrowserSession | null> {
   if (!token || !TOKEN_RE.test(token)) return null;
   const next = newSecret('bs_');
   const [row] = await sql<{ id: string; customer_id: string; auth_time: Date }[]>`
@@ -55,7 +62,11 @@ export async function useBrowserSession(sql: Sql, token: string | null, s: { pro
 }
 
 /** The customer a live cookie names, without rotating it (logout checks). */
-export async function peekBrowserSession(sql: Sql, token: string | null, projectId: string): Promise<{ customerId: string } | null> {
+export async function peekBrowserSession(
+  sql: Sql,
+  token: string | null,
+  projectId: string,
+): Promise<{ customerId: string } | null> {
   if (!token || !TOKEN_RE.test(token)) return null;
   const [row] = await sql<{ customer_id: string }[]>`
     select customer_id from auth_browser_sessions where token_hash = ${hashSecret(token)} and project_id = ${projectId} and revoked_at is null and expires_at > now()`;

@@ -5,7 +5,14 @@ import { refreshSession, revokeSession } from '../customer-sessions.ts';
 import type { TokenService } from '../tokens.ts';
 import { ALG } from '../token-signing-keys.ts';
 import { Unauthenticated } from '../../errors.ts';
-import { CODE_SECONDS, ID_TOKEN_SECONDS, scopedClaims, verifierMatches, wireClientId, type AuthorizeRequest } from './protocol.ts';
+import {
+  CODE_SECONDS,
+  ID_TOKEN_SECONDS,
+  scopedClaims,
+  verifierMatches,
+  wireClientId,
+  type AuthorizeRequest,
+} from './protocol.ts';
 
 /**
  * Authorization codes of the hosted login and their exchange. The hosted page logs the customer
@@ -96,16 +103,26 @@ interface CodeRow {
   revoked_at: Date | null;
 }
 
-const INVALID_GRANT = 'The authorization code is invalid, expired, already used, or was issued to another client or redirect URI';
+const INVALID_GRANT =
+  'The authorization code is invalid, expired, already used, or was issued to another client or redirect URI';
 
 /** RFC 6749 §4.1.3 with RFC 7636 §4.6. Every mismatch is the same invalid_grant (no oracle). */
 export async function exchangeCode(
   sql: Sql,
   tokens: TokenService,
-  input: { projectId: string; clientId: string; code: unknown; redirectUri: unknown; verifier: unknown; issuer: string; ttlSeconds?: number | undefined },
+  input: {
+    projectId: string;
+    clientId: string;
+    code: unknown;
+    redirectUri: unknown;
+    verifier: unknown;
+    issuer: string;
+    ttlSeconds?: number | undefined;
+  },
   // `issuer` is the site the token endpoint was called on: a code is exchanged where it was issued.
 ): Promise<ExchangeResult> {
-  if (typeof input.code !== 'string' || !/^ac_[0-9a-f]{64}$/.test(input.code)) return { ok: false, error: 'invalid_grant', description: INVALID_GRANT };
+  if (typeof input.code !== 'string' || !/^ac_[0-9a-f]{64}$/.test(input.code))
+    return { ok: false, error: 'invalid_grant', description: INVALID_GRANT };
   const hash = hashSecret(input.code);
   const outcome = await sql.begin(async (tx) => {
     const [row] = await tx<CodeRow[]>`
@@ -116,9 +133,15 @@ export async function exchangeCode(
     if (row.used_at) return { kind: 'replay' as const, row };
     // A code is spent by any presentation, right or wrong: a guessed verifier gets one try.
     await tx`update oauth_codes set used_at = now() where code_hash = ${hash}`;
-    if (row.expires_at.getTime() <= Date.now() || row.project_id !== input.projectId || row.client_id !== input.clientId ||
-        row.redirect_uri !== input.redirectUri || !verifierMatches(input.verifier, row.code_challenge) || row.revoked_at ||
-        (row.issuer ?? input.issuer) !== input.issuer) {
+    if (
+      row.expires_at.getTime() <= Date.now() ||
+      row.project_id !== input.projectId ||
+      row.client_id !== input.clientId ||
+      row.redirect_uri !== input.redirectUri ||
+      !verifierMatches(input.verifier, row.code_challenge) ||
+      row.revoked_at ||
+      (row.issuer ?? input.issuer) !== input.issuer
+    ) {
       return { kind: 'spent' as const, row };
     }
     const refreshToken = newSecret('rt_');
@@ -131,14 +154,31 @@ export async function exchangeCode(
   if (outcome.kind === 'replay') {
     await revokeSession(sql, tokens, outcome.row.project_id, outcome.row.session_id, 'authorization_code_reuse');
   }
-  if (outcome.kind === 'spent' && outcome.row.client_id === input.clientId && outcome.row.project_id === input.projectId) {
+  if (
+    outcome.kind === 'spent' &&
+    outcome.row.client_id === input.clientId &&
+    outcome.row.project_id === input.projectId
+  ) {
     // The rightful client failed its own code (wrong verifier or redirect): nothing was issued; end the login.
     await revokeSession(sql, tokens, outcome.row.project_id, outcome.row.session_id, 'authorization_code_failed');
   }
   if (outcome.kind !== 'ok') return { ok: false, error: 'invalid_grant', description: INVALID_GRANT };
   const { row, refreshToken } = outcome;
-  const access = await tokens.mint({ projectId: row.project_id, customerId: row.customer_id, email: row.email, scopes: row.session_scopes, sessionId: row.session_id, ttlSeconds: input.ttlSeconds });
-  const body: TokenResponse = { access_token: access.token, token_type: 'Bearer', expires_in: access.expiresIn, refresh_token: refreshToken, scope: row.scopes.join(' ') };
+  const access = await tokens.mint({
+    projectId: row.project_id,
+    customerId: row.customer_id,
+    email: row.email,
+    scopes: row.session_scopes,
+    sessionId: row.session_id,
+    ttlSeconds: input.ttlSeconds,
+  });
+  const body: TokenResponse = {
+    access_token: access.token,
+    token_type: 'Bearer',
+    expires_in: access.expiresIn,
+    refresh_token: refreshToken,
+    scope: row.scopes.join(' '),
+  };
   if (row.scopes.includes('openid')) {
     body.id_token = await mintIdToken(tokens, {
       issuer: input.issuer,
@@ -147,7 +187,11 @@ export async function exchangeCode(
       sessionId: row.session_id,
       nonce: row.nonce,
       authTime: row.auth_time,
-      claims: scopedClaims(row.scopes, { email: row.email, name: row.name, emailVerified: row.email_verified_at !== null }),
+      claims: scopedClaims(row.scopes, {
+        email: row.email,
+        name: row.name,
+        emailVerified: row.email_verified_at !== null,
+      }),
     });
   }
   return { ok: true, body };
@@ -168,7 +212,14 @@ export async function refreshGrant(
 ): Promise<ExchangeResult> {
   const fail: ExchangeResult = { ok: false, error: 'invalid_grant', description: INVALID_REFRESH };
   if (typeof input.refreshToken !== 'string' || !/^rt_[0-9a-f]{64}$/.test(input.refreshToken)) return fail;
-  const [s] = await sql<{ oidc_client_id: string | null; oidc_issuer: string | null; oidc_scopes: string[] | null; auth_time: Date | null }[]>`
+  const [s] = await sql<
+    {
+      oidc_client_id: string | null;
+      oidc_issuer: string | null;
+      oidc_scopes: string[] | null;
+      auth_time: Date | null;
+    }[]
+  >`
     select s.oidc_client_id, s.oidc_issuer, s.oidc_scopes, s.auth_time from customer_refresh_tokens t join customer_sessions s on s.id = t.session_id
     where t.token_hash = ${hashSecret(input.refreshToken)} and s.project_id = ${input.projectId}`;
   if (!s || s.oidc_client_id !== input.clientId) return fail;
@@ -180,7 +231,13 @@ export async function refreshGrant(
     throw err;
   }
   const scopes = s.oidc_scopes ?? [];
-  const body: TokenResponse = { access_token: out.accessToken, token_type: 'Bearer', expires_in: out.expiresIn, refresh_token: out.refreshToken, scope: scopes.join(' ') };
+  const body: TokenResponse = {
+    access_token: out.accessToken,
+    token_type: 'Bearer',
+    expires_in: out.expiresIn,
+    refresh_token: out.refreshToken,
+    scope: scopes.join(' '),
+  };
   if (scopes.includes('openid') && s.oidc_issuer) {
     const [c] = await sql<{ email: string; name: string | null; email_verified_at: Date | null }[]>`
       select email, name, email_verified_at from customers where id = ${out.customerId} and project_id = ${input.projectId}`;
@@ -199,10 +256,25 @@ export async function refreshGrant(
 }
 
 /** OpenID Connect Core §2 ID token, signed with the deployment's current EdDSA key. */
-export async function mintIdToken(tokens: TokenService, t: { issuer: string; audience: string; subject: string; sessionId: string; nonce: string | null; authTime: Date; claims: Record<string, unknown> }): Promise<string> {
+export async function mintIdToken(
+  tokens: TokenService,
+  t: {
+    issuer: string;
+    audience: string;
+    subject: string;
+    sessionId: string;
+    nonce: string | null;
+    authTime: Date;
+    claims: Record<string, unknown>;
+  },
+): Promise<string> {
   await tokens.ready;
   const { kid, key } = await tokens.keys.signer();
-  const payload: Record<string, unknown> = { ...t.claims, sid: t.sessionId, auth_time: Math.floor(t.authTime.getTime() / 1000) };
+  const payload: Record<string, unknown> = {
+    ...t.claims,
+    sid: t.sessionId,
+    auth_time: Math.floor(t.authTime.getTime() / 1000),
+  };
   if (t.nonce !== null) payload.nonce = t.nonce;
   return new SignJWT(payload)
     .setProtectedHeader({ alg: ALG, kid, typ: 'JWT' })

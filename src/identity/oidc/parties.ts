@@ -5,7 +5,16 @@ import { parseClientId, type Party } from './protocol.ts';
 export async function findParty(sql: Sql, wireClientId: unknown): Promise<Party | null> {
   const id = parseClientId(wireClientId);
   if (!id) return null;
-  const [row] = await sql<{ name: string; redirect_uris: string[]; allowed_scopes: string[] | null; allowed_origins: string[]; post_login_url: string | null; definition: Record<string, unknown> }[]>`
+  const [row] = await sql<
+    {
+      name: string;
+      redirect_uris: string[];
+      allowed_scopes: string[] | null;
+      allowed_origins: string[];
+      post_login_url: string | null;
+      definition: Record<string, unknown>;
+    }[]
+  >`
     select name, redirect_uris, allowed_scopes, allowed_origins, post_login_url, definition from relying_parties
     where project_id = ${id.projectId} and key = ${id.clientId} and kind = 'customer'`;
   if (!row) return null;
@@ -20,7 +29,9 @@ export async function findParty(sql: Sql, wireClientId: unknown): Promise<Party 
     loginMethods: {
       password: lm.password !== false,
       otp: lm.otp !== false,
-      disabledProviders: Array.isArray(lm.disabledProviders) ? lm.disabledProviders.filter((k): k is string => typeof k === 'string') : [],
+      disabledProviders: Array.isArray(lm.disabledProviders)
+        ? lm.disabledProviders.filter((k): k is string => typeof k === 'string')
+        : [],
     },
   };
 }

@@ -34,13 +34,26 @@ export interface Site {
 export function defaultSite(baseUrl: string, authUrl: string): Site {
   const auth = new URL(authUrl);
   return {
-    issuer: `${baseUrl}/customer`, authBase: authUrl, apiBase: `${baseUrl}/customer`, jwksUri: `${baseUrl}/.well-known/jwks.json`,
-    host: auth.host, cookiePath: auth.pathname.replace(/\/$/, '') || '/', domain: null,
+    issuer: `${baseUrl}/customer`,
+    authBase: authUrl,
+    apiBase: `${baseUrl}/customer`,
+    jwksUri: `${baseUrl}/.well-known/jwks.json`,
+    host: auth.host,
+    cookiePath: auth.pathname.replace(/\/$/, '') || '/',
+    domain: null,
   };
 }
 
 export function domainSite(origin: string, domain: { projectId: string; clientId: string }): Site {
-  return { issuer: origin, authBase: origin, apiBase: origin, jwksUri: `${origin}/.well-known/jwks.json`, host: new URL(origin).host, cookiePath: '/', domain };
+  return {
+    issuer: origin,
+    authBase: origin,
+    apiBase: origin,
+    jwksUri: `${origin}/.well-known/jwks.json`,
+    host: new URL(origin).host,
+    cookiePath: '/',
+    domain,
+  };
 }
 
 export function discoveryDocument(site: Site): Record<string, unknown> {
@@ -60,13 +73,28 @@ export function discoveryDocument(site: Site): Record<string, unknown> {
     token_endpoint_auth_methods_supported: ['none'],
     scopes_supported: [...OIDC_SCOPES],
     prompt_values_supported: ['none', 'login'],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'sid', 'email', 'email_verified', 'name'],
+    claims_supported: [
+      'iss',
+      'sub',
+      'aud',
+      'exp',
+      'iat',
+      'auth_time',
+      'nonce',
+      'sid',
+      'email',
+      'email_verified',
+      'name',
+    ],
     authorization_response_iss_parameter_supported: true,
   };
 }
 
 /** The OpenID claims a session's scopes release (ID token and userinfo). */
-export function scopedClaims(scopes: readonly string[], c: { email: string; name: string | null; emailVerified: boolean }): Record<string, unknown> {
+export function scopedClaims(
+  scopes: readonly string[],
+  c: { email: string; name: string | null; emailVerified: boolean },
+): Record<string, unknown> {
   return {
     ...(scopes.includes('email') ? { email: c.email, email_verified: c.emailVerified } : {}),
     ...(scopes.includes('profile') && c.name ? { name: c.name } : {}),
@@ -146,33 +174,70 @@ export function checkAuthorize(params: Record<string, unknown>, party: Party | n
   }
   const redirectUri = params.redirect_uri as string;
   const state = str(params.state);
-  const fail = (error: string, description: string): AuthorizeCheck => ({ kind: 'redirect', redirectUri, error, description, state });
-  for (const k of ['response_type', 'state', 'nonce', 'scope', 'code_challenge', 'code_challenge_method', 'prompt', 'max_age']) {
+  const fail = (error: string, description: string): AuthorizeCheck => ({
+    kind: 'redirect',
+    redirectUri,
+    error,
+    description,
+    state,
+  });
+  for (const k of [
+    'response_type',
+    'state',
+    'nonce',
+    'scope',
+    'code_challenge',
+    'code_challenge_method',
+    'prompt',
+    'max_age',
+  ]) {
     if (Array.isArray(params[k])) return fail('invalid_request', `${k} was sent more than once`);
   }
   if (params.response_type !== 'code') return fail('unsupported_response_type', 'response_type must be code');
-  if (params.request !== undefined || params.request_uri !== undefined) return fail('request_not_supported', 'request objects are not supported');
+  if (params.request !== undefined || params.request_uri !== undefined)
+    return fail('request_not_supported', 'request objects are not supported');
   const challenge = params.code_challenge;
-  if (typeof challenge !== 'string' || challenge === '') return fail('invalid_request', 'PKCE is required: code_challenge with code_challenge_method=S256');
+  if (typeof challenge !== 'string' || challenge === '')
+    return fail('invalid_request', 'PKCE is required: code_challenge with code_challenge_method=S256');
   if (params.code_challenge_method !== 'S256') return fail('invalid_request', 'code_challenge_method must be S256');
-  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge)) return fail('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
+  if (!/^[A-Za-z0-9_-]{43}$/.test(challenge))
+    return fail('invalid_request', 'code_challenge must be a base64url SHA-256 (43 characters)');
   const scopes = typeof params.scope === 'string' ? [...new Set(params.scope.split(' ').filter(Boolean))] : [];
   if (scopes.length > 50) return fail('invalid_scope', 'too many scopes');
-  const notAllowed = party.allowedScopes ? scopes.filter((s) => !ALWAYS_ALLOWED.has(s) && !party.allowedScopes!.includes(s)) : [];
-  if (notAllowed.length > 0) return fail('invalid_scope', `scope not allowed for this application: ${notAllowed.join(' ')}`);
+  const notAllowed = party.allowedScopes
+    ? scopes.filter((s) => !ALWAYS_ALLOWED.has(s) && !party.allowedScopes!.includes(s))
+    : [];
+  if (notAllowed.length > 0)
+    return fail('invalid_scope', `scope not allowed for this application: ${notAllowed.join(' ')}`);
   const nonce = params.nonce === undefined ? null : str(params.nonce);
   if (params.nonce !== undefined && nonce === null) return fail('invalid_request', 'nonce is not valid');
-  if (params.state !== undefined && state === null) return { kind: 'redirect', redirectUri, error: 'invalid_request', description: 'state is not valid', state: null };
+  if (params.state !== undefined && state === null)
+    return { kind: 'redirect', redirectUri, error: 'invalid_request', description: 'state is not valid', state: null };
   const prompts = typeof params.prompt === 'string' ? params.prompt.split(' ').filter(Boolean) : [];
-  if (prompts.some((p) => !['none', 'login', 'consent', 'select_account'].includes(p))) return fail('invalid_request', 'prompt must be none, login, consent or select_account');
-  if (prompts.includes('none') && prompts.length > 1) return fail('invalid_request', 'prompt=none cannot be combined with other values');
+  if (prompts.some((p) => !['none', 'login', 'consent', 'select_account'].includes(p)))
+    return fail('invalid_request', 'prompt must be none, login, consent or select_account');
+  if (prompts.includes('none') && prompts.length > 1)
+    return fail('invalid_request', 'prompt=none cannot be combined with other values');
   const prompt = prompts.includes('none') ? 'none' : prompts.includes('login') ? 'login' : null;
   let maxAge: number | null = null;
   if (params.max_age !== undefined) {
-    if (typeof params.max_age !== 'string' || !/^\d{1,9}$/.test(params.max_age)) return fail('invalid_request', 'max_age must be a whole number of seconds');
+    if (typeof params.max_age !== 'string' || !/^\d{1,9}$/.test(params.max_age))
+      return fail('invalid_request', 'max_age must be a whole number of seconds');
     maxAge = Number(params.max_age);
   }
-  return { kind: 'ok', request: { client_id: wireClientId(party.projectId, party.clientId), redirect_uri: redirectUri, state, nonce, scopes, code_challenge: challenge, prompt, max_age: maxAge } };
+  return {
+    kind: 'ok',
+    request: {
+      client_id: wireClientId(party.projectId, party.clientId),
+      redirect_uri: redirectUri,
+      state,
+      nonce,
+      scopes,
+      code_challenge: challenge,
+      prompt,
+      max_age: maxAge,
+    },
+  };
 }
 
 /** The redirect of RFC 6749 §4.1.2 / §4.1.2.1 (query added to the registered URI, which has none of ours). */
@@ -190,6 +255,9 @@ export function verifierMatches(verifier: unknown, challenge: string): boolean {
 }
 
 /** RFC 6749 §5.2 error body. */
-export function tokenError(error: string, description: string): { status: number; body: { error: string; error_description: string } } {
+export function tokenError(
+  error: string,
+  description: string,
+): { status: number; body: { error: string; error_description: string } } {
   return { status: error === 'invalid_client' ? 401 : 400, body: { error, error_description: description } };
 }

@@ -60,7 +60,10 @@ export async function listProviders(sql: Sql, projectId: string): Promise<Provid
 
 /** Whether a provider's config says where to send people: an issuer, or the three endpoints. */
 export function canLogIn(c: Partial<Provider['config']>): boolean {
-  return typeof c.issuer === 'string' || (typeof c.authorizeUrl === 'string' && typeof c.tokenUrl === 'string' && typeof c.userinfoUrl === 'string');
+  return (
+    typeof c.issuer === 'string' ||
+    (typeof c.authorizeUrl === 'string' && typeof c.tokenUrl === 'string' && typeof c.userinfoUrl === 'string')
+  );
 }
 
 /**
@@ -85,14 +88,22 @@ const configs = new Map<string, { until: number; config: client.Configuration }>
 const CONFIG_MS = 10 * 60_000;
 const MAX_CONFIGS = 200;
 
-async function configurationOf(sql: Sql, dataDir: string, projectId: string, p: Provider): Promise<client.Configuration> {
+async function configurationOf(
+  sql: Sql,
+  dataDir: string,
+  projectId: string,
+  p: Provider,
+): Promise<client.Configuration> {
   const c = p.config;
   let secret: string | null = null;
   if (c.clientSecretLabel) {
     secret = await readSecret(sql, dataDir, projectId, c.clientSecretLabel);
-    if (secret === null) throw new UpstreamError(`This sign-in option is not set up yet (the secret ${c.clientSecretLabel} is missing).`);
+    if (secret === null)
+      throw new UpstreamError(`This sign-in option is not set up yet (the secret ${c.clientSecretLabel} is missing).`);
   }
-  const cacheKey = createHash('sha256').update(JSON.stringify([projectId, p.key, c, secret])).digest('hex');
+  const cacheKey = createHash('sha256')
+    .update(JSON.stringify([projectId, p.key, c, secret]))
+    .digest('hex');
   const hit = configs.get(cacheKey);
   if (hit && hit.until > Date.now()) return hit.config;
   const auth = secret === null ? client.None() : client.ClientSecretPost(secret);
@@ -100,14 +111,30 @@ async function configurationOf(sql: Sql, dataDir: string, projectId: string, p: 
   if (c.issuer) {
     const url = new URL(c.issuer);
     const insecure = insecureOk(url.href.replace(/\/?$/, '/'));
-    const found = await client.discovery(url, c.clientId, undefined, client.None(), insecure ? { execute: [client.allowInsecureRequests] } : undefined);
+    const found = await client.discovery(
+      url,
+      c.clientId,
+      undefined,
+      client.None(),
+      insecure ? { execute: [client.allowInsecureRequests] } : undefined,
+    );
     // ID tokens are checked with the algorithm the provider announces (ours signs with EdDSA).
     const algs = found.serverMetadata().id_token_signing_alg_values_supported;
     const alg = algs && !algs.includes('RS256') ? algs[0] : undefined;
-    config = new client.Configuration(found.serverMetadata(), c.clientId, alg ? { id_token_signed_response_alg: alg } : undefined, auth);
+    config = new client.Configuration(
+      found.serverMetadata(),
+      c.clientId,
+      alg ? { id_token_signed_response_alg: alg } : undefined,
+      auth,
+    );
     if (insecure) client.allowInsecureRequests(config);
   } else {
-    const server = { issuer: new URL(c.authorizeUrl!).origin, authorization_endpoint: c.authorizeUrl, token_endpoint: c.tokenUrl, userinfo_endpoint: c.userinfoUrl };
+    const server = {
+      issuer: new URL(c.authorizeUrl!).origin,
+      authorization_endpoint: c.authorizeUrl,
+      token_endpoint: c.tokenUrl,
+      userinfo_endpoint: c.userinfoUrl,
+    };
     config = new client.Configuration(server, c.clientId, undefined, auth);
     if ([c.authorizeUrl!, c.tokenUrl!, c.userinfoUrl!].some(insecureOk)) client.allowInsecureRequests(config);
   }
@@ -121,7 +148,8 @@ async function configurationOf(sql: Sql, dataDir: string, projectId: string, p: 
 export class UpstreamError extends Error {}
 
 const scopesOf = (p: Provider) => p.config.scopes ?? (p.config.issuer ? ['openid', 'email', 'profile'] : ['email']);
-const derive = (dataDir: string, what: string, state: string) => sign(secretsKey(dataDir), `upstream-${what}\0${state}`, 'base64url');
+const derive = (dataDir: string, what: string, state: string) =>
+  sign(secretsKey(dataDir), `upstream-${what}\0${state}`, 'base64url');
 
 export interface StartInput {
   projectId: string;
@@ -167,14 +195,34 @@ export interface UpstreamFlow {
  * The callback's first step: the flow its `state` names, spent once, from the same browser.
  * Null when unknown, expired, already used or started in another browser.
  */
-export async function takeUpstreamState(sql: Sql, state: unknown, browser: string | null): Promise<(UpstreamFlow & { callbackUri: string; state: string }) | null> {
+export async function takeUpstreamState(
+  sql: Sql,
+  state: unknown,
+  browser: string | null,
+): Promise<(UpstreamFlow & { callbackUri: string; state: string }) | null> {
   if (typeof state !== 'string' || state.length === 0 || state.length > 200 || !browser) return null;
-  const [row] = await sql<{ project_id: string; provider_key: string; issuer: string; callback_uri: string; request: { clientId: string; request: AuthorizeRequest | null } }[]>`
+  const [row] = await sql<
+    {
+      project_id: string;
+      provider_key: string;
+      issuer: string;
+      callback_uri: string;
+      request: { clientId: string; request: AuthorizeRequest | null };
+    }[]
+  >`
     update auth_upstream_states set used_at = now()
     where state_hash = ${hashSecret(state)} and used_at is null and expires_at > now() and browser_hash = ${hashSecret(browser)}
     returning project_id, provider_key, issuer, callback_uri, request`;
   if (!row) return null;
-  return { projectId: row.project_id, providerKey: row.provider_key, issuer: row.issuer, callbackUri: row.callback_uri, clientId: row.request.clientId, request: row.request.request, state };
+  return {
+    projectId: row.project_id,
+    providerKey: row.provider_key,
+    issuer: row.issuer,
+    callbackUri: row.callback_uri,
+    clientId: row.request.clientId,
+    request: row.request.request,
+    state,
+  };
 }
 
 export interface UpstreamIdentity {
@@ -184,7 +232,13 @@ export interface UpstreamIdentity {
 }
 
 /** Exchanges the upstream code (PKCE, state, nonce, ID token checked by openid-client) and reads who signed in. */
-export async function finishUpstream(sql: Sql, dataDir: string, flow: { projectId: string; callbackUri: string; state: string }, provider: Provider, query: URLSearchParams): Promise<UpstreamIdentity> {
+export async function finishUpstream(
+  sql: Sql,
+  dataDir: string,
+  flow: { projectId: string; callbackUri: string; state: string },
+  provider: Provider,
+  query: URLSearchParams,
+): Promise<UpstreamIdentity> {
   const config = await configurationOf(sql, dataDir, flow.projectId, provider);
   const openid = scopesOf(provider).includes('openid');
   const current = new URL(flow.callbackUri);
@@ -198,17 +252,31 @@ export async function finishUpstream(sql: Sql, dataDir: string, flow: { projectI
     });
     const id = tokens.claims();
     claims = id ? { ...id } : {};
-    if ((typeof claims.email !== 'string' || claims.email_verified === undefined) && config.serverMetadata().userinfo_endpoint) {
+    if (
+      (typeof claims.email !== 'string' || claims.email_verified === undefined) &&
+      config.serverMetadata().userinfo_endpoint
+    ) {
       const info = await client.fetchUserInfo(config, tokens.access_token, id ? id.sub : client.skipSubjectCheck);
-      claims = { ...info, ...claims, email: info.email ?? claims.email, email_verified: info.email_verified ?? claims.email_verified };
+      claims = {
+        ...info,
+        ...claims,
+        email: info.email ?? claims.email,
+        email_verified: info.email_verified ?? claims.email_verified,
+      };
     }
   } catch (err) {
     if (err instanceof UpstreamError) throw err;
-    throw new UpstreamError(`Signing in with ${provider.name} did not work: ${(err as { error?: string }).error ?? 'the provider did not answer as expected'}.`);
+    throw new UpstreamError(
+      `Signing in with ${provider.name} did not work: ${(err as { error?: string }).error ?? 'the provider did not answer as expected'}.`,
+    );
   }
-  if (typeof claims.sub !== 'string' || claims.sub === '') throw new UpstreamError(`${provider.name} did not say who signed in.`);
+  if (typeof claims.sub !== 'string' || claims.sub === '')
+    throw new UpstreamError(`${provider.name} did not say who signed in.`);
   if (typeof claims.email !== 'string') throw new UpstreamError(`${provider.name} did not share an email address.`);
-  if (claims.email_verified !== true && claims.email_verified !== 'true') throw new UpstreamError(`${provider.name} has not confirmed the email address ${claims.email}; confirm it there, or sign in another way.`);
+  if (claims.email_verified !== true && claims.email_verified !== 'true')
+    throw new UpstreamError(
+      `${provider.name} has not confirmed the email address ${claims.email}; confirm it there, or sign in another way.`,
+    );
   const email = claims.email.trim().toLowerCase();
   const domain = email.slice(email.lastIndexOf('@') + 1);
   const allowed = provider.config.allowedDomains;
@@ -222,7 +290,13 @@ export async function finishUpstream(sql: Sql, dataDir: string, flow: { projectI
  * The customer an upstream identity signs in as: the linked one, else the account with the
  * same (verified) email, which is linked now, else a new account when sign-up is on.
  */
-export async function linkCustomer(sql: Sql, projectId: string, providerKey: string, who: UpstreamIdentity, signup: boolean): Promise<string> {
+export async function linkCustomer(
+  sql: Sql,
+  projectId: string,
+  providerKey: string,
+  who: UpstreamIdentity,
+  signup: boolean,
+): Promise<string> {
   return sql.begin(async (tx) => {
     const [linked] = await tx<{ customer_id: string; disabled_at: Date | null }[]>`
       select i.customer_id, c.disabled_at from customer_identities i join customers c on c.id = i.customer_id

@@ -35,7 +35,10 @@ export interface EventFrame {
 }
 
 export class FrameError extends Error {
-  constructor(readonly code: CloseCode, message: string) {
+  constructor(
+    readonly code: CloseCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -50,9 +53,11 @@ export function parseControlFrame(raw: string | Buffer): ControlFrame {
   } catch {
     throw new FrameError(CloseCode.BadRequest, 'Control frames are JSON objects');
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new FrameError(CloseCode.BadRequest, 'Control frames are JSON objects');
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    throw new FrameError(CloseCode.BadRequest, 'Control frames are JSON objects');
   const f = v as Record<string, unknown>;
-  if (f.type !== 'subscribe' && f.type !== 'unsubscribe') throw new FrameError(CloseCode.BadRequest, 'type must be "subscribe" or "unsubscribe"');
+  if (f.type !== 'subscribe' && f.type !== 'unsubscribe')
+    throw new FrameError(CloseCode.BadRequest, 'type must be "subscribe" or "unsubscribe"');
   if (typeof f.channel !== 'string') throw new FrameError(CloseCode.BadRequest, 'channel must be a string');
   return { type: f.type, channel: f.channel };
 }

@@ -1,7 +1,19 @@
 import fc from 'fast-check';
 import {
-  getNamedType, getNullableType, isAbstractType, isCompositeType, isEnumType, isInputObjectType, isListType, isNonNullType,
-  isObjectType, isScalarType, type GraphQLArgument, type GraphQLField, type GraphQLInputType, type GraphQLNamedType,
+  getNamedType,
+  getNullableType,
+  isAbstractType,
+  isCompositeType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLNamedType,
   type GraphQLSchema,
 } from 'graphql';
 import type { ModelDef } from '../../../src/projects/types.ts';
@@ -53,7 +65,14 @@ class Draw {
     let out = '';
     for (let i = this.int(0, max); i > 0; i--) {
       const k = this.int(0, 9);
-      const cp = k < 4 ? this.int(0x20, 0x7e) : k < 5 ? this.int(0, 0x1f) : k < 8 ? this.int(0xa0, 0xffff) : this.int(0x10000, 0x10ffff);
+      const cp =
+        k < 4
+          ? this.int(0x20, 0x7e)
+          : k < 5
+            ? this.int(0, 0x1f)
+            : k < 8
+              ? this.int(0xa0, 0xffff)
+              : this.int(0x10000, 0x10ffff);
       // String.fromCharCode keeps lone surrogates (0xd800-0xdfff) as they are.
       out += cp > 0xffff ? String.fromCodePoint(cp) : String.fromCharCode(cp);
     }
@@ -66,30 +85,64 @@ class Draw {
     if (k === 2) return this.chance(0.5) ? this.int(-1000, 1000) : this.int(-1e6, 1e6) / 7;
     if (k === 3) return this.chance(0.8) ? this.name() : this.unicode(10);
     if (k === 4) return Array.from({ length: this.int(0, 3) }, () => this.json(depth + 1));
-    return Object.fromEntries(Array.from({ length: this.int(0, 3) }, () => [this.chance(0.9) ? this.name() : this.unicode(5), this.json(depth + 1)]));
+    return Object.fromEntries(
+      Array.from({ length: this.int(0, 3) }, () => [
+        this.chance(0.9) ? this.name() : this.unicode(5),
+        this.json(depth + 1),
+      ]),
+    );
   }
 }
 
 function cursorish(d: Draw): string {
   const k = d.int(0, 2);
   if (k === 0) return Buffer.from(JSON.stringify(d.json()) ?? 'null').toString('base64url');
-  if (k === 1) return Buffer.from(JSON.stringify(['s', d.pick([0, 1, -1, 1.5, 1e300, 2 ** 53, '3'])])).toString('base64url');
+  if (k === 1)
+    return Buffer.from(JSON.stringify(['s', d.pick([0, 1, -1, 1.5, 1e300, 2 ** 53, '3'])])).toString('base64url');
   return d.unicode(60);
 }
 
 /** Strings a hostile client would send. */
 function hostileString(d: Draw): string {
   switch (d.int(0, 11)) {
-    case 0: return 'a\u0000b';
-    case 1: return `x${'\ud800'}y`;
-    case 2: return '\udc00';
-    case 3: return 'x'.repeat(d.chance(0.95) ? 1_000 : d.pick([20_000, 200_000]));
-    case 4: return d.unicode();
-    case 5: return d.unicode(20);
-    case 6: return cursorish(d);
-    case 7: return d.pick(['', ' ', 'en', 'de-AT', 'zz_ZZ', 'not a locale', "'; drop table records; --", '%_\\', '2024-02-30', '9999-99-99T99:99', '1e999', 'NaN', '-0', 'null', 'rec_0000', '{}', '[]']);
-    case 8: return `${'\u{1F600}'.repeat(d.int(1, 50))}\u202e\ufeff`;
-    default: return d.name();
+    case 0:
+      return 'a\u0000b';
+    case 1:
+      return `x${'\ud800'}y`;
+    case 2:
+      return '\udc00';
+    case 3:
+      return 'x'.repeat(d.chance(0.95) ? 1_000 : d.pick([20_000, 200_000]));
+    case 4:
+      return d.unicode();
+    case 5:
+      return d.unicode(20);
+    case 6:
+      return cursorish(d);
+    case 7:
+      return d.pick([
+        '',
+        ' ',
+        'en',
+        'de-AT',
+        'zz_ZZ',
+        'not a locale',
+        "'; drop table records; --",
+        '%_\\',
+        '2024-02-30',
+        '9999-99-99T99:99',
+        '1e999',
+        'NaN',
+        '-0',
+        'null',
+        'rec_0000',
+        '{}',
+        '[]',
+      ]);
+    case 8:
+      return `${'\u{1F600}'.repeat(d.int(1, 50))}\u202e\ufeff`;
+    default:
+      return d.name();
   }
 }
 
@@ -151,13 +204,20 @@ function inputValue(d: Draw, type: GraphQLInputType, depth: number, nonNull = fa
   }
   if (isScalarType(type)) {
     switch (type.name) {
-      case 'Int': return d.chance(0.8) ? d.int(0, 30) : hostileNumber(d);
-      case 'Float': return d.chance(0.7) ? d.int(-5, 1000) / 4 : hostileNumber(d);
-      case 'Boolean': return d.chance(0.5);
-      case 'DateTime': return d.chance(0.7) || depth >= 9 ? new Date(d.int(0, 4_000_000_000) * 1000).toISOString() : hostileString(d);
-      case 'JSON': case 'RichText': return d.chance(0.6) || depth > 4 ? d.json() : hostileJson(d);
+      case 'Int':
+        return d.chance(0.8) ? d.int(0, 30) : hostileNumber(d);
+      case 'Float':
+        return d.chance(0.7) ? d.int(-5, 1000) / 4 : hostileNumber(d);
+      case 'Boolean':
+        return d.chance(0.5);
+      case 'DateTime':
+        return d.chance(0.7) || depth >= 9 ? new Date(d.int(0, 4_000_000_000) * 1000).toISOString() : hostileString(d);
+      case 'JSON':
+      case 'RichText':
+        return d.chance(0.6) || depth > 4 ? d.json() : hostileJson(d);
       // Items of a wide list (depth 9) stay short: 20,000 copies of a 200 KB string is 4 GB.
-      default: return d.chance(0.6) ? d.name() : depth >= 9 ? d.unicode(20) : hostileString(d);
+      default:
+        return d.chance(0.6) ? d.name() : depth >= 9 ? d.unicode(20) : hostileString(d);
     }
   }
   return null;
@@ -170,7 +230,9 @@ function literal(v: unknown): string {
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : '0';
   if (typeof v === 'boolean') return String(v);
   if (Array.isArray(v)) return `[${v.map(literal).join(', ')}]`;
-  return `{ ${Object.entries(v as object).map(([k, x]) => `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : '_bad'}: ${literal(x)}`).join(', ')} }`;
+  return `{ ${Object.entries(v as object)
+    .map(([k, x]) => `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : '_bad'}: ${literal(x)}`)
+    .join(', ')} }`;
 }
 
 function enumLiteral(type: GraphQLInputType, v: unknown): string {
@@ -178,9 +240,15 @@ function enumLiteral(type: GraphQLInputType, v: unknown): string {
   if (isEnumType(named) && typeof v === 'string' && /^[_A-Za-z][_0-9A-Za-z]*$/.test(v)) return v;
   if (isInputObjectType(named) && v && typeof v === 'object' && !Array.isArray(v)) {
     const fields = named.getFields();
-    return `{ ${Object.entries(v).map(([k, x]) => `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : '_bad'}: ${fields[k] ? enumLiteral(fields[k]!.type, x) : literal(x)}`).join(', ')} }`;
+    return `{ ${Object.entries(v)
+      .map(
+        ([k, x]) =>
+          `${/^[_A-Za-z][_0-9A-Za-z]*$/.test(k) ? k : '_bad'}: ${fields[k] ? enumLiteral(fields[k]!.type, x) : literal(x)}`,
+      )
+      .join(', ')} }`;
   }
-  if (Array.isArray(v)) return `[${v.map((x) => enumLiteral(getNullableType(type) && isListType(getNullableType(type)) ? (getNullableType(type) as any).ofType : type, x)).join(', ')}]`;
+  if (Array.isArray(v))
+    return `[${v.map((x) => enumLiteral(getNullableType(type) && isListType(getNullableType(type)) ? (getNullableType(type) as any).ofType : type, x)).join(', ')}]`;
   return literal(v);
 }
 
@@ -203,7 +271,10 @@ class Builder {
   readonly values: Record<string, unknown> = {};
   readonly fragments: string[] = [];
   #n = 0;
-  constructor(readonly d: Draw, readonly schema: GraphQLSchema) {}
+  constructor(
+    readonly d: Draw,
+    readonly schema: GraphQLSchema,
+  ) {}
 
   args(field: GraphQLField<unknown, unknown>): string {
     const parts: string[] = [];
@@ -269,18 +340,28 @@ class Builder {
       if (isAbstractType(type) || !isObjectType(type)) {
         // Interface fields are valid on the interface itself.
       }
-      const fields = Object.values((type as { getFields(): Record<string, GraphQLField<unknown, unknown>> }).getFields());
+      const fields = Object.values(
+        (type as { getFields(): Record<string, GraphQLField<unknown, unknown>> }).getFields(),
+      );
       if (!fields.length) continue;
       const f = this.d.pick(fields);
       // A name used twice in one set gets an alias (else validation refuses most documents).
-      const alias = this.d.chance(0.15) ? `${this.d.chance(0.9) ? this.d.name() : 'a'}: ` : used.has(f.name) ? `${f.name}_${i}: ` : '';
+      const alias = this.d.chance(0.15)
+        ? `${this.d.chance(0.9) ? this.d.name() : 'a'}: `
+        : used.has(f.name)
+          ? `${f.name}_${i}: `
+          : '';
       used.add(f.name);
       const inner = getNamedType(f.type);
       let sub = '';
       if (isCompositeType(inner)) {
         // Deep on purpose sometimes: past the depth limit, and without a selection (invalid).
         if (this.d.chance(0.005)) sub = '';
-        else sub = depth < this.d.pick([3, 6, 9, 15]) ? ` { ${this.selection(inner, depth + 1) || '__typename'} }` : ' { __typename }';
+        else
+          sub =
+            depth < this.d.pick([3, 6, 9, 15])
+              ? ` { ${this.selection(inner, depth + 1) || '__typename'} }`
+              : ' { __typename }';
       }
       out.push(`${alias}${f.name}${this.args(f)}${this.directives()}${sub}`);
     }
@@ -296,7 +377,11 @@ export function documentArbitrary(schema: GraphQLSchema, models: readonly ModelD
     if (kind < 3) return { query: d.unicode(200), variables: {}, secret: d.chance(0.5) };
     if (kind < 6) {
       const t = d.pick(['__Schema', '__Type', 'Query', ...models.map((m) => m.key)]);
-      return { query: `{ __schema { types { name fields { name type { name ofType { name } } } } } __type(name: ${JSON.stringify(t)}) { name kind fields { name } } }`, variables: {}, secret: false };
+      return {
+        query: `{ __schema { types { name fields { name type { name ofType { name } } } } } __type(name: ${JSON.stringify(t)}) { name kind fields { name } } }`,
+        variables: {},
+        secret: false,
+      };
     }
     const b = new Builder(d, schema);
     const mutation = kind >= 88 && schema.getMutationType();
@@ -308,10 +393,17 @@ export function documentArbitrary(schema: GraphQLSchema, models: readonly ModelD
     if (kind >= 96) {
       // Mangled: a cut, a doubled slice or a stray character somewhere.
       const at = d.int(0, query.length);
-      query = d.chance(0.5) ? query.slice(0, at) : `${query.slice(0, at)}${d.pick(['{', '}', '(', '$', '"', '...', '@', '\u0000', '#'])}${query.slice(at)}`;
+      query = d.chance(0.5)
+        ? query.slice(0, at)
+        : `${query.slice(0, at)}${d.pick(['{', '}', '(', '$', '"', '...', '@', '\u0000', '#'])}${query.slice(at)}`;
     }
     const variables = d.chance(0.03) ? { ...b.values, [d.name()]: hostileJson(d) } : b.values;
-    return { query, variables, operationName: name && d.chance(0.9) ? name : d.chance(0.02) ? 'Nope' : undefined, secret: !!mutation || d.chance(0.6) };
+    return {
+      query,
+      variables,
+      operationName: name && d.chance(0.9) ? name : d.chance(0.02) ? 'Nope' : undefined,
+      secret: !!mutation || d.chance(0.6),
+    };
   });
 }
 
@@ -328,7 +420,19 @@ export function fuzzModels(): ModelDef[] {
         { key: 'views', type: 'number', queryable: true },
         { key: 'live', type: 'boolean', queryable: true },
         { key: 'published', type: 'date', queryable: true },
-        { key: 'status', type: 'enum', queryable: true, config: { options: [{ value: 'draft', label: 'Draft' }, { value: 'in-review', label: 'Review' }, { value: 'done', label: 'Done' }], default: 'draft' } },
+        {
+          key: 'status',
+          type: 'enum',
+          queryable: true,
+          config: {
+            options: [
+              { value: 'draft', label: 'Draft' },
+              { value: 'in-review', label: 'Review' },
+              { value: 'done', label: 'Done' },
+            ],
+            default: 'draft',
+          },
+        },
         { key: 'author', type: 'reference', config: { modelKey: 'person' } },
         { key: 'related', type: 'reference', config: { modelKey: 'article' } },
         { key: 'tags', type: 'select', queryable: true, config: { optionModelKey: 'tag', multiple: true } },
@@ -342,8 +446,23 @@ export function fuzzModels(): ModelDef[] {
       ],
       lookups: [{ keyBy: ['slug'] }],
     },
-    { key: 'person', name: 'Person', fields: [{ key: 'name', type: 'text', queryable: true }, { key: 'friend', type: 'reference', config: { modelKey: 'person' } }, { key: 'any', type: 'reference' }] },
+    {
+      key: 'person',
+      name: 'Person',
+      fields: [
+        { key: 'name', type: 'text', queryable: true },
+        { key: 'friend', type: 'reference', config: { modelKey: 'person' } },
+        { key: 'any', type: 'reference' },
+      ],
+    },
     { key: 'tag', name: 'Tag', versioned: false, fields: [{ key: 'label', type: 'text', queryable: true }] },
-    { key: 'seo', name: 'Seo', fields: [{ key: 'description', type: 'text' }, { key: 'nested', type: 'model', config: { modelKey: 'seo' } }] },
+    {
+      key: 'seo',
+      name: 'Seo',
+      fields: [
+        { key: 'description', type: 'text' },
+        { key: 'nested', type: 'model', config: { modelKey: 'seo' } },
+      ],
+    },
   ];
 }
