@@ -1,5 +1,5 @@
 import type { Settings } from './env.ts';
-import { connect, connectContentSql, connectSession, ping, type ContentSql, type Sql } from './store/db.ts';
+import { connect, connectContentSql, connectListener, connectSession, ping, type ContentSql, type Sql } from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus, watching, type BusEvent } from './bus/bus.ts';
@@ -109,12 +109,17 @@ export async function openService(settings: Settings): Promise<Service> {
     ? new ReadReplicas(sql, readSql, { ...settings.replicas, pool: settings.readPool })
     : undefined;
   const bus = new EventBus();
+  // Each LISTEN channel gets a pool of its own (store/db.ts connectListener: postgres.js leaks
+  // without bound while the database is away when one pool listens on two channels).
+  const busListen = connectListener(url, { pool: 'bus-listen' });
+  const collabListen = connectListener(url, { pool: 'collab-listen' });
   // A gateway-only process hears just the projects its clients watch (docs/bus.md).
   if (settings.busUrl)
     await bus.attachTransport(new NatsTransport(settings.busUrl, sql, { narrow: settings.role === 'gateway' }));
   else
     await bus.attach(sql, (channel, payload) => contentSql.unsafe('select pg_notify($1, $2)', [channel, payload]), {
       query: (text, params) => contentSql.unsafe(text, params),
+      listen: busListen,
     });
   const writes = new WriteCommitter(contentSql, bus, replicas ? { committed: followReplicas(bus, replicas) } : {});
   await replicas?.start();
@@ -168,6 +173,7 @@ export async function openService(settings: Settings): Promise<Service> {
     bus,
     project: async (id) => (await projects.get(id)).snapshot,
     lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }),
+    listenSql: collabListen,
     writes,
   });
   await collab.start();
@@ -249,6 +255,7 @@ export async function openService(settings: Settings): Promise<Service> {
       await bus.detach();
       await replicas?.close();
       await Promise.all([contentSql.close({ timeout: 5 }), readSql.close({ timeout: 5 })]);
+      await Promise.all([busListen.end({ timeout: 5 }), collabListen.end({ timeout: 5 })]);
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

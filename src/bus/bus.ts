@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
 import type { BusEvent, BusHealth, BusTransport, EventMark, Literal, RoomWire, TxQuery } from './contract.ts';
-import { PostgresTransport } from './postgres.ts';
+import { type ListenOptions, PostgresTransport } from './postgres.ts';
 
 /**
  * The event bus. Events are delivered to local subscribers at once and, through a transport,
@@ -42,7 +42,7 @@ export class EventBus {
   async attach(
     sql: Sql,
     notify?: (channel: string, payload: string) => Promise<unknown>,
-    opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {},
+    opts: ListenOptions = {},
   ): Promise<void> {
     await this.attachTransport(new PostgresTransport(sql, notify, opts));
   }

@@ -44,6 +44,13 @@ interface Message {
 
 type Frame = { payload: string } | { stored: string; head: string };
 
+export interface ListenOptions {
+  watchdogMs?: number;
+  query?: (text: string, params: unknown[]) => Promise<unknown>;
+  /** A pool used for nothing but this LISTEN (store/db.ts connectListener); default `sql`. */
+  listen?: Sql;
+}
+
 /** A commit waiting for its events to be sent: any relay round numbered above `after` covers it. */
 interface Waiter {
   after: number;
@@ -53,6 +60,8 @@ interface Waiter {
 export class PostgresTransport implements BusTransport {
   readonly kind = 'postgres' as const;
   readonly #sql: Sql;
+  /** The pool whose `listen` this transport uses (one channel per pool: store/db.ts connectListener). */
+  readonly #listenSql: Sql;
   readonly #notify: (channel: string, payload: string) => Promise<unknown>;
   readonly #every: number;
   #sink: TransportSink | undefined;
@@ -87,9 +96,10 @@ export class PostgresTransport implements BusTransport {
   constructor(
     sql: Sql,
     notify?: (channel: string, payload: string) => Promise<unknown>,
-    opts: { watchdogMs?: number; query?: (text: string, params: unknown[]) => Promise<unknown> } = {},
+    opts: ListenOptions = {},
   ) {
     this.#sql = sql;
+    this.#listenSql = opts.listen ?? sql;
     this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);
     this.#relayQuery = opts.query ?? ((text, params) => sql.unsafe(text, params as never[]));
     this.#every = opts.watchdogMs ?? 5_000;
@@ -115,7 +125,7 @@ export class PostgresTransport implements BusTransport {
 
   async #listen(): Promise<void> {
     let listened = false;
-    const sub = await this.#sql.listen(
+    const sub = await this.#listenSql.listen(
       CHANNEL,
       (payload) => {
         this.#lastHeard = Date.now();

@@ -43,12 +43,15 @@ export class RoomRelay {
   /** On the NATS bus: rooms talk on their own subjects instead of rows + NOTIFY (relay-nats.ts). */
   readonly #wire: NatsRoomRelay | undefined;
   #unlisten: (() => Promise<void>) | undefined;
+  /** One channel per postgres.js pool (store/db.ts connectListener). */
+  readonly #listenSql: Sql;
   #unlink: (() => void) | undefined;
   /** room key → callbacks woken when a peer process answered our join ('here'). */
   readonly #hereWaiters = new Map<string, Set<() => void>>();
 
-  constructor(sql: Sql, bus: EventBus, processId: string, registry: ActorRegistry<Room>) {
+  constructor(sql: Sql, bus: EventBus, processId: string, registry: ActorRegistry<Room>, listenSql: Sql = sql) {
     this.#sql = sql;
+    this.#listenSql = listenSql;
     this.#bus = bus;
     this.#processId = processId;
     this.#registry = registry;
@@ -64,7 +67,7 @@ export class RoomRelay {
         if (up) for (const key of this.#wire!.rooms()) this.#notify({ t: 'join', p: this.#processId, r: key });
       });
     } else {
-      const sub = await this.#sql.listen(CHANNEL, (payload) => this.#onNotice(payload));
+      const sub = await this.#listenSql.listen(CHANNEL, (payload) => this.#onNotice(payload));
       this.#unlisten = () => sub.unlisten();
     }
   }

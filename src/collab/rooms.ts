@@ -35,6 +35,8 @@ export interface CollabDeps {
   project(id: string): Promise<ProjectSnapshot>;
   /** A connection of its own for the saver locks (store/db.ts connectSession). */
   lockSession(onclose: () => void): Sql;
+  /** A pool for the relay's LISTEN alone (store/db.ts connectListener); default `sql`. */
+  listenSql?: Sql;
   /** The content layer's write transactions: saves into records go through them. */
   writes: WriteCommitter;
 }
@@ -96,7 +98,7 @@ export class CollabRooms {
       },
     };
     this.registry = new ActorRegistry<Room>((key) => this.#spawn(key), { idleMs: opts.idleMs ?? 30_000 });
-    this.#relay = new RoomRelay(deps.sql, deps.bus, this.processId, this.registry);
+    this.#relay = new RoomRelay(deps.sql, deps.bus, this.processId, this.registry, deps.listenSql);
     this.#heartbeatMs = opts.heartbeatMs ?? 5_000;
   }
 

@@ -44,6 +44,23 @@ export function connectSession(url: string, opts: { pool: string; onclose: () =>
   } as never) as unknown as Sql;
 }
 
+/**
+ * A pool for `sql.listen` on ONE channel, and nothing else. postgres.js runs every LISTEN of a
+ * pool on one hidden connection and, each time that connection closes, re-runs each channel's
+ * LISTEN; with two channels on it and the server gone (database dropped), every failed reconnect
+ * left one LISTEN queued that never settles, with its promises and closures — ~85 per second,
+ * without bound (a process reached 23 GB). With one channel nothing stays queued. The pool's own
+ * connections open only if queried, so it costs just the listening connection.
+ */
+export function connectListener(url: string, opts: { pool: string }): Sql {
+  return postgres(url, {
+    max: 1,
+    connect_timeout: 5,
+    onnotice: () => {},
+    connection: { application_name: poolName(opts.pool) },
+  }) as unknown as Sql;
+}
+
 /** Fails fast with one line if the server cannot be reached. */
 export async function ping(sql: Sql, url: string): Promise<void> {
   try {
