@@ -1,4 +1,5 @@
 import type { Sql } from '../store/db.ts';
+import { FailureLog } from '../store/failure-log.ts';
 import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './contract.ts';
 
 /**
@@ -83,6 +84,8 @@ export class PostgresTransport implements BusTransport {
   #rounds = 0;
   #waiters: Waiter[] = [];
   #lastVacuum = 0;
+  /** While the server is away the relay fails on every commit and watchdog round: one line a minute. */
+  readonly #relayLog = new FailureLog('bus: outbox relay failed');
 
   /**
    * LISTEN runs on postgres.js; NOTIFY may go through another pool (`notify`): every record
@@ -322,12 +325,13 @@ export class PostgresTransport implements BusTransport {
         // skip_locked: another process vacuuming it already is as good.
         await this.#relayQuery('vacuum (skip_locked) bus_notify_outbox', []);
       }
+      this.#relayLog.ok();
     } catch (err) {
       // The server is away: the rows stay, and the next commit or watchdog round sends them.
       // The writes committed all the same: their callers wait no longer.
       this.#again = false;
       this.#release(Infinity);
-      if (!this.#stopped) console.error('bus: outbox relay failed:', err instanceof Error ? err.message : err);
+      if (!this.#stopped) this.#relayLog.fail(err);
     }
   }
 

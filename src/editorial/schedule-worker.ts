@@ -7,6 +7,7 @@ import { publishRecord, unpublishRecord, type WriteContext, type WriteStep } fro
 import { hookStatement } from '../content/hooks.ts';
 import { auditOn, auditStatement, purgeAudit, type ActorKind } from './audit.ts';
 import type { Localised } from './restore.ts';
+import { FailureLog } from '../store/failure-log.ts';
 
 /**
  * Fires due scheduled actions (docs/scheduling.md). Every `all`/`worker` process runs one; each
@@ -154,6 +155,8 @@ export class ScheduledActionWorker {
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
   #lastPurge = 0;
+  /** Failing ticks log one line a minute, not one per tick (database away). */
+  readonly log = new FailureLog('scheduled actions');
   /** Fires this process made (tests and /metrics). */
   fired = 0;
 
@@ -172,7 +175,10 @@ export class ScheduledActionWorker {
   start(): void {
     this.#timer ??= setInterval(() => {
       this.#ticking ??= this.tick()
-        .catch((err) => console.error('scheduled actions:', (err as Error).message))
+        .then(
+          () => this.log.ok(),
+          (err) => this.log.fail(err),
+        )
         .finally(() => (this.#ticking = undefined));
     }, this.opts.tickMs);
     this.#timer.unref?.();

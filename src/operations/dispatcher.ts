@@ -3,6 +3,7 @@ import type { BusEvent } from '../bus/bus.ts';
 import { announce, TERMINAL, type ExecutionRow } from './store.ts';
 import type { CallDeps } from './call.ts';
 import type { Executions } from './execution-actor.ts';
+import { FailureLog } from '../store/failure-log.ts';
 
 /**
  * Claims pending executions and hands each to its actor (execution-actor.ts: one mailbox, one
@@ -41,6 +42,8 @@ export class Dispatcher {
   #calling = 0;
   #stopped = true;
   #wake: (() => void) | null = null;
+  /** Failing rounds log one line a minute, not one per poll (database away). */
+  readonly log = new FailureLog('operations dispatcher');
   #poked = false;
   #loop: Promise<void> | undefined;
   #leaseTimer: ReturnType<typeof setInterval> | undefined;
@@ -99,8 +102,9 @@ export class Dispatcher {
           await this.#sweep();
         }
         claimed = await this.#claim();
+        this.log.ok();
       } catch (err) {
-        if (!this.#stopped) console.error('operations dispatcher:', (err as Error).message);
+        if (!this.#stopped) this.log.fail(err);
       }
       if (this.#stopped) break;
       if (claimed > 0 && this.#calling < this.#opts.capacity) continue;

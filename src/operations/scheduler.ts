@@ -4,6 +4,7 @@ import type { EventBus } from '../bus/bus.ts';
 import { NotFound } from '../errors.ts';
 import { cronOf, latestOccurrence } from './cron.ts';
 import { announce, newExecutionId, type ExecutionRow } from './store.ts';
+import { FailureLog } from '../store/failure-log.ts';
 
 /**
  * Schedules (spec "schedules[]"): each tick finds, per enabled schedule, the latest occurrence
@@ -99,7 +100,9 @@ export class Scheduler {
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
   /** Other due work run on the same tick (the release clock, src/releases/schedule.ts). */
-  readonly #also: { name: string; run: (now: Date) => Promise<unknown> }[] = [];
+  readonly #also: { name: string; run: (now: Date) => Promise<unknown>; log: FailureLog }[] = [];
+  /** Failing ticks log one line a minute, not one per tick (database away). */
+  readonly log = new FailureLog('scheduler');
 
   constructor(sql: Sql, bus: EventBus, clock: () => Date = () => new Date()) {
     this.#sql = sql;
@@ -110,7 +113,10 @@ export class Scheduler {
   start(tickMs: number): void {
     this.#timer ??= setInterval(() => {
       this.#ticking ??= this.tick()
-        .catch((err) => console.error('scheduler:', (err as Error).message))
+        .then(
+          () => this.log.ok(),
+          (err) => this.log.fail(err),
+        )
         .then(() => this.#runAlso())
         .finally(() => (this.#ticking = undefined));
     }, tickMs);
@@ -122,15 +128,16 @@ export class Scheduler {
    * happen once across processes (every worker ticks).
    */
   also(name: string, run: (now: Date) => Promise<unknown>): void {
-    this.#also.push({ name, run });
+    this.#also.push({ name, run, log: new FailureLog(`scheduler (${name})`) });
   }
 
   async #runAlso(): Promise<void> {
     for (const a of this.#also) {
       try {
         await a.run(this.#clock());
+        a.log.ok();
       } catch (err) {
-        console.error(`scheduler (${a.name}):`, (err as Error).message);
+        a.log.fail(err);
       }
     }
   }
