@@ -1,5 +1,13 @@
 import type { Settings } from './env.ts';
-import { connect, connectContentSql, connectListener, connectSession, ping, type ContentSql, type Sql } from './store/db.ts';
+import {
+  connect,
+  connectContentSql,
+  connectListener,
+  connectSession,
+  ping,
+  type ContentSql,
+  type Sql,
+} from './store/db.ts';
 import { startEmbedded, type EmbeddedServer } from './store/embedded.ts';
 import { migrate } from './store/migrate.ts';
 import { EventBus, watching, type BusEvent } from './bus/bus.ts';

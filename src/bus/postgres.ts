@@ -96,11 +96,7 @@ export class PostgresTransport implements BusTransport {
    * connection drops and gives up silently if the server is still away, so a listener that has
    * heard nothing (not even its own pings) for a few rounds is re-created, and caches start over.
    */
-  constructor(
-    sql: Sql,
-    notify?: (channel: string, payload: string) => Promise<unknown>,
-    opts: ListenOptions = {},
-  ) {
+  constructor(sql: Sql, notify?: (channel: string, payload: string) => Promise<unknown>, opts: ListenOptions = {}) {
     this.#sql = sql;
     this.#listenSql = opts.listen ?? sql;
     this.#notify = notify ?? ((channel, payload) => sql`select pg_notify(${channel}, ${payload})`);

@@ -18,11 +18,13 @@ export class FailureLog {
     this.#now = now;
   }
 
-  /** Lines written so far (for tests and /metrics-style checks). */
+  /** Lines written so far, and failures heard (tests). */
   lines = 0;
+  failures = 0;
 
   fail(err: unknown): void {
     this.#failing = true;
+    this.failures++;
     const t = this.#now();
     if (t - this.#lastAt < this.#everyMs) {
       this.#skipped++;
