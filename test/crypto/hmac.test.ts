@@ -1,9 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import fc from 'fast-check';
+import { removeTempDir, tempDir } from '../support/tmp.ts';
 import { safeEqual, sign, verify } from '../../src/crypto/hmac.ts';
 import { readUnsubscribeToken, unsubscribeToken } from '../../src/identity/mailer.ts';
 import { secretsKeyring } from '../../src/secrets-key.ts';
@@ -61,7 +59,7 @@ describe('crypto/hmac', () => {
 
 describe('rotating the secrets key', () => {
   test('an unsubscribe link made under the old key still opens while the old key is listed as previous', () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'svc-hmac-'));
+    const dataDir = tempDir('svc-hmac-');
     const saved = { key: process.env.SVC_SECRETS_KEY, prev: process.env.SVC_SECRETS_KEY_PREVIOUS };
     try {
       process.env.SVC_SECRETS_KEY = 'first key';
@@ -87,6 +85,7 @@ describe('rotating the secrets key', () => {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
+      removeTempDir(dataDir);
     }
   });
 });

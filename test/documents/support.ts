@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelDef } from '../../src/projects/types.ts';
 import { cli, type TestServer } from '../support/server.ts';
+import { removeTempDir, tempDir } from '../support/tmp.ts';
 
 export const MODELS: ModelDef[] = [
   {
@@ -25,10 +25,14 @@ export async function pushManifest(
   projectId: string,
   manifest: Record<string, string>,
 ) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-docs-'));
+  const dir = tempDir('svc-docs-');
   const file = join(dir, 'persisted-documents.json');
   writeFileSync(file, JSON.stringify(manifest));
-  return cli(server, ownerKey, 'documents', 'push', file, '--project', projectId, '--json');
+  try {
+    return await cli(server, ownerKey, 'documents', 'push', file, '--project', projectId, '--json');
+  } finally {
+    removeTempDir(dir);
+  }
 }
 
 export function manifestOf(...docs: string[]): Record<string, string> {
