@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { addMember, PASSWORD, StudioBrowser } from './support.ts';
+import { addMember, PASSWORD, StudioBrowser, controlAs } from './support.ts';
 import { need } from '../support/binaries.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
@@ -21,16 +21,9 @@ let projectId: string;
 let ownerKey: string;
 let sk: string;
 
-async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const out = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
-  return out;
-}
+/** The control plane as the project's owner; throws with the answer on a non-2xx. */
+const control = (method: string, path: string, body?: unknown): Promise<any> =>
+  controlAs(server, ownerKey, method, path, body);
 
 async function gql(query: string, variables: Record<string, unknown> = {}): Promise<any> {
   const res = await fetch(`${server.apiUrl}/graphql`, {

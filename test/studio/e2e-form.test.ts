@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, type TestServer, startTestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD, StudioBrowser } from './support.ts';
+import { addMember, coverPng, PASSWORD, StudioBrowser, controlAs } from './support.ts';
 import { need } from '../support/binaries.ts';
 import { removeTempDir, tempDir } from '../support/tmp.ts';
 
@@ -79,16 +79,9 @@ let categoryId: string;
 let makerId: string;
 let clip: Buffer;
 let productId = '';
-async function control(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const out = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
-  return out;
-}
+/** The control plane as the project's owner; throws with the answer on a non-2xx. */
+const control = (method: string, path: string, body?: unknown): Promise<any> =>
+  controlAs(server, ownerKey, method, path, body);
 
 /** A draft or published read through the public API, as a client of the project sees it. */
 async function read(query: string, variables: Record<string, unknown> = {}): Promise<any> {

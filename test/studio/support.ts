@@ -98,6 +98,24 @@ export async function addMember(
   return r.json.loginUrl as string;
 }
 
+/** A control-plane call with an owner's control key; throws with the answer on a non-2xx. */
+export async function controlAs(
+  server: TestServer,
+  ownerKey: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<any> {
+  const res = await fetch(`${server.apiUrl}/v1/control${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ownerKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const out = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(out)}`);
+  return out;
+}
+
 export const PASSWORD = 'correct horse battery staple';
 
 /** Redeems a first-login link over HTTP; returns the session cookie and the CSRF token. */
