@@ -106,7 +106,7 @@ export function modelMutations(
   variants = true,
 ): GraphQLFieldConfigMap<unknown, GqlContext> {
   const T = nn(types.recordType(model));
-  const input = nn(types.inputType(model));
+  const input = nn(types.inputs.inputType(model));
   const name = typeName(model.key);
   const variantArgs: GraphQLFieldConfigArgumentMap = variants
     ? {
