@@ -1,7 +1,8 @@
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict } from '../errors.ts';
 import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
-import { fileChecks, newRecordId, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
+import { fileChecks, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
+import { newRecordId } from './record-ids.ts';
 import type { DbError, Statement } from './tx.ts';
 
 /**

@@ -16,14 +16,13 @@ import { BadUserInput, NotFound } from '../errors.ts';
 import {
   createRecord,
   deleteRecord,
-  deleteVariant,
   modelKeysOf,
   publishRecord,
   unpublishRecord,
   updateRecord,
-  updateVariant,
   type WriteStep,
 } from '../content/write.ts';
+import { deleteVariant, updateVariant } from '../content/write-variants.ts';
 import { DEFAULT_VARIANT, ruleErrors, VARIANT_ID_RE } from '../content/targeting.ts';
 import type { ContentRow } from '../content/types.ts';
 import type { Handle } from '../content/tx.ts';

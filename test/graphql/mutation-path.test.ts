@@ -3,7 +3,7 @@ import { startsAsMutation } from '../../src/graphql/execute.ts';
 import { digest, documentKey } from '../../src/graphql/response-cache.ts';
 import { checkInputValue } from '../../src/graphql/limits.ts';
 import { pathOf } from '../../src/http/body.ts';
-import { newRecordId } from '../../src/content/write.ts';
+import { newRecordId } from '../../src/content/record-ids.ts';
 
 // The per-mutation shortcuts of "Writes, session 5" (docs/decisions.md): each must answer what
 // the longer way answered.
