@@ -6,7 +6,8 @@ import { listRecords, readByIds, readOne, searchContent, listVersions, type List
 import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
 import type { GqlContext } from './context.ts';
-import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
+import { LIMITS } from './limits.ts';
+import { checkCursor, checkOrderBy, checkWhere } from './argument-limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
 import type { Reader } from '../content/db.ts';
