@@ -4,13 +4,12 @@ import { SvcError } from '../errors.ts';
 import { identityOf } from '../identity/identity.ts';
 import {
   loginCustomer,
-  loginCustomerWithOtp,
   loginKnownCustomer,
   registerCustomer,
-  requestCustomerOtp,
   type AuthPayload,
   type ProjectView,
 } from '../identity/accounts.ts';
+import { loginCustomerWithOtp, requestCustomerOtp } from '../identity/customer-otp.ts';
 import { dropBrowserLoginSession, sessionOfRefreshToken } from '../identity/customer-sessions.ts';
 import {
   browserSessionAllowed,
