@@ -2,7 +2,7 @@ import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import { run } from '../content/db.ts';
 import { checkRequired, validateData } from '../content/validate.ts';
-import { fileChecks, type WriteContext, type WriteStep } from '../content/write.ts';
+import { fileChecks, searchKeys, type WriteContext, type WriteStep } from '../content/write.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 
 /**
@@ -105,19 +105,6 @@ export function fitContent(ctx: WriteContext, model: ModelDef, content: Localise
   }
   return out;
 }
-
-/** The fields svc_search indexes (as content/write.ts's updates pass them). */
-const searchKeys = (model: ModelDef): string[] =>
-  model.fields
-    .filter(
-      (f) =>
-        !f.access?.read &&
-        (f.type === 'text' ||
-          f.type === 'richtext' ||
-          f.type === 'flexible' ||
-          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
-    )
-    .map((f) => f.key);
 
 /**
  * The write of a restore: the working version becomes `content` (one history entry, action

@@ -3,8 +3,16 @@ import type { ProjectSnapshot } from '../projects/actor.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { SvcError } from '../errors.ts';
 import { WriteTx, type Statement, type WriteCommitter } from '../content/tx.ts';
-import { publishRecord, unpublishRecord, type WriteContext, type WriteStep } from '../content/write.ts';
-import { hookStatement } from '../content/hooks.ts';
+import {
+  noRecordMessage,
+  publishRecord,
+  requiredKeys,
+  searchKeys,
+  unpublishRecord,
+  type WriteContext,
+  type WriteStep,
+} from '../content/write.ts';
+import { queueHooks } from '../content/hooks.ts';
 import { auditOn, auditStatement, purgeAudit, type ActorKind } from './audit.ts';
 import type { Localised } from './restore.ts';
 import { FailureLog } from '../store/failure-log.ts';
@@ -61,16 +69,6 @@ export function claimStatement(id: string): Statement {
 
 /** The statement publishing a version's content fixed when it was scheduled (sql/041). */
 function publishContentStep(ctx: WriteContext, model: ModelDef, id: string, content: Localised): WriteStep {
-  const search = model.fields
-    .filter(
-      (f) =>
-        !f.access?.read &&
-        (f.type === 'text' ||
-          f.type === 'richtext' ||
-          f.type === 'flexible' ||
-          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
-    )
-    .map((f) => f.key);
   return {
     recordId: id,
     statements: [
@@ -82,9 +80,9 @@ function publishContentStep(ctx: WriteContext, model: ModelDef, id: string, cont
           model.key,
           ctx.userId,
           JSON.stringify(content),
-          model.fields.filter((f) => f.required).map((f) => f.key),
-          search,
-          `No ${model.key} record with _id "${id}"`,
+          requiredKeys(model),
+          searchKeys(model),
+          noRecordMessage(model, id),
         ],
       },
     ],
@@ -131,15 +129,7 @@ async function fireRecordAction(due: DueAction, deps: WorkerDeps): Promise<void>
     },
   };
   // Hooks run as they do for a manual publish (src/graphql/writes.ts newTx).
-  if (snapshot.hooks.length) {
-    tx.finish((events) => {
-      const changes = events.flatMap((e) =>
-        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
-      );
-      const q = hookStatement(snapshot.id, snapshot.hooks, changes, userId);
-      return q && { statements: [q.statement], events: q.events };
-    });
-  }
+  queueHooks(tx, snapshot.id, snapshot.hooks, userId);
   await deps.writes.commit(tx);
 }
 

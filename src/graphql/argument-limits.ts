@@ -1,4 +1,5 @@
 import { BadUserInput } from '../errors.ts';
+import { decodeCursor } from '../content/sql-builder.ts';
 import { LIMITS } from './limits.ts';
 
 /**
@@ -53,4 +54,23 @@ export function checkOrderBy(orderBy: unknown): void {
   if (Array.isArray(orderBy) && orderBy.length > LIMITS.maxOrderBy) {
     throw new BadUserInput(`"orderBy" holds at most ${LIMITS.maxOrderBy} sort keys`, { field: 'orderBy' });
   }
+}
+
+/**
+ * The position a search cursor holds (`["s", offset]`: search pages by position), at most
+ * `maxSearchOffset`; 0 without one. Full-text and semantic search read the same cursors.
+ */
+export function searchOffset(after: unknown): number {
+  if (!after) return 0;
+  const c = decodeCursor(checkCursor(after as string));
+  if (
+    c.length !== 2 ||
+    c[0] !== 's' ||
+    !Number.isSafeInteger(c[1]) ||
+    (c[1] as number) < 0 ||
+    (c[1] as number) > LIMITS.maxSearchOffset
+  ) {
+    throw new BadUserInput('Invalid cursor', { field: 'after' });
+  }
+  return c[1] as number;
 }

@@ -3,11 +3,11 @@ import type { ModelDef } from '../projects/types.ts';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput } from '../errors.ts';
 import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
-import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
+import { encodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
 import type { GqlContext } from './context.ts';
 import { LIMITS } from './limits.ts';
-import { checkCursor, checkOrderBy, checkWhere } from './argument-limits.ts';
+import { checkCursor, checkOrderBy, checkWhere, searchOffset } from './argument-limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
 import type { Reader } from '../content/db.ts';
@@ -213,20 +213,7 @@ export async function searchConnection(
     throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
   const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
-  let offset = 0;
-  if (args.after) {
-    const c = decodeCursor(checkCursor(args.after));
-    if (
-      c.length !== 2 ||
-      c[0] !== 's' ||
-      !Number.isSafeInteger(c[1]) ||
-      (c[1] as number) < 0 ||
-      (c[1] as number) > LIMITS.maxSearchOffset
-    ) {
-      throw new BadUserInput('Invalid cursor', { field: 'after' });
-    }
-    offset = c[1] as number;
-  }
+  const offset = searchOffset(args.after);
   const r = await searchContent(
     readerFor(ctx, scope),
     scope,
