@@ -10,6 +10,7 @@ import { colorOf, joinRoom, type Room } from './collab.ts';
 import { History } from './history.tsx';
 import { settle } from './settle.ts';
 import { scheduledActions, type Scheduled } from '../editorial.tsx';
+import { ErrorLine, NoticeLine, useActions } from '../screen-parts.tsx';
 import { AddToRelease } from '../releases.tsx';
 
 interface Props {
@@ -79,11 +80,7 @@ function NewRecord({ project, config, model }: Props) {
           onChange={(v) => setValues((x) => ({ ...x, [f.key]: v }))}
         />
       ))}
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
       <div class="savebar">
         <button type="submit" disabled={busy || ctx.readOnly}>
           Create
@@ -113,9 +110,8 @@ function Editor({ project, config, model, recordId }: Props) {
   const [synced, setSynced] = useState(false);
   const [, setTick] = useState(0);
   const [peers, setPeers] = useState<Peer[]>([]);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
-  const [busy, setBusy] = useState(false);
+  // `reload` is defined below; an action calls it only once the screen is built.
+  const { error, setError, notice, busy, act } = useActions(() => reload());
   const [saveState, setSaveState] = useState<'saved' | 'pending'>('saved');
   // Scheduled publishing (docs/scheduling.md): the time picked beside Publish, and what waits.
   const [publishAt, setPublishAt] = useState('');
@@ -204,20 +200,6 @@ function Editor({ project, config, model, recordId }: Props) {
     return () => clearTimeout(t);
   }, [saveState, room]);
 
-  const act = async (what: string, fn: () => Promise<unknown>) => {
-    setBusy(true);
-    setError('');
-    setNotice('');
-    try {
-      await fn();
-      await reload();
-      setNotice(what);
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  };
   const saveDraft = async () => {
     await settle();
     return gql(project.id, 'mutation($r:String!){ saveCollabDraft(roomName:$r){ _id } }', { r: room!.info.roomName });
@@ -329,16 +311,8 @@ function Editor({ project, config, model, recordId }: Props) {
           </button>
         ))}
       </div>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <ErrorLine error={error} />
+      <NoticeLine notice={notice} />
       {tab === 'content' &&
         (ctx && synced ? (
           <div class="form" aria-busy={!synced}>
