@@ -2,7 +2,15 @@ import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import { run } from '../content/db.ts';
 import { checkRequired, validateData } from '../content/validate.ts';
-import { fileChecks, searchKeys, type WriteContext, type WriteStep } from '../content/write.ts';
+import {
+  fileChecks,
+  isVersioned,
+  noRecordMessage,
+  requiredKeys,
+  searchKeys,
+  type WriteContext,
+  type WriteStep,
+} from '../content/write.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 
 /**
@@ -120,8 +128,7 @@ export function restoreStep(
   version: number,
   locale: string | null | undefined,
 ): WriteStep {
-  const versioned = model.versioned !== false;
-  const required = model.fields.filter((f) => f.required).map((f) => f.key);
+  const versioned = isVersioned(model);
   if (!versioned) for (const data of Object.values(content)) checkRequired(model, data);
   const checks = Object.values(content).flatMap((data) => fileChecks(ctx, model, data));
   return {
@@ -136,10 +143,10 @@ export function restoreStep(
           ctx.userId,
           JSON.stringify(content),
           version,
-          versioned ? [] : required,
+          versioned ? [] : requiredKeys(model),
           searchKeys(model),
           versioned,
-          `No ${model.key} record with _id "${id}"`,
+          noRecordMessage(model, id),
           locale || ctx.defaultLocale,
           ctx.defaultLocale,
         ],
