@@ -68,8 +68,8 @@ export interface Service {
   /** Collaboration rooms of this process (src/collab). */
   collab: CollabRooms;
   /**
-   * Fires scheduled publishes/unpublishes and purges the audit log (src/editorial); null in
-   * processes that run no background work (role api/gateway). Releases add kinds with `handle`.
+   * Fires scheduled publishes/unpublishes and scheduled releases (`also`), and purges the audit
+   * log (src/editorial); null in processes that run no background work (role api/gateway).
    */
   scheduledActions: ScheduledActionWorker | null;
   /** Files and media: storage backend, image transforms, background jobs (src/files). */
@@ -168,13 +168,6 @@ export async function openService(settings: Settings): Promise<Service> {
     role: settings.role,
     settings: settings.operations,
   });
-  // Scheduled releases go live on the operations scheduler's tick (src/releases/schedule.ts).
-  const releaseClock = new ReleaseClock({
-    sql,
-    writes,
-    target: async (id) => publishTarget((await projects.get(id)).snapshot),
-  });
-  operations.scheduler?.also('releases', (now) => releaseClock.tick(now));
   const collab = new CollabRooms({
     sql,
     bus,
@@ -191,6 +184,14 @@ export async function openService(settings: Settings): Promise<Service> {
           { tickMs: settings.scheduledActionsTickMs, purgeEveryMs: 3600_000 },
         )
       : null;
+  // Scheduled releases go live on the same tick as scheduled publishes, within a second of their
+  // time (src/releases/schedule.ts: the release row is their claim, once across processes).
+  const releaseClock = new ReleaseClock({
+    sql,
+    writes,
+    target: async (id) => publishTarget((await projects.get(id)).snapshot),
+  });
+  scheduledActions?.also('releases', (now) => releaseClock.tick(now));
   const files = new FilesRuntime(sql, bus, {
     ...settings.files,
     maxBytes: settings.filesMaxBytes,

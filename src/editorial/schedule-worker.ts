@@ -31,9 +31,13 @@ import { FailureLog } from '../store/failure-log.ts';
  *   required field is empty) rolls the claim back, and the row is then marked 'failed' with the
  *   error's message.
  *
- * Other action kinds (releases) plug in with `handle(action, fn)`: `fn` gets the due row and
- * the worker's parts and must fire through `claimStatement` as the first statement of its own
- * transaction (a WriteTx prelude, or `sql.begin`), throwing `AlreadyFired` when it claims nothing.
+ * Other action kinds plug in with `handle(action, fn)`: `fn` gets the due row and the worker's
+ * parts and must fire through `claimStatement` as the first statement of its own transaction (a
+ * WriteTx prelude, or `sql.begin`), throwing `AlreadyFired` when it claims nothing.
+ *
+ * Timed work kept in a table of its own runs on the same tick with `also(name, run)`: scheduled
+ * releases (src/releases/schedule.ts), whose release row is both their schedule and their claim,
+ * so they fire as promptly as scheduled publishes without a second row to keep in step.
  */
 export interface DueAction {
   id: string;
@@ -145,6 +149,8 @@ export class ScheduledActionWorker {
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
   #lastPurge = 0;
+  /** Other due work fired on every tick (`also`), each with its own failure log. */
+  readonly #also: { name: string; run: (now: Date) => Promise<unknown>; log: FailureLog }[] = [];
   /** Failing ticks log one line a minute, not one per tick (database away). */
   readonly log = new FailureLog('scheduled actions');
   /** Fires this process made (tests and /metrics). */
@@ -162,6 +168,15 @@ export class ScheduledActionWorker {
     this.#handlers.set(action, fn);
   }
 
+  /**
+   * Adds due work to every tick, after the scheduled actions: `run(now)` fires what is due and
+   * must itself make each firing happen once across processes (every worker ticks). A failing
+   * `run` neither stops the actions nor the other work of the tick.
+   */
+  also(name: string, run: (now: Date) => Promise<unknown>): void {
+    this.#also.push({ name, run, log: new FailureLog(`scheduled actions (${name})`) });
+  }
+
   start(): void {
     this.#timer ??= setInterval(() => {
       this.#ticking ??= this.tick()
@@ -169,9 +184,21 @@ export class ScheduledActionWorker {
           () => this.log.ok(),
           (err) => this.log.fail(err),
         )
+        .then(() => this.#runAlso())
         .finally(() => (this.#ticking = undefined));
     }, this.opts.tickMs);
     this.#timer.unref?.();
+  }
+
+  async #runAlso(): Promise<void> {
+    for (const a of this.#also) {
+      try {
+        await a.run(new Date());
+        a.log.ok();
+      } catch (err) {
+        a.log.fail(err);
+      }
+    }
   }
 
   async stop(): Promise<void> {

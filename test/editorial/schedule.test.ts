@@ -185,3 +185,22 @@ describe('scheduled publishing', () => {
     expect((await ok('query{ scheduledActions(modelKey:"note"){ totalCount } }')).scheduledActions.totalCount).toBe(0);
   }, 30_000);
 });
+
+describe('other due work on the same tick (`also`: the release clock)', () => {
+  test('runs on every tick of the worker, after its actions; a run that throws stops neither the actions nor the next runs', async () => {
+    const worker = server.svc.scheduledActions!;
+    const seen: Date[] = [];
+    worker.also('probe', async (now) => {
+      seen.push(now);
+      if (seen.length === 1) throw new Error('the first run fails');
+    });
+    const id = await create('Beside the probe');
+    await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at: soon(800) });
+    await eventually(async () => (await live(id))?.title === 'Beside the probe', 10_000);
+    // Counted in runs, not in elapsed time: the worker ticks every 250 ms.
+    await eventually(() => seen.length >= 4, 10_000);
+    expect(worker.log.failures).toBe(0);
+    // Each run is told the time of its tick.
+    for (const [i, t] of seen.entries()) if (i > 0) expect(t.getTime()).toBeGreaterThanOrEqual(seen[i - 1]!.getTime());
+  }, 30_000);
+});
