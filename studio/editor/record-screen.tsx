@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import * as Y from 'yjs';
 import { canEdit, gql, type ProjectRef } from '../api.ts';
 import { names, recordTitle, TEXT_TYPES, type ModelDef, type Placement, type ProjectConfig } from '../models.ts';
-import { navigate } from '../router.ts';
+import { modelPath, navigate } from '../router.ts';
 import { StatusBadge, type RecordRow } from '../records.tsx';
 import { Field } from './fields.tsx';
 import type { FormCtx } from './field-props.ts';
@@ -12,6 +12,7 @@ import { settle } from './settle.ts';
 import { scheduledActions, type Scheduled } from '../editorial.tsx';
 import { ErrorLine, NoticeLine, useActions } from '../screen-parts.tsx';
 import { AddToRelease } from '../releases.tsx';
+import { NewRecord } from './new-record.tsx';
 
 interface Props {
   project: ProjectRef;
@@ -21,76 +22,9 @@ interface Props {
 }
 
 const FIELDS = '_id naturalKey _updatedAt _publishedAt _hasDraft content';
-const listPath = (p: ProjectRef, m: ModelDef) => `/p/${encodeURIComponent(p.id)}/m/${m.key}`;
 
 export function RecordScreen(props: Props) {
   return props.recordId === 'new' ? <NewRecord {...props} /> : <Editor {...props} />;
-}
-
-/** The generated form without a room: fill it in, then create the record. */
-function NewRecord({ project, config, model }: Props) {
-  const [values, setValues] = useState<Record<string, unknown>>(() =>
-    Object.fromEntries(
-      model.fields.flatMap((f) =>
-        f.type === 'enum' && f.config?.default !== undefined ? [[f.key, f.config.default]] : [],
-      ),
-    ),
-  );
-  const [naturalKey, setNaturalKey] = useState('');
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
-  const ctx: FormCtx = { project, models: config.models ?? [], readOnly: !canEdit(project.role) };
-  const n = names(model.key);
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError('');
-    try {
-      const data = Object.fromEntries(
-        Object.entries(values).filter(([, v]) => v !== null && v !== undefined && v !== ''),
-      );
-      const d = await gql(
-        project.id,
-        `mutation($nk:String,$data:${n.input}!){ r: ${n.create}(naturalKey:$nk, data:$data){ _id } }`,
-        { nk: naturalKey.trim() || null, data },
-      );
-      navigate(`${listPath(project, model)}/r/${d.r._id}`, true);
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
-  };
-  return (
-    <form class="editor" onSubmit={create}>
-      <div class="bar">
-        <h1>New {model.name || model.key}</h1>
-      </div>
-      <div class="field">
-        <label for="f-naturalKey">
-          Natural key <span class="muted">(optional, unique)</span>
-        </label>
-        <input id="f-naturalKey" type="text" value={naturalKey} onInput={(e) => setNaturalKey(e.currentTarget.value)} />
-      </div>
-      {model.fields.map((f) => (
-        <Field
-          key={f.key}
-          field={f}
-          ctx={ctx}
-          value={values[f.key]}
-          onChange={(v) => setValues((x) => ({ ...x, [f.key]: v }))}
-        />
-      ))}
-      <ErrorLine error={error} />
-      <div class="savebar">
-        <button type="submit" disabled={busy || ctx.readOnly}>
-          Create
-        </button>
-        <button type="button" class="ghost" onClick={() => navigate(listPath(project, model))}>
-          Cancel
-        </button>
-      </div>
-    </form>
-  );
 }
 
 interface Peer {
@@ -232,7 +166,7 @@ function Editor({ project, config, model, recordId }: Props) {
     if (!confirm(`Delete this ${model.name || model.key}? This cannot be undone.`)) return;
     await act('Deleted', async () => {
       await gql(project.id, `mutation($id:ID!){ ${n.remove}(_id:$id) }`, { id: recordId });
-      navigate(listPath(project, model), true);
+      navigate(modelPath(project.id, model.key), true);
     });
   };
 
