@@ -29,9 +29,10 @@ beforeAll(async () => {
   sqlB = connect(url, { max: 3 });
 });
 afterAll(async () => {
-  await sqlA.end();
-  await sqlB.end();
-  await nats.stop();
+  // The server first: a beforeAll that failed after starting it (no database) left the pools unset.
+  await nats?.stop();
+  await sqlA?.end();
+  await sqlB?.end();
 });
 
 const event = (projectId: string, modelKey = 'post'): BusEvent => ({
@@ -107,7 +108,7 @@ describe('event bus on NATS JetStream', () => {
     await Bun.sleep(300);
     expect(atA).toEqual(kept);
     expect(atB).toEqual(kept);
-    lsnB.forEach((lsn, i) => expect(lsn).toBeGreaterThanOrEqual(flushed[Math.floor(i / 5)]!));
+    for (const [i, lsn] of lsnB.entries()) expect(lsn).toBeGreaterThanOrEqual(flushed[Math.floor(i / 5)]!);
     expect(plainA).toEqual(kept); // local at once, never again from the echo
     expect((await sqlA`select count(*)::int as n from bus_outbox`)[0]!.n).toBe(0);
     expect((await a.health()).kind).toBe('nats');

@@ -66,7 +66,12 @@ describe('scheduled publishing', () => {
       expect(events.events.find((e) => e.event === 'record.published')).toEqual({
         channel: 'changes:article',
         event: 'record.published',
-        data: contentData(server, { modelKey: 'article', recordId: id, action: 'published', userId: expect.any(String) }),
+        data: contentData(server, {
+          modelKey: 'article',
+          recordId: id,
+          action: 'published',
+          userId: expect.any(String),
+        }),
       });
       expect((await actionOf(s.id)).status).toBe('done');
       await Bun.sleep(600);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import postgres from 'postgres';
 import { freePort } from '../../src/store/ports.ts';
+import { blockedAt } from '../../src/store/embedded-reach.ts';
 
 /**
  * A PostgreSQL 15 primary and its hot standby of our own, for the read-replica tests: `initdb`
@@ -115,11 +116,14 @@ export function stopPairIn(dir: string): void {
 }
 
 export async function startStandbyPair(opts: PairOptions = {}): Promise<StandbyPair> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-standby-'));
   const pgUid =
     process.getuid?.() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
   const pgGid =
     process.getuid?.() === 0 ? Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
+  // As root the clusters run as postgres, which must be able to enter the temp dir: a private
+  // one (the bench's TMPDIR is a 0700 folder of root's) is passed over for /tmp.
+  const parent = pgUid === undefined || blockedAt(tmpdir(), { uid: pgUid, gid: pgGid! }) === null ? tmpdir() : '/tmp';
+  const dir = mkdtempSync(join(parent, 'svc-standby-'));
   if (pgUid !== undefined) chownSync(dir, pgUid, pgGid!);
   const primaryDir = join(dir, 'primary');
   const standbyDir = join(dir, 'standby');
