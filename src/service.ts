@@ -298,14 +298,15 @@ const CONTENT_EVENTS = new Set(['record.changed', 'release.published', 'schema.c
 
 /**
  * Read-your-writes across the process's replicas: this process's commits raise their projects'
- * floors to the commit LSN; changes heard from other processes (no LSN on the wire) send their
- * project's reads to the primary until the next poll. Returns the WriteCommitter's hook.
+ * floors to the commit LSN; changes heard from other processes raise them to the LSN the bus
+ * relay stamped (or, without one, send their project's reads to the primary until the next
+ * poll). Returns the WriteCommitter's hook.
  */
 function followReplicas(bus: EventBus, replicas: ReadReplicas): (events: readonly BusEvent[], lsn: number) => void {
   // The very event objects this process committed, so their local delivery is not taken for a remote change.
   const mine = new WeakSet<BusEvent>();
-  bus.subscribe((e) => {
-    if (CONTENT_EVENTS.has(e.type) && 'projectId' in e && !mine.has(e)) replicas.heard(e.projectId);
+  bus.subscribe((e, _mark, lsn) => {
+    if (CONTENT_EVENTS.has(e.type) && 'projectId' in e && !mine.has(e)) replicas.heard(e.projectId, lsn);
   });
   return (events, lsn) => {
     for (const e of events) {

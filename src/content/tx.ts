@@ -341,8 +341,10 @@ export class WriteCommitter {
     for (const st of statements) parts.push(executes && st.prepared ? executeText(st) : inline(st));
     parts.push(...this.bus.statements(events, literal));
     parts.push('commit');
-    // pg_current_wal_lsn() after COMMIT: at or past the commit record (flushed with synchronous_commit on).
-    if (this.#committed) parts.push('select pg_current_wal_lsn()::text as lsn');
+    // The flushed WAL position after COMMIT: at or past the commit record (flushed before COMMIT
+    // returns, with synchronous_commit on), and never ahead of what a replica can be sent (the
+    // write position may hold other sessions' WAL the WAL writer has yet to flush).
+    if (this.#committed) parts.push('select pg_current_wal_flush_lsn()::text as lsn');
     let results: unknown[][];
     try {
       results = (await conn.unsafe(parts.join(';\n'))) as unknown as unknown[][];

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { TestServer } from '../support/server.ts';
 import { gqlProject, startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { sse } from '../realtime/support.ts';
+import { contentData, sse } from '../realtime/support.ts';
 import { MODELS } from '../collab/support.ts';
 
 let server: TestServer;
@@ -66,7 +66,12 @@ describe('scheduled publishing', () => {
       expect(events.events.find((e) => e.event === 'record.published')).toEqual({
         channel: 'changes:article',
         event: 'record.published',
-        data: { modelKey: 'article', recordId: id, action: 'published', userId: expect.any(String) },
+        data: contentData(server, {
+          modelKey: 'article',
+          recordId: id,
+          action: 'published',
+          userId: expect.any(String),
+        }),
       });
       expect((await actionOf(s.id)).status).toBe('done');
       await Bun.sleep(600);
