@@ -4,6 +4,7 @@ import {
   connectContentSql,
   connectListener,
   connectSession,
+  typesOnce,
   ping,
   type ContentSql,
   type Sql,
@@ -103,6 +104,8 @@ export async function openService(settings: Settings): Promise<Service> {
   const sql = connect(url, { pool: 'control' });
   try {
     await ping(sql, url);
+    // ping's connection read the server's array types; the pool's later connections do not.
+    typesOnce(sql);
     await migrate(sql);
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => {});

@@ -1,5 +1,6 @@
 import type { Sql } from '../store/db.ts';
 import { FailureLog } from '../store/failure-log.ts';
+import { ROUND_DEADLINE_MS, withDeadline } from '../store/tick.ts';
 import { parseLsn } from '../store/replicas.ts';
 import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './contract.ts';
 
@@ -293,10 +294,13 @@ export class PostgresTransport implements BusTransport {
     // A commit announced while a relay runs is covered by one more round (set before the check,
     // so no announcement falls between a round's look and the end of the relay).
     this.#again = true;
-    this.#draining ??= this.#relay().finally(() => {
-      this.#draining = undefined;
-      if (this.#again && !this.#stopped) void this.#drain();
-    });
+    // A relay that hangs (store/tick.ts) fails like one the server refused: its waiters go.
+    this.#draining ??= withDeadline(this.#relay(), ROUND_DEADLINE_MS, 'the relay')
+      .catch((err) => this.#relayFailed(err))
+      .finally(() => {
+        this.#draining = undefined;
+        if (this.#again && !this.#stopped) void this.#drain();
+      });
     return this.#draining;
   }
 
@@ -327,12 +331,16 @@ export class PostgresTransport implements BusTransport {
       }
       this.#relayLog.ok();
     } catch (err) {
-      // The server is away: the rows stay, and the next commit or watchdog round sends them.
-      // The writes committed all the same: their callers wait no longer.
-      this.#again = false;
-      this.#release(Infinity);
-      if (!this.#stopped) this.#relayLog.fail(err);
+      this.#relayFailed(err);
     }
+  }
+
+  #relayFailed(err: unknown): void {
+    // The server is away: the rows stay, and the next commit or watchdog round sends them.
+    // The writes committed all the same: their callers wait no longer.
+    this.#again = false;
+    this.#release(Infinity);
+    if (!this.#stopped) this.#relayLog.fail(err);
   }
 
   #retrySoon(): void {

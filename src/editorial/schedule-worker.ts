@@ -16,6 +16,7 @@ import { queueHooks } from '../content/hooks.ts';
 import { auditOn, auditStatement, purgeAudit, type ActorKind } from './audit.ts';
 import type { Localised } from './restore.ts';
 import { FailureLog } from '../store/failure-log.ts';
+import { ROUND_DEADLINE_MS, withDeadline } from '../store/tick.ts';
 
 /**
  * Fires due scheduled actions (docs/scheduling.md). Every `all`/`worker` process runs one; each
@@ -155,10 +156,16 @@ export class ScheduledActionWorker {
   readonly log = new FailureLog('scheduled actions');
   /** Fires this process made (tests and /metrics). */
   fired = 0;
+  /** Ticks settled (worked or failed), and when the tick in flight started (tests). */
+  ticks = 0;
+  tickingSince: number | undefined;
 
   constructor(
     deps: WorkerDeps,
-    readonly opts: { tickMs: number; purgeEveryMs: number } = { tickMs: 250, purgeEveryMs: 3600_000 },
+    readonly opts: { tickMs: number; purgeEveryMs: number; deadlineMs?: number } = {
+      tickMs: 250,
+      purgeEveryMs: 3600_000,
+    },
   ) {
     this.#deps = deps;
   }
@@ -179,21 +186,31 @@ export class ScheduledActionWorker {
 
   start(): void {
     this.#timer ??= setInterval(() => {
-      this.#ticking ??= this.tick()
+      if (this.#ticking) return;
+      this.tickingSince = Date.now();
+      // A tick and each `also` work have a deadline (store/tick.ts): one hung query does not stop the loop.
+      this.#ticking = withDeadline(this.tick(), this.#deadlineMs, 'the tick')
         .then(
           () => this.log.ok(),
           (err) => this.log.fail(err),
         )
         .then(() => this.#runAlso())
-        .finally(() => (this.#ticking = undefined));
+        .finally(() => {
+          this.#ticking = this.tickingSince = undefined;
+          this.ticks++;
+        });
     }, this.opts.tickMs);
     this.#timer.unref?.();
+  }
+
+  get #deadlineMs(): number {
+    return this.opts.deadlineMs ?? ROUND_DEADLINE_MS;
   }
 
   async #runAlso(): Promise<void> {
     for (const a of this.#also) {
       try {
-        await a.run(new Date());
+        await withDeadline(a.run(new Date()), this.#deadlineMs, 'the tick');
         a.log.ok();
       } catch (err) {
         a.log.fail(err);

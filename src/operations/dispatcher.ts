@@ -4,6 +4,7 @@ import { announce, TERMINAL, type ExecutionRow } from './store.ts';
 import type { CallDeps } from './call.ts';
 import type { Executions } from './execution-actor.ts';
 import { FailureLog } from '../store/failure-log.ts';
+import { ROUND_DEADLINE_MS, withDeadline } from '../store/tick.ts';
 
 /**
  * Claims pending executions and hands each to its actor (execution-actor.ts: one mailbox, one
@@ -96,12 +97,8 @@ export class Dispatcher {
     while (!this.#stopped) {
       let claimed = 0;
       try {
-        const now = Date.now();
-        if (now - this.#lastSweep >= this.#opts.pollMs) {
-          this.#lastSweep = now;
-          await this.#sweep();
-        }
-        claimed = await this.#claim();
+        // One hung query does not stop the loop (store/tick.ts).
+        claimed = await withDeadline(this.#round(), ROUND_DEADLINE_MS, 'the claim round');
         this.log.ok();
       } catch (err) {
         if (!this.#stopped) this.log.fail(err);
@@ -110,6 +107,15 @@ export class Dispatcher {
       if (claimed > 0 && this.#calling < this.#opts.capacity) continue;
       await this.#sleep(this.#opts.pollMs);
     }
+  }
+
+  async #round(): Promise<number> {
+    const now = Date.now();
+    if (now - this.#lastSweep >= this.#opts.pollMs) {
+      this.#lastSweep = now;
+      await this.#sweep();
+    }
+    return this.#claim();
   }
 
   #sleep(ms: number): Promise<void> {

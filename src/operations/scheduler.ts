@@ -5,6 +5,7 @@ import { NotFound } from '../errors.ts';
 import { cronOf, latestOccurrence } from './cron.ts';
 import { announce, newExecutionId, type ExecutionRow } from './store.ts';
 import { FailureLog } from '../store/failure-log.ts';
+import { ROUND_DEADLINE_MS, withDeadline } from '../store/tick.ts';
 
 /**
  * Schedules (spec "schedules[]"): each tick finds, per enabled schedule, the latest occurrence
@@ -108,9 +109,10 @@ export class Scheduler {
     this.#clock = clock;
   }
 
-  start(tickMs: number): void {
+  start(tickMs: number, deadlineMs = ROUND_DEADLINE_MS): void {
     this.#timer ??= setInterval(() => {
-      this.#ticking ??= this.tick()
+      // One hung query does not stop the loop (store/tick.ts).
+      this.#ticking ??= withDeadline(this.tick(), deadlineMs, 'the tick')
         .then(
           () => this.log.ok(),
           (err) => this.log.fail(err),

@@ -1,5 +1,6 @@
 import postgres from 'postgres';
 import { SQL } from 'bun';
+import { PG_BACKOFF, pgSocket } from './pg-socket.ts';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 
@@ -15,11 +16,15 @@ export function poolName(pool: string): string {
   return `svc ${pool} ${process.pid}`;
 }
 
+/** A server that closes a connection at startup fails its query, not hangs it (store/pg-socket.ts). */
+const closeSafely = { socket: pgSocket, backoff: PG_BACKOFF } as unknown as Pick<postgres.Options<{}>, 'backoff'>;
+
 export function connect(url: string, opts: { max?: number; pool?: string } = {}): Sql {
   return postgres(url, {
     max: opts.max ?? 10,
     connect_timeout: 5,
     idle_timeout: 60,
+    ...closeSafely,
     onnotice: () => {},
     transform: { undefined: null },
     connection: { application_name: poolName(opts.pool ?? 'control') },
@@ -37,8 +42,11 @@ export function connectSession(url: string, opts: { pool: string; onclose: () =>
     connect_timeout: 5,
     idle_timeout: null,
     max_lifetime: null,
+    ...closeSafely,
     onnotice: () => {},
     onclose: opts.onclose,
+    // Advisory-lock calls only, no arrays: no array-type read per connection (see typesOnce).
+    fetch_types: false,
     transform: { undefined: null },
     connection: { application_name: poolName(opts.pool) },
   } as never) as unknown as Sql;
@@ -56,9 +64,36 @@ export function connectListener(url: string, opts: { pool: string }): Sql {
   return postgres(url, {
     max: 1,
     connect_timeout: 5,
+    // LISTEN and UNLISTEN only: no array-type read per connection (see typesOnce).
+    fetch_types: false,
+    ...closeSafely,
     onnotice: () => {},
     connection: { application_name: poolName(opts.pool) },
   }) as unknown as Sql;
+}
+
+/**
+ * Makes a pool read the server's array types once, not on every new connection: call it after a
+ * query ran on the pool (its connection read them; the pool keeps them for all its connections).
+ *
+ * postgres.js 3.4.9 (`fetch_types`, on by default) runs its array-type query on each new
+ * connection before the query the connection was opened for, and mishandles a connection closed
+ * in that phase (its backend terminated by a restart, a failover, `pg_terminate_backend`, `drop
+ * database … with (force)`): the error of the type query is kept, the connection reconnects at
+ * once, and while the server refuses it the error of every attempt is taken for the type query's,
+ * so the waiting query never settles and the connection reconnects without pause (measured: ~70
+ * new backends a second). A loop whose tick waited on it stopped for good (the flaky
+ * test/server/database-away.test.ts: ~1 run in 10). Once the server is back, the stale error is
+ * replayed onto the waiting query and the type query's rejection is unhandled, which ends a Bun
+ * process (upstream issues porsager/postgres#1193, #1223). A connection that never runs the type
+ * query has none of this: a close then rejects its query (CONNECTION_CLOSED) and the pool backs off.
+ *
+ * Array types created after the read (a later migration) are not parsed by this pool: read such
+ * columns as text (none is read today).
+ */
+export function typesOnce(sql: Sql): void {
+  const options = sql.options as unknown as { fetch_types: boolean; shared: { typeArrayMap: object } };
+  if (Object.keys(options.shared.typeArrayMap).length > 0) options.fetch_types = false;
 }
 
 /** Fails fast with one line if the server cannot be reached. */
