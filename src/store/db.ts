@@ -17,7 +17,10 @@ export function poolName(pool: string): string {
 }
 
 /** A server that closes a connection at startup fails its query, not hangs it (store/pg-socket.ts). */
-const closeSafely = { socket: pgSocket, backoff: PG_BACKOFF } as unknown as Pick<postgres.Options<{}>, 'backoff'>;
+const closeSafely = { socket: pgSocket, backoff: PG_BACKOFF } as unknown as Pick<
+  postgres.Options<Record<string, never>>,
+  'backoff'
+>;
 
 export function connect(url: string, opts: { max?: number; pool?: string } = {}): Sql {
   return postgres(url, {
