@@ -42,8 +42,8 @@ async function proxiedServer(): Promise<{ server: TestServer; proxy: PgProxy; na
 
 /** Terminates the backends of the database (those started before `before` only, if given). */
 async function terminateBackends(name: string, before?: Date): Promise<void> {
-  await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${name} and pid <> pg_backend_pid()
-    and backend_start < ${before ?? new Date(8.64e15)}`;
+  const started = before ? admin`and backend_start < ${before}` : admin``;
+  await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${name} and pid <> pg_backend_pid() ${started}`;
 }
 
 /**
