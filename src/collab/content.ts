@@ -92,3 +92,21 @@ export function seedDoc(model: ModelDef, content: Content): Y.Doc {
   writeContent(doc, model, content, 'seed');
   return doc;
 }
+
+/**
+ * The field keys a transaction touched: entries of the content map set or deleted, and the
+ * fields that contain a changed nested type (a Y.Text typed into, a Y.Map inside a field). Keys
+ * of other root types are no fields.
+ */
+export function touchedFields(tr: Y.Transaction, into: Set<string>): void {
+  const map = contentMap(tr.doc) as unknown as Y.AbstractType<Y.YEvent<any>>;
+  for (const [type, keys] of tr.changed) {
+    if (type === map) {
+      for (const k of keys) if (k !== null) into.add(k);
+      continue;
+    }
+    let t = type;
+    while (t._item !== null && t._item.parent !== map) t = t._item.parent as Y.AbstractType<Y.YEvent<any>>;
+    if (t._item !== null && t._item.parentSub !== null) into.add(t._item.parentSub);
+  }
+}

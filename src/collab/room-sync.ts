@@ -13,6 +13,7 @@ import {
 import { refusedPlaces, skipUpdate } from './guard.ts';
 import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
+import { touchedFields } from './content.ts';
 
 /** What a room's document side needs of the room (room.ts). */
 export interface RoomSyncHost {
@@ -24,8 +25,11 @@ export interface RoomSyncHost {
   publish(data: Uint8Array): void;
   /** Sends a Yjs (0) or awareness (1) update to the room's other processes. */
   relay(kind: 0 | 1, data: Uint8Array, userId: string | null): void;
-  /** The document changed (by `editor` when known): for the saver's debounce. */
-  changed(editor: string | null): void;
+  /**
+   * The document changed (by `editor` when known) by `update`, touching `fields`: for the saver's
+   * debounce, its delta and the fields it reads (room-delta.ts).
+   */
+  changed(editor: string | null, update: Uint8Array, fields: ReadonlySet<string>): void;
   /** The editor the saver would attribute the next save to. */
   lastEditor(): string | null;
   /** An update was refused by field rules (the process's counter). */
@@ -40,6 +44,8 @@ interface Incoming {
   frame: Uint8Array | undefined;
   origin: unknown;
   changed: Conn | null | undefined;
+  /** The fields its transaction touched. */
+  fields: Set<string>;
 }
 
 /** The origin of a refused update's clock fill (guard.ts skipUpdate): sent like the editor's own. */
@@ -69,10 +75,11 @@ export class RoomSync {
   /** The document's size in bytes of Yjs state, kept under SIZE_LIMITS.maxDocBytes (size.ts). */
   readonly size: DocSize;
 
-  constructor(doc: Y.Doc, host: RoomSyncHost) {
+  /** `bytes`: an upper bound of the document's size known at load (else it is measured). */
+  constructor(doc: Y.Doc, host: RoomSyncHost, bytes?: number) {
     this.doc = doc;
     this.#host = host;
-    this.size = new DocSize(doc, SIZE_LIMITS);
+    this.size = new DocSize(doc, SIZE_LIMITS, bytes);
     this.awareness = new awarenessProtocol.Awareness(doc);
     // The server is no participant: it announces no presence of its own.
     this.awareness.setLocalState(null);
@@ -169,15 +176,32 @@ export class RoomSync {
     // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
     if (incoming && incoming.origin === origin) {
       incoming.changed = sender;
+      touchedFields(tr, incoming.fields);
       return;
     }
-    this.#changed(origin, sender, Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)), undefined);
+    const fields = new Set<string>();
+    touchedFields(tr, fields);
+    this.#changed(
+      origin,
+      sender,
+      Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)),
+      undefined,
+      fields,
+    );
   }
 
-  #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
+  #changed(
+    origin: unknown,
+    sender: Conn | null,
+    update: Uint8Array,
+    frame: Uint8Array | undefined,
+    fields: ReadonlySet<string>,
+  ): void {
     this.size.grew(update.byteLength);
     this.#host.changed(
       origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null,
+      update,
+      fields,
     );
     const out = frame ?? updateFrame(update);
     if (sender) sender.ws.publish(this.#host.key, out);
@@ -192,7 +216,7 @@ export class RoomSync {
    * them is sent or saved, and the room is discarded (#discard).
    */
   #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    const incoming: Incoming = { update, frame, origin, changed: undefined };
+    const incoming: Incoming = { update, frame, origin, changed: undefined, fields: new Set() };
     this.#incoming = incoming;
     try {
       Y.applyUpdate(this.doc, update, origin);
@@ -207,7 +231,7 @@ export class RoomSync {
       this.#incoming = null;
     }
     if (incoming.changed !== undefined)
-      this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
+      this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined, incoming.fields);
   }
 
   /**

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import type { TestServer } from '../support/server.ts';
+import type { Sql } from '../../src/store/db.ts';
+import { loadStored } from '../../src/collab/log-store.ts';
 
 /** Test models: a versioned article and an unversioned (live) note. */
 export const MODELS: ModelDef[] = [
@@ -89,8 +91,14 @@ export async function tryJoin(
   return { status: res.status, body, headers: res.headers };
 }
 
-/** A second service process (`src/main.ts`) on the test server's database; resolves once healthy. */
-export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
+/**
+ * A second service process (`src/main.ts`) on the test server's database; resolves once healthy.
+ * `opts.bunArgs` go before the script (a bench's `--cpu-prof`), `opts.env` over the environment.
+ */
+export async function spawnGateway(
+  a: TestServer,
+  opts: { bunArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
   const [port, rport] = [await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
@@ -100,8 +108,9 @@ export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<ty
     REALTIME_PORT: String(rport),
     SVC_ROOT_TOKEN: a.rootToken,
     SVC_DATA_DIR: a.dataDir,
+    ...opts.env,
   });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+  const proc = Bun.spawn([process.execPath, ...(opts.bunArgs ?? []), 'src/main.ts'], {
     cwd: join(import.meta.dir, '..', '..'),
     env,
     stdout: 'ignore',
@@ -117,4 +126,17 @@ export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<ty
     await Bun.sleep(100);
   }
   return { proc, url };
+}
+
+/**
+ * A room's stored document as a process loading the room reads it (collab_state plus its
+ * collab_log rows), or null when none is stored. `roomKey`: `<projectId>/<room name>`.
+ */
+export async function storedDoc(sql: Sql, roomKey: string): Promise<Y.Doc | null> {
+  const s = await loadStored(sql, roomKey);
+  if (!s) return null;
+  const doc = new Y.Doc();
+  Y.applyUpdate(doc, s.state);
+  for (const u of s.updates) Y.applyUpdate(doc, u);
+  return doc;
 }
