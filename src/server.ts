@@ -47,6 +47,8 @@ export async function startServer(settings: Settings, collabOptions: CollabOptio
     maxConnectionsPerIdentity: settings.realtimeConnectionsPerIdentity,
     maxSubscriptionsPerConnection: settings.realtimeSubscriptionsPerConnection,
     heartbeatMs: settings.sseHeartbeatMs,
+    // With read replicas, content events name their commit's position (data.lsn) for refetches.
+    lsn: settings.replicas !== undefined,
   });
   svc.metrics.actors.add(() => [[['channel', 'live'], hub.status().channels]]);
   svc.metrics.gauge(

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import type { GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, spawnGateway, storedDoc, synced, type Editor } from './support.ts';
+import { roomOf, storedDoc, synced, twoProcesses, type Editor, type TwoProcesses } from './support.ts';
 
 /**
  * Two service processes on one room's delta log (issue 27 item 9): the saver hands the room over
@@ -13,34 +13,24 @@ import { MODELS, editor, roomOf, spawnGateway, storedDoc, synced, type Editor } 
  * one (saves every few milliseconds, compacts past 3 rows); `b` is spawned with the defaults.
  */
 let a: TestServer;
-let b: ReturnType<typeof Bun.spawn>;
 let bUrl: string;
 let p: GqlProject;
 let key: string;
-const open: Editor[] = [];
+let on: TwoProcesses['on'];
+let stop: TwoProcesses['stop'];
 
 beforeAll(async () => {
-  a = await startTestServer(
-    {},
-    { debounceMs: 30, maxWaitMs: 150, compactRows: 3, compactBytes: 4096, compactRetryMs: 20 },
-  );
-  p = await gqlProject(a, MODELS, 'collab-log-procs');
-  key = await p.key('sk', ALL_SECRET);
-  ({ proc: b, url: bUrl } = await spawnGateway(a));
+  ({ a, bUrl, p, key, on, stop } = await twoProcesses('collab-log-procs', {
+    debounceMs: 30,
+    maxWaitMs: 150,
+    compactRows: 3,
+    compactBytes: 4096,
+    compactRetryMs: 20,
+  }));
 }, 60_000);
 
-afterAll(async () => {
-  for (const e of open) e.close();
-  if (b.exitCode === null) b.kill('SIGTERM');
-  await b.exited;
-  await a.stop();
-}, 60_000);
+afterAll(() => stop(), 60_000);
 
-const on = (url: string, room: string) => {
-  const e = editor(url, room, { apiKey: key });
-  open.push(e);
-  return e;
-};
 const keyOf = (room: string) => `${p.projectId}/${room}`;
 
 async function create(T: 'Note' | 'Article', title: string): Promise<string> {
