@@ -13,7 +13,7 @@ import {
 import { refusedPlaces, skipUpdate } from './guard.ts';
 import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
-import { touchedFields } from './content.ts';
+import { contentMap, touchedFields } from './content.ts';
 
 /** What a room's document side needs of the room (room.ts). */
 export interface RoomSyncHost {
@@ -26,8 +26,9 @@ export interface RoomSyncHost {
   /** Sends a Yjs (0) or awareness (1) update to the room's other processes. */
   relay(kind: 0 | 1, data: Uint8Array, userId: string | null): void;
   /**
-   * The document changed (by `editor` when known) by `update`, touching `fields`: for the saver's
-   * debounce, its delta and the fields it reads (room-delta.ts).
+   * The document changed (by `editor` when known) by `update`, touching `fields` (a set reused
+   * after the call: copy what is kept): for the saver's debounce, its delta and the fields it
+   * reads (room-delta.ts).
    */
   changed(editor: string | null, update: Uint8Array, fields: ReadonlySet<string>): void;
   /** The editor the saver would attribute the next save to. */
@@ -72,6 +73,13 @@ export class RoomSync {
   #incoming: Incoming | null = null;
   /** An update failed half-way: nothing more is applied, sent or saved from this document. */
   #broken = false;
+  /**
+   * The fields a change touched, handed to the host synchronously (it copies what it keeps): one
+   * set per path, reused, rather than one per keystroke.
+   */
+  readonly #incomingFields = new Set<string>();
+  readonly #content: Y.Map<unknown>;
+  readonly #ownFields = new Set<string>();
   /** The document's size in bytes of Yjs state, kept under SIZE_LIMITS.maxDocBytes (size.ts). */
   readonly size: DocSize;
 
@@ -80,6 +88,7 @@ export class RoomSync {
     this.doc = doc;
     this.#host = host;
     this.size = new DocSize(doc, SIZE_LIMITS, bytes);
+    this.#content = contentMap(doc);
     this.awareness = new awarenessProtocol.Awareness(doc);
     // The server is no participant: it announces no presence of its own.
     this.awareness.setLocalState(null);
@@ -176,11 +185,12 @@ export class RoomSync {
     // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
     if (incoming && incoming.origin === origin) {
       incoming.changed = sender;
-      touchedFields(tr, incoming.fields);
+      touchedFields(tr, incoming.fields, this.#content);
       return;
     }
-    const fields = new Set<string>();
-    touchedFields(tr, fields);
+    const fields = this.#ownFields;
+    fields.clear();
+    touchedFields(tr, fields, this.#content);
     this.#changed(
       origin,
       sender,
@@ -216,7 +226,8 @@ export class RoomSync {
    * them is sent or saved, and the room is discarded (#discard).
    */
   #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    const incoming: Incoming = { update, frame, origin, changed: undefined, fields: new Set() };
+    this.#incomingFields.clear();
+    const incoming: Incoming = { update, frame, origin, changed: undefined, fields: this.#incomingFields };
     this.#incoming = incoming;
     try {
       Y.applyUpdate(this.doc, update, origin);
