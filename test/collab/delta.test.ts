@@ -24,13 +24,30 @@ const model: ModelDef = {
 } as ModelDef;
 
 const text = fc.string({ unit: 'binary', maxLength: 40 });
-const op = fc.oneof(
-  fc.record({ t: fc.constant('insert' as const), field: fc.constantFrom('title', 'body'), at: fc.nat(), s: text }),
-  fc.record({ t: fc.constant('delete' as const), field: fc.constantFrom('title', 'body'), at: fc.nat(), n: fc.nat(8) }),
-  fc.record({ t: fc.constant('set' as const), v: fc.oneof(fc.integer(), fc.constant(null)) }),
-  fc.record({ t: fc.constant('format' as const), at: fc.nat(), n: fc.nat(8) }),
-  fc.record({ t: fc.constantFrom('save' as const, 'fail' as const, 'standBy' as const, 'claim' as const) }),
-);
+/**
+ * Text without surrogates: where an item split cuts a surrogate pair (or follows a lone high
+ * surrogate) Yjs writes U+FFFD into the document that splits, not into one that applies the
+ * same updates (yjs issue 248), so a replay of the updates and the live document differ there
+ * by Yjs' design, whatever is stored. NUL, controls and the rest of the BMP stay.
+ */
+const bmpText = fc.string({
+  unit: fc.integer({ min: 0, max: 0xd7ff }).map((c) => String.fromCharCode(c)),
+  maxLength: 40,
+});
+const ops = (s: fc.Arbitrary<string>) =>
+  fc.oneof(
+    fc.record({ t: fc.constant('insert' as const), field: fc.constantFrom('title', 'body'), at: fc.nat(), s }),
+    fc.record({
+      t: fc.constant('delete' as const),
+      field: fc.constantFrom('title', 'body'),
+      at: fc.nat(),
+      n: fc.nat(8),
+    }),
+    fc.record({ t: fc.constant('set' as const), v: fc.oneof(fc.integer(), fc.constant(null)) }),
+    fc.record({ t: fc.constant('format' as const), at: fc.nat(), n: fc.nat(8) }),
+    fc.record({ t: fc.constantFrom('save' as const, 'fail' as const, 'standBy' as const, 'claim' as const) }),
+  );
+const op = ops(text);
 
 function edit(doc: Y.Doc, o: { t: string; field?: string; at?: number; s?: string; n?: number; v?: unknown }): void {
   const map = doc.getMap('content');
@@ -49,7 +66,7 @@ function edit(doc: Y.Doc, o: { t: string; field?: string; at?: number; s?: strin
 describe('the delta of a save', () => {
   test('stored state + every committed delta + a last save replays to the document', () => {
     fc.assert(
-      fc.property(fc.array(op, { maxLength: 60 }), fc.boolean(), (ops, loadedSaving) => {
+      fc.property(fc.array(ops(bmpText), { maxLength: 60 }), fc.boolean(), (steps, loadedSaving) => {
         const doc = new Y.Doc();
         const map = doc.getMap('content');
         map.set('title', new Y.Text('abc'));
@@ -79,7 +96,7 @@ describe('the delta of a save', () => {
           newestSv = cut.sv;
           tracker.committed(cut);
         };
-        for (const o of ops) {
+        for (const o of steps) {
           if (o.t === 'save') save(true);
           else if (o.t === 'fail') save(false);
           else if (o.t === 'standBy') {
@@ -116,13 +133,14 @@ describe('the delta of a save', () => {
 describe('the sliced field read', () => {
   test('reads what readContent reads, whatever the items', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(op, { maxLength: 80 }), async (ops) => {
+      fc.asyncProperty(fc.array(op, { maxLength: 80 }), async (steps) => {
         const doc = new Y.Doc();
         const map = doc.getMap('content');
         map.set('title', new Y.Text(''));
         map.set('body', new Y.Text('x'));
         map.set('other', 'not a field');
-        for (const o of ops) if (o.t !== 'save' && o.t !== 'fail' && o.t !== 'standBy' && o.t !== 'claim') edit(doc, o);
+        for (const o of steps)
+          if (o.t !== 'save' && o.t !== 'fail' && o.t !== 'standBy' && o.t !== 'claim') edit(doc, o);
         const all = new Set(['title', 'body', 'n', 'other']);
         expect(await readFields(doc, model, all, () => true)).toEqual(readContent(doc, model));
       }),
