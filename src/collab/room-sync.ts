@@ -264,8 +264,14 @@ export class RoomSync {
     const changed = [...changes.added, ...changes.updated, ...changes.removed];
     const update = awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed);
     const frame = awarenessFrame(update);
-    if (isConn(origin)) origin.ws.publish(this.#host.key, frame);
-    else this.#host.publish(frame);
+    if (isConn(origin)) {
+      // Back to the sender too, as y-websocket's own server does: y-websocket's client reconnects when
+      // it has heard nothing for 30 s, and its awareness renewal (every 15 s) echoed back is what a
+      // lone editor hears. Without it a lone editor was reconnected every 30 s, each time a full resync
+      // (up to ~0.5 s of event loop near the document limit).
+      origin.ws.send(frame);
+      origin.ws.publish(this.#host.key, frame);
+    } else this.#host.publish(frame);
     if (origin !== 'remote' && this.#host.peers.size > 0) this.#host.relay(1, update, null);
   }
 
