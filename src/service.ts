@@ -33,7 +33,7 @@ import { ScheduledActionWorker } from './editorial/schedule-worker.ts';
 import { ReleaseClock } from './releases/schedule.ts';
 import { publishTarget } from './releases/publish.ts';
 import { closeIdentity, startIdentity } from './identity/identity.ts';
-import { CollabRooms } from './collab/rooms.ts';
+import { CollabRooms, type CollabOptions } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
 import { FilesRuntime } from './files/runtime.ts';
 import { Provisioner } from './fleet/provision.ts';
@@ -94,7 +94,11 @@ export interface Service {
   close(): Promise<void>;
 }
 
-export async function openService(settings: Settings): Promise<Service> {
+/**
+ * `collabOptions`: collaboration rooms' timings and compaction thresholds (rooms.ts defaults
+ * otherwise); tests and benches only, nothing reads them from the environment.
+ */
+export async function openService(settings: Settings, collabOptions: CollabOptions = {}): Promise<Service> {
   let embedded: EmbeddedServer | undefined;
   let url = settings.databaseUrl;
   if (!url) {
@@ -171,14 +175,18 @@ export async function openService(settings: Settings): Promise<Service> {
     role: settings.role,
     settings: settings.operations,
   });
-  const collab = new CollabRooms({
-    sql,
-    bus,
-    project: async (id) => (await projects.get(id)).snapshot,
-    lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }),
-    listenSql: collabListen,
-    writes,
-  });
+  const collab = new CollabRooms(
+    {
+      sql,
+      bus,
+      project: async (id) => (await projects.get(id)).snapshot,
+      lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }),
+      listenSql: collabListen,
+      writes,
+      databaseUrl: url,
+    },
+    collabOptions,
+  );
   await collab.start();
   const scheduledActions =
     settings.role === 'all' || settings.role === 'worker'

@@ -1,5 +1,6 @@
 import { readSettings } from '../../src/env.ts';
 import { startServer, type Running } from '../../src/server.ts';
+import type { CollabOptions } from '../../src/collab/rooms.ts';
 import { freshDatabase, readUrlFor, replicaTally } from './db.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { removeTempDir, tempDir } from './tmp.ts';
@@ -14,9 +15,12 @@ export interface TestServer extends Running {
 
 /**
  * Starts the whole service in-process on ephemeral ports over a fresh database; `stop()` also
- * removes its data dir (a temporary folder).
+ * removes its data dir (a temporary folder). `collab`: the rooms' timings and compaction.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  collab: CollabOptions = {},
+): Promise<TestServer> {
   const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
   // The suite on a primary and standby (.ci/replicas): published reads from the standby, unless
   // the test names its own (an empty DATABASE_READ_URL: none).
@@ -33,7 +37,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...env,
     DATABASE_URL: databaseUrl,
   });
-  const running = await startServer(settings);
+  const running = await startServer(settings, collab);
   const stop = async (): Promise<void> => {
     const replicas = readUrl ? running.svc?.replicas : undefined;
     if (replicas) {
