@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../src/cli/main.ts';
@@ -105,6 +105,8 @@ export async function seedProject(apiUrl: string, rootToken: string, databaseUrl
   } else {
     notes.push('svc push not available yet: models stored with replaceModels over a direct connection');
   }
+  // The config folder is only for the push: each bench run left one behind in the temp dir.
+  rmSync(configDir, { recursive: true, force: true });
   // Keys with a rate limit far above any bench run (the default is 10,000 requests per hour).
   const key = async (type: 'secret' | 'public', scopes: string): Promise<string | undefined> => {
     if (!has('api-keys', 'create')) return undefined;
