@@ -199,8 +199,15 @@ async function measure(
     const ops = (result.rps * (plan.warmupMs + plan.durationMs)) / 1000;
     writeCpu.set(name, { client: (used.cpuSeconds * 1e6) / ops, pg: (pgSeconds * 1e6) / ops });
   }
-  if (used && !reference && result.rps > 0) {
-    cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
+  if (used && result.rps > 0) {
+    // References too: on a box the load generator shares, server CPU per request is the figure a
+    // change to the server moves, and --compare reports it beside req/s.
+    if (!reference) cpuPerRequest.set(name, { ns: (used.cores * 1e9) / result.rps, cores: used.cores });
+    extraFigures[`${name}/cpu-us-per-request`] = {
+      value: (used.cores * 1e6) / result.rps,
+      unit: 'µs',
+      errors: result.errors,
+    };
     notes.push(
       `${name}: server CPU ${((used.cores * 1e6) / result.rps).toFixed(1)} µs per request (${used.cores.toFixed(2)} cores busy)`,
     );
