@@ -4,13 +4,13 @@ import { GraphQLError, printSchema, type ExecutionResult } from 'graphql';
 import { getVariableValues } from 'graphql/execution/values.js';
 import type { CustomerPrincipal, KeyPrincipal } from '../auth/principal.ts';
 import { BadUserInput, DocumentNotTrusted, MethodNotAllowed } from '../errors.ts';
-import { documentPolicyOf, requestDocument } from './document-policy.ts';
+import { documentPolicyOf, requestDocument, type RequestDocument } from './document-policy.ts';
 import { checkVariables, namingArguments } from './limits.ts';
 import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from '../content/field-access.ts';
-import { variablesFor } from './prepare.ts';
-import { targetOf, type Target } from './schema-entries.ts';
+import { variablesFor, type Ready } from './prepare.ts';
+import { targetNow, targetOf, type Target } from './schema-entries.ts';
 import {
   MAX_CACHED_BODY,
   publicCacheControl,
@@ -18,6 +18,7 @@ import {
   responseKey,
   stored,
   type Executed,
+  type ResponseCache,
 } from './response-cache.ts';
 
 /**
@@ -137,20 +138,56 @@ export interface ExecuteOptions {
   auditFrom?: (() => AuditFrom) | null;
 }
 
-/** Runs one query or mutation. Throws SvcErrors for requests that cannot be GraphQL at all. */
+/** Runs one query or mutation. Rejects with SvcErrors for requests that cannot be GraphQL at all. */
 export async function execute(
   deps: GraphqlDeps,
   principal: KeyPrincipal,
   req: GraphqlRequest,
   opts: ExecuteOptions,
 ): Promise<Executed> {
-  const target = await targetOf(deps, principal, opts.customer);
+  return executeNow(deps, principal, req, opts);
+}
+
+/**
+ * execute() without a promise when the answer is in memory: the project's actor live, the
+ * document known (text or trusted) and the response cached — a cached read runs no microtask at
+ * all. It may throw instead of rejecting (the HTTP adapter catches both).
+ */
+export function executeNow(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  req: GraphqlRequest,
+  opts: ExecuteOptions,
+): Executed | Promise<Executed> {
+  const target = targetNow(deps, principal, opts.customer);
+  if (target instanceof Promise) return target.then((t) => executeAt(deps, principal, req, opts, t));
+  return executeAt(deps, principal, req, opts, target);
+}
+
+function executeAt(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  req: GraphqlRequest,
+  opts: ExecuteOptions,
+  target: Target,
+): Executed | Promise<Executed> {
   // Which document: its text, or a trusted / persisted one named by hash, as the key's policy
   // allows; prepared (a memo lookup for a known document) before the response key: the variables
   // are bounded (depth, strings) before anything walks them recursively, JSON.stringify included
   // (20,000 nested AND levels overflowed its stack: issue 27 item 13).
   const found = requestDocument(deps, target, principal, req);
-  const { doc, prepared } = found instanceof Promise ? await found : found;
+  if (found instanceof Promise) return found.then((d) => executeDocument(deps, principal, req, opts, target, d));
+  return executeDocument(deps, principal, req, opts, target, found);
+}
+
+function executeDocument(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  req: GraphqlRequest,
+  opts: ExecuteOptions,
+  target: Target,
+  { doc, prepared }: RequestDocument,
+): Executed | Promise<Executed> {
   if (!prepared.ok) return refused(prepared.errors);
   const badVariables = checkVariables(req.variables, prepared.argumentOf);
   if (badVariables) return failed({ errors: [badVariables] });
@@ -173,7 +210,20 @@ export async function execute(
     const message = 'Subscriptions are served over WebSocket at /graphql/ws';
     return refused([new GraphQLError(message, { originalError: new BadUserInput(message) })]);
   }
+  return run(deps, principal, req, opts, target, prepared, rc, key);
+}
 
+/** Executes a prepared query or mutation (no cached answer), storing a shareable read's answer. */
+async function run(
+  deps: GraphqlDeps,
+  principal: KeyPrincipal,
+  req: GraphqlRequest,
+  opts: ExecuteOptions,
+  target: Target,
+  prepared: Ready,
+  rc: ResponseCache | undefined,
+  key: string,
+): Promise<Executed> {
   const ctx = contextFor(deps, principal, target, opts.customer, opts.lsn);
   ctx.clientIp = opts.clientIp ?? undefined;
   ctx.auditFrom = opts.auditFrom ?? undefined;

@@ -140,7 +140,21 @@ export async function targetOf(
   principal: KeyPrincipal,
   customer?: CustomerPrincipal | null,
 ): Promise<Target> {
-  const actor = await deps.projects.get(principal.projectId);
+  return targetNow(deps, principal, customer);
+}
+
+/** targetOf() without a promise when the project's actor is live (every request after its first). */
+export function targetNow(
+  deps: Pick<GraphqlDeps, 'projects'>,
+  principal: KeyPrincipal,
+  customer?: CustomerPrincipal | null,
+): Target | Promise<Target> {
+  const live = deps.projects.peek(principal.projectId);
+  if (live) return targetIn(live, principal, customer);
+  return deps.projects.get(principal.projectId).then((actor) => targetIn(actor, principal, customer));
+}
+
+function targetIn(actor: ProjectActor, principal: KeyPrincipal, customer?: CustomerPrincipal | null): Target {
   const snapshot = actor.snapshot;
   return { actor, snapshot, entry: schemaEntry(actor, snapshot, principal, customer) };
 }
