@@ -127,20 +127,17 @@ export function directGraphqlRoutes(deps: GraphqlDeps & { gate: Gate; requests: 
   const limit = bodyLimitFor('/graphql');
   const answeredPost = (request: Request, res: Response) => meter.done(request, 'POST', '/graphql', res.status);
   const answeredGet = (request: Request, res: Response) => meter.done(request, 'GET', '/graphql', res.status);
-  return {
-    '/graphql': {
-      POST: (request: Request, server: Server<unknown>) => {
-        requests.start(request);
-        const limited = limitBody(request, limit);
-        if (limited !== request) requests.carry(request, limited);
-        return handle(limited, 'POST', () => server.requestIP(request)?.address ?? null, answeredPost);
-      },
-      GET: (request: Request) => {
-        requests.start(request);
-        return handle(request, 'GET', null, answeredGet);
-      },
-    },
+  const post = (request: Request, server: Server<unknown>) => {
+    requests.start(request);
+    const limited = limitBody(request, limit);
+    if (limited !== request) requests.carry(request, limited);
+    return handle(limited, 'POST', () => server.requestIP(request)?.address ?? null, answeredPost);
   };
+  const get = (request: Request) => {
+    requests.start(request);
+    return handle(request, 'GET', null, answeredGet);
+  };
+  return { '/graphql': { POST: post, GET: get } };
 }
 
 /** `graphiql: false` leaves /graphiql to the Studio, which serves the real GraphiQL (src/http/studio.ts). */
