@@ -154,7 +154,7 @@ const cacheables = new WeakMap<Executed, Cacheable>();
 
 function cacheableOf(r: Executed, body: string, projectId: string, documentId: string | null | undefined): Cacheable {
   const id = documentId ?? null;
-  let c = cacheables.get(r);
+  const c = cacheables.get(r);
   // One response-cache entry may be reached by its text with and without an APQ hash: the
   // surrogate keys are those of the request, so another request's are made anew.
   if (c === undefined || c.projectId !== projectId || c.documentId !== id) {
