@@ -219,16 +219,25 @@ export class Gate {
 
   /** charge() without a promise but for the key's first request of a window in this process. May throw. */
   chargeNow(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): Record<string, string> | Promise<Record<string, string>> {
-    const decision = this.take(key, cost);
-    return decision instanceof Promise ? decision.then((d) => this.#charged(d)) : this.#charged(decision);
+    const d = this.allowNow(key, cost);
+    return d instanceof Promise ? d.then(rateLimitHeaders) : rateLimitHeaders(d);
   }
 
-  #charged(decision: RateDecision): Record<string, string> {
-    const headers = rateLimitHeaders(decision);
-    if (decision.allowed) return headers;
+  /**
+   * The decision of an allowed request, for adapters that make the rate-limit headers themselves
+   * (GraphQL over HTTP, from prepared headers); throws RATE_LIMITED as charge() does. No promise
+   * but for the key's first request of a window in this process.
+   */
+  allowNow(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): RateDecision | Promise<RateDecision> {
+    const decision = this.take(key, cost);
+    return decision instanceof Promise ? decision.then((d) => this.#allowed(d)) : this.#allowed(decision);
+  }
+
+  #allowed(decision: RateDecision): RateDecision {
+    if (decision.allowed) return decision;
     this.#refusals++;
     const err = rateLimitError(decision);
-    err.headers = { ...headers, 'retry-after': String(decision.retryAfter) };
+    err.headers = { ...rateLimitHeaders(decision), 'retry-after': String(decision.retryAfter) };
     throw err;
   }
 

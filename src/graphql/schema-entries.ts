@@ -96,6 +96,18 @@ const newEntry = (snapshot: ProjectSnapshot, principal: KeyPrincipal, grants: Re
   trusted: trustedCache(),
 });
 
+/**
+ * The cache key of a key's own view, made once per principal (principals are cached per key):
+ * the same string each request, so its hash is computed once too (building and hashing it was
+ * ~0.3 µs of a cached read; bench/NOTES.md, issue 31).
+ */
+const plainKeys = new WeakMap<KeyPrincipal, string>();
+function plainKey(principal: KeyPrincipal): string {
+  let key = plainKeys.get(principal);
+  if (key === undefined) plainKeys.set(principal, (key = `gql:schema:${principal.fingerprint}`));
+  return key;
+}
+
 function schemaEntry(
   actor: ProjectActor,
   snapshot: ProjectSnapshot,
@@ -104,7 +116,7 @@ function schemaEntry(
 ): SchemaEntry {
   const grants = customerGrants(snapshot, principal, customer);
   // The view is that of the key's scopes plus the token's stamped grants: its cache key names both.
-  const key = grants ? `gql:schema:${principal.fingerprint}:${grants.key}` : `gql:schema:${principal.fingerprint}`;
+  const key = grants ? `gql:schema:${principal.fingerprint}:${grants.key}` : plainKey(principal);
   if (snapshot.shapeKey !== null) {
     const shared = `${snapshot.shapeKey}:${key}`;
     let entry = sharedSchemas.get(shared);

@@ -64,42 +64,91 @@ const CONTENT_TYPE = {
 } as const;
 
 /**
- * The fixed headers of an executed operation's answer, per media type and Cache-Control value:
- * built once and handed to the Response, which copies them; only the request's own headers
- * (rate limit) are set one by one. Six `headers.set` calls were ~1.3 µs a request, a copy of
- * prepared Headers and three sets ~0.7 µs (Bun 1.4, this box; bench/NOTES.md, issue 31). The
- * Cache-Control values are few (per project setting); past 256 the headers are built per request.
+ * The fixed headers of an answer, per media type, Cache-Control value and rate-limit window
+ * (limit and reset of the key's window): built once and handed to the Response, which copies
+ * them, so an executed operation's answer sets one header of its own (`x-ratelimit-remaining`).
+ * Six `headers.set` calls were ~1.3 µs a request, a copy of prepared Headers and one set ~0.5 µs
+ * (Bun 1.4, this box; bench/NOTES.md, issue 31). Looked up by the strings' identity-hashed Map
+ * keys and numbers, never a key string built per request; bounded (past the bound, built anew).
  */
-const fixedHeaders = new Map<string, Headers>();
+const MAX_FIXED = 256;
+interface Fixed {
+  headers: Headers;
+  /** The same plus x-ratelimit-limit and -reset, by limit and then reset (whole seconds). */
+  rated: Map<number, Map<number, Headers>>;
+  size: number;
+}
+const fixedHeaders: Record<Media, Map<string | undefined, Fixed>> = {
+  'graphql-response': new Map(),
+  json: new Map(),
+  legacy: new Map(),
+};
+let fixedCount = 0;
 
-function fixed(media: Media, cacheControl: string | undefined): Headers {
-  const key = cacheControl === undefined ? media : `${media}\0${cacheControl}`;
-  let h = fixedHeaders.get(key);
-  if (h === undefined) {
-    h = new Headers({ 'content-type': CONTENT_TYPE[media] });
+function fixed(media: Media, cacheControl: string | undefined): Fixed {
+  const byCc = fixedHeaders[media];
+  let f = byCc.get(cacheControl);
+  if (f === undefined) {
+    const headers = new Headers({ 'content-type': CONTENT_TYPE[media] });
     if (cacheControl !== undefined) {
-      h.set('cache-control', cacheControl);
-      if (cacheControl.startsWith('public')) h.set('vary', VARY);
+      headers.set('cache-control', cacheControl);
+      if (cacheControl.startsWith('public')) headers.set('vary', VARY);
     }
-    if (fixedHeaders.size < 256) fixedHeaders.set(key, h);
+    f = { headers, rated: new Map(), size: 0 };
+    if (fixedCount < MAX_FIXED) {
+      byCc.set(cacheControl, f);
+      fixedCount++;
+    }
+  }
+  return f;
+}
+
+function rated(f: Fixed, rate: RateHeaders): Headers {
+  let byReset = f.rated.get(rate.limit);
+  let h = byReset?.get(rate.reset);
+  if (h === undefined) {
+    h = new Headers(f.headers);
+    h.set('x-ratelimit-limit', String(rate.limit));
+    h.set('x-ratelimit-reset', String(rate.reset));
+    // A window's headers are done with when it ends: one window per limit is kept.
+    if (f.size >= MAX_FIXED) {
+      f.rated.clear();
+      f.size = 0;
+      byReset = undefined;
+    }
+    if (!byReset) f.rated.set(rate.limit, (byReset = new Map()));
+    else byReset.clear();
+    byReset.set(rate.reset, h);
+    f.size++;
   }
   return h;
 }
 
+/** The rate limit of the request's key (gate.chargeNow): on every answer made with a key. */
+export interface RateHeaders {
+  limit: number;
+  remaining: number;
+  reset: number;
+}
+
 /**
  * An answer: its content type, then (for executed operations) `cache-control` and, for a
- * shareable answer, `vary`, then `headers` (the request's own: rate limit, errors' extras).
+ * shareable answer, `vary`, the key's rate-limit headers, then `headers` (errors' extras, a
+ * write's LSN).
  */
 export function json(
   status: number,
   body: string,
-  headers: Record<string, string>,
+  headers: Record<string, string> | null,
   media: Media = 'legacy',
   cacheControl?: string,
+  rate?: RateHeaders | null,
 ): Response {
-  const res = new Response(body, { status, headers: fixed(media, cacheControl) });
+  const f = fixed(media, cacheControl);
+  const res = new Response(body, { status, headers: rate ? rated(f, rate) : f.headers });
   const h = res.headers;
-  for (const name in headers) h.set(name, headers[name]!);
+  if (rate) h.set('x-ratelimit-remaining', String(rate.remaining));
+  if (headers) for (const name in headers) h.set(name, headers[name]!);
   return res;
 }
 
@@ -115,13 +164,13 @@ export function statusOf(r: Executed, media: Media): number {
 export function failure(
   err: unknown,
   production: boolean,
-  extra: Record<string, string> = {},
   media: Media = 'legacy',
+  rate?: RateHeaders | null,
 ): Response {
   const e = toSvcError(err);
-  const headers: Record<string, string> = { 'cache-control': 'no-store', ...extra, ...e.headers };
   // maskError logs and masks anything that is not an SvcError.
-  return json(e.status, JSON.stringify({ errors: [maskError(err as Error, production)] }), headers, media);
+  const body = JSON.stringify({ errors: [maskError(err as Error, production)] });
+  return json(e.status, body, e.headers ?? null, media, 'no-store', rate);
 }
 
 /** The JSON text of one answer: as the core made it, or with its errors masked here. */
@@ -193,7 +242,7 @@ export function cachedGet(
   request: Request,
   r: Executed,
   body: string,
-  rate: Record<string, string>,
+  rate: RateHeaders,
   media: Media,
   projectId: string,
   documentId: string | null | undefined,
@@ -212,6 +261,8 @@ export function cachedGet(
     res = new Response(body, { status: 200, headers: h });
   }
   const h = res.headers;
-  for (const name in rate) h.set(name, rate[name]!);
+  h.set('x-ratelimit-limit', String(rate.limit));
+  h.set('x-ratelimit-remaining', String(rate.remaining));
+  h.set('x-ratelimit-reset', String(rate.reset));
   return res;
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'bun';
 import { Elysia } from 'elysia';
 import type { Gate } from '../auth/gate.ts';
+import type { RateDecision } from '../auth/rate-limit.ts';
 import { toSvcError } from '../errors.ts';
 import { execute, executeNow, schemaSdl, type ExecuteOptions, type GraphqlRequest } from '../graphql/execute.ts';
 import { lsnHeaders, presentedLsn } from './replica-lsn.ts';
@@ -27,8 +28,6 @@ export type GraphqlHandler = (
   answered?: (request: Request, response: Response) => void,
 ) => Promise<Response>;
 
-const NO_HEADERS: Record<string, string> = Object.freeze({}) as Record<string, string>;
-
 /**
  * One GraphQL request over HTTP. A read whose answer is in memory (key, document and response
  * cached) waits for nothing but its body: the gate, the charge and the core answer without a
@@ -42,7 +41,7 @@ export function graphqlHandler(deps: GraphqlDeps & { gate: Gate }): GraphqlHandl
       answered?.(request, res);
       return res;
     };
-    let rate = NO_HEADERS;
+    let rate: RateDecision | null = null;
     const headers = request.headers;
     const media = negotiate(headers.get('accept'));
     try {
@@ -55,8 +54,8 @@ export function graphqlHandler(deps: GraphqlDeps & { gate: Gate }): GraphqlHandl
       } else req = readGet(request);
       const batch = Array.isArray(req) ? req : null;
       // Every operation of a batch counts against the key's limit.
-      const charged = gate.chargeNow(caller.key, batch ? batch.length : 1);
-      rate = charged instanceof Promise ? await charged : charged;
+      const allowed = gate.allowNow(caller.key, batch ? batch.length : 1);
+      rate = allowed instanceof Promise ? await allowed : allowed;
       // A customer token makes the read per customer: never shared, never in the response cache.
       // The audit log's view of the request, made once, only if the request writes.
       let from: AuditFrom | undefined;
@@ -76,9 +75,7 @@ export function graphqlHandler(deps: GraphqlDeps & { gate: Gate }): GraphqlHandl
         const status = statusOf(r, media);
         if (method === 'GET' && status === 200 && r.cacheControl.startsWith('public'))
           return done(cachedGet(request, r, body, rate, media, caller.key.projectId, one.documentId));
-        return done(
-          json(status, body, opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate, media, r.cacheControl),
-        );
+        return done(json(status, body, opts.wrote ? lsnHeaders(deps.replicas) : null, media, r.cacheControl, rate));
       }
       const results: { body: string; cacheControl: string }[] = [];
       for (const one of batch) {
@@ -100,13 +97,14 @@ export function graphqlHandler(deps: GraphqlDeps & { gate: Gate }): GraphqlHandl
         json(
           200,
           `[${results.map((r) => r.body).join(',')}]`,
-          opts.wrote ? { ...rate, ...lsnHeaders(deps.replicas) } : rate,
+          opts.wrote ? lsnHeaders(deps.replicas) : null,
           media,
           cacheControl,
+          rate,
         ),
       );
     } catch (err) {
-      return done(failure(err, production, rate, media));
+      return done(failure(err, production, media, rate));
     }
   };
 }
