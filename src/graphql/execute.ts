@@ -197,7 +197,7 @@ function executeDocument(
     opts.customer !== null || !deps.settings.responseCache || opts.lsn || prepared.operation !== 'query'
       ? undefined
       : responseCache(target.actor);
-  const key = rc ? responseKey(principal.fingerprint, req, doc) : '';
+  const key = rc ? responseKey(principal.fingerprint, req, doc, prepared) : '';
   if (rc) {
     const hit = rc.entries.get(key);
     if (deps.cacheStats) deps.cacheStats[hit ? 'hits' : 'misses']++;
