@@ -10,6 +10,7 @@ import { RecordLoader } from './loader.ts';
 import type { GqlContext, GraphqlDeps } from './context.ts';
 import { modelRowAccess, requestReaders } from '../content/field-access.ts';
 import { variablesFor, type Ready } from './prepare.ts';
+import { runPlan } from './plan.ts';
 import { targetNow, targetOf, type Target } from './schema-entries.ts';
 import {
   MAX_CACHED_BODY,
@@ -232,7 +233,8 @@ async function run(
   if ('errors' in variables) return failed({ errors: variables.errors });
   let result: ExecutionResult;
   try {
-    result = await prepared.compiled.query(undefined, ctx, variables.values);
+    const compiled = () => prepared.compiled.query(undefined, ctx, variables.values);
+    result = await (prepared.plan ? runPlan(prepared.plan, ctx, compiled) : compiled());
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
     return failed({ errors: [new GraphQLError(e.message, { originalError: e })] });

@@ -16,6 +16,7 @@ import type { Lru } from './lru.ts';
 import { documentKey } from './response-cache.ts';
 import type { SchemaView } from './schema.ts';
 import { jitDocument } from './variables.ts';
+import { planOf, type Plan } from './plan.ts';
 
 /**
  * Preparing a document for one schema view: parsed, limit-checked, validated and compiled by
@@ -36,6 +37,8 @@ export interface Ready {
   coerceWithGraphqlJs: boolean;
   /** Per variable, the argument it feeds: input errors name the argument. */
   argumentOf: ReadonlyMap<string, string>;
+  /** A plain query's plan (graphql/plan.ts): executed by walking it, the compiled query as fallback. */
+  plan: Plan | null;
 }
 
 export type Prepared = Ready | { ok: false; errors: readonly GraphQLError[] };
@@ -206,5 +209,6 @@ function prepareDocument(view: SchemaView, req: DocumentText, stats: { fields: n
     document: doc,
     coerceWithGraphqlJs: forJit.rewritten,
     argumentOf: inputs.argumentOf,
+    plan: forJit.rewritten ? null : planOf(view.schema, op),
   };
 }
