@@ -106,6 +106,36 @@ export const COMPARISONS: readonly Comparison[] = [
     reference: 'yoga-cached',
     better: 'higher',
   },
+  // Read replicas (bench/read-replica.ts): the same reads through a hot standby and on the
+  // primary, one run; the read-back after a write with read-your-writes (x-svc-lsn) on.
+  {
+    id: 'read-replica/primary',
+    scenario: 'read-replica',
+    figure: 'read-replica',
+    reference: 'read-replica/primary',
+    better: 'higher',
+  },
+  {
+    id: 'read-replica/primary-uncached',
+    scenario: 'read-replica',
+    figure: 'read-replica/uncached',
+    reference: 'read-replica/primary-uncached',
+    better: 'higher',
+  },
+  {
+    id: 'read-replica/read-back-p50',
+    scenario: 'read-replica',
+    figure: 'read-replica/read-back-p50',
+    reference: 'read-replica/primary-read-back-p50',
+    better: 'lower',
+  },
+  {
+    id: 'read-replica/read-back-p99',
+    scenario: 'read-replica',
+    figure: 'read-replica/read-back-p99',
+    reference: 'read-replica/primary-read-back-p99',
+    better: 'lower',
+  },
   {
     id: 'read-filtered/ceiling-jit',
     scenario: 'read-filtered',

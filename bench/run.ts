@@ -48,6 +48,7 @@ import {
   TRUSTED_SCENARIOS,
   trustedRatios,
 } from './trusted.ts';
+import { runReadReplica } from './read-replica.ts';
 
 export const SCENARIOS = [
   'read-cached',
@@ -65,6 +66,7 @@ export const SCENARIOS = [
   'fanout-3proc',
   'collab',
   ...TRUSTED_SCENARIOS,
+  'read-replica',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ALL = [...REFERENCES, ...SCENARIOS] as const;
@@ -899,7 +901,8 @@ async function main(): Promise<number> {
   const scenarios = o.names.filter((n): n is Scenario => (SCENARIOS as readonly string[]).includes(n));
   const refs = REFERENCES.filter((r) => o.names.includes(r));
   const dbRefs = refs.filter((r) => r === 'postgraphile' || r.startsWith('yoga-'));
-  const needDb = scenarios.length > 0 || dbRefs.length > 0;
+  // read-replica runs on a primary and standby of its own (bench/read-replica.ts).
+  const needDb = scenarios.some((n) => n !== 'read-replica') || dbRefs.length > 0;
   before = await conditions();
   peerNodeUsed =
     refs.some((r) => r === 'postgraphile' || r.startsWith('yoga-')) ||
@@ -912,7 +915,9 @@ async function main(): Promise<number> {
     }
     const readBytes: { file?: string } = {};
     // fan-out and collab run their own services and references (bench/fanout.ts, bench/collab.ts).
-    const http = scenarios.filter((n) => !isFanout(n) && n !== 'collab' && n !== 'fanout-3proc');
+    const http = scenarios.filter(
+      (n) => !isFanout(n) && n !== 'collab' && n !== 'fanout-3proc' && n !== 'read-replica',
+    );
     const fanout = scenarios.filter(isFanout);
     if (http.length) await runService(o, http, pinned, readBytes);
     if (fanout.length) {
@@ -941,6 +946,12 @@ async function main(): Promise<number> {
       if (c.profile) profiles.push(c.profile);
       collab = collabLines(c);
       Object.assign(extraFigures, collabFigures(c));
+    }
+    if (scenarios.includes('read-replica')) {
+      const r = await runReadReplica(o);
+      rows.push(...r.rows);
+      notes.push(...r.notes);
+      Object.assign(extraFigures, r.figures);
     }
     for (const r of refs) await runReference(o, r, readBytes);
   } catch (err) {

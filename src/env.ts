@@ -27,7 +27,7 @@ export interface Settings {
    * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
    */
   readPool: number;
-  /** How often due scheduled publishes are looked for (`SVC_SCHEDULED_ACTIONS_TICK_MS`, ms; default 250: within a second of `at`). */
+  /** How often due scheduled publishes and releases are looked for (`SVC_SCHEDULED_ACTIONS_TICK_MS`, ms; default 250: within a second of `at`). */
   scheduledActionsTickMs: number;
   /** Realtime caps (docs/realtime.md): connections per identity, channels per connection. */
   realtimeConnectionsPerIdentity: number;

@@ -6,6 +6,7 @@ import { startGateway, type Gateway, type GatewayModule } from './http/gateway.t
 import { RealtimeHub } from './realtime/hub.ts';
 import { realtimeGateway } from './realtime/gateway.ts';
 import { collabGateway } from './collab/gateway.ts';
+import type { CollabOptions } from './collab/rooms.ts';
 import { joinAuth } from './collab/auth.ts';
 import { onSessionRevoked, verifyAccessToken } from './identity/tokens.ts';
 import { metricsModule } from './http/metrics.ts';
@@ -35,8 +36,8 @@ async function drainListener(server: Server<unknown>): Promise<void> {
 }
 
 /** Starts the listeners that `SVC_ROLE` asks for, on one shared Service. */
-export async function startServer(settings: Settings): Promise<Running> {
-  const svc = await openService(settings);
+export async function startServer(settings: Settings, collabOptions: CollabOptions = {}): Promise<Running> {
+  const svc = await openService(settings, collabOptions);
   const runsApi = settings.role === 'all' || settings.role === 'api';
   const runsGateway = settings.role === 'all' || settings.role === 'gateway';
   let api: Server<unknown> | undefined;
@@ -46,6 +47,8 @@ export async function startServer(settings: Settings): Promise<Running> {
     maxConnectionsPerIdentity: settings.realtimeConnectionsPerIdentity,
     maxSubscriptionsPerConnection: settings.realtimeSubscriptionsPerConnection,
     heartbeatMs: settings.sseHeartbeatMs,
+    // With read replicas, content events name their commit's position (data.lsn) for refetches.
+    lsn: settings.replicas !== undefined,
   });
   svc.metrics.actors.add(() => [[['channel', 'live'], hub.status().channels]]);
   svc.metrics.gauge(

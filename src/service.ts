@@ -24,16 +24,15 @@ import { installResponseInvalidation } from './graphql/response-cache.ts';
 import { installDocumentWarming, warmAll } from './graphql/trusted.ts';
 import { documentHits } from './graphql/document-policy.ts';
 import { installCdnPurge } from './graphql/cdn-purge.ts';
-import { graphqlCacheStats } from './graphql/lru.ts';
 import { MetricsRegistry } from './metrics/registry.ts';
 import { RequestLog } from './metrics/requests.ts';
-import { poolConnections } from './store/pools.ts';
+import { registerCoreMetrics, registerReplicaMetrics } from './service-metrics.ts';
 import { OperationsRuntime } from './operations/runtime.ts';
 import { ScheduledActionWorker } from './editorial/schedule-worker.ts';
 import { ReleaseClock } from './releases/schedule.ts';
 import { publishTarget } from './releases/publish.ts';
 import { closeIdentity, startIdentity } from './identity/identity.ts';
-import { CollabRooms } from './collab/rooms.ts';
+import { CollabRooms, type CollabOptions } from './collab/rooms.ts';
 import { WriteCommitter } from './content/tx.ts';
 import { FilesRuntime } from './files/runtime.ts';
 import { Provisioner } from './fleet/provision.ts';
@@ -69,8 +68,8 @@ export interface Service {
   /** Collaboration rooms of this process (src/collab). */
   collab: CollabRooms;
   /**
-   * Fires scheduled publishes/unpublishes and purges the audit log (src/editorial); null in
-   * processes that run no background work (role api/gateway). Releases add kinds with `handle`.
+   * Fires scheduled publishes/unpublishes and scheduled releases (`also`), and purges the audit
+   * log (src/editorial); null in processes that run no background work (role api/gateway).
    */
   scheduledActions: ScheduledActionWorker | null;
   /** Files and media: storage backend, image transforms, background jobs (src/files). */
@@ -94,7 +93,11 @@ export interface Service {
   close(): Promise<void>;
 }
 
-export async function openService(settings: Settings): Promise<Service> {
+/**
+ * `collabOptions`: collaboration rooms' timings and compaction thresholds (rooms.ts defaults
+ * otherwise); tests and benches only, nothing reads them from the environment.
+ */
+export async function openService(settings: Settings, collabOptions: CollabOptions = {}): Promise<Service> {
   let embedded: EmbeddedServer | undefined;
   let url = settings.databaseUrl;
   if (!url) {
@@ -169,21 +172,18 @@ export async function openService(settings: Settings): Promise<Service> {
     role: settings.role,
     settings: settings.operations,
   });
-  // Scheduled releases go live on the operations scheduler's tick (src/releases/schedule.ts).
-  const releaseClock = new ReleaseClock({
-    sql,
-    writes,
-    target: async (id) => publishTarget((await projects.get(id)).snapshot),
-  });
-  operations.scheduler?.also('releases', (now) => releaseClock.tick(now));
-  const collab = new CollabRooms({
-    sql,
-    bus,
-    project: async (id) => (await projects.get(id)).snapshot,
-    lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }),
-    listenSql: collabListen,
-    writes,
-  });
+  const collab = new CollabRooms(
+    {
+      sql,
+      bus,
+      project: async (id) => (await projects.get(id)).snapshot,
+      lockSession: (onclose) => connectSession(url, { pool: 'collab-locks', onclose }),
+      listenSql: collabListen,
+      writes,
+      databaseUrl: url,
+    },
+    collabOptions,
+  );
   await collab.start();
   const scheduledActions =
     settings.role === 'all' || settings.role === 'worker'
@@ -192,6 +192,14 @@ export async function openService(settings: Settings): Promise<Service> {
           { tickMs: settings.scheduledActionsTickMs, purgeEveryMs: 3600_000 },
         )
       : null;
+  // Scheduled releases go live on the same tick as scheduled publishes, within a second of their
+  // time (src/releases/schedule.ts: the release row is their claim, once across processes).
+  const releaseClock = new ReleaseClock({
+    sql,
+    writes,
+    target: async (id) => publishTarget((await projects.get(id)).snapshot),
+  });
+  scheduledActions?.also('releases', (now) => releaseClock.tick(now));
   const files = new FilesRuntime(sql, bus, {
     ...settings.files,
     maxBytes: settings.filesMaxBytes,
@@ -293,83 +301,20 @@ export async function openService(settings: Settings): Promise<Service> {
   return service;
 }
 
-/** The series the core owns; capabilities add theirs (channels, rooms, executions) next to them. */
-function registerCoreMetrics(
-  m: MetricsRegistry,
-  parts: {
-    sql: Sql;
-    bus: EventBus;
-    projects: ActorRegistry<ProjectActor>;
-    gate: Gate;
-    cacheStats: { hits: number; misses: number };
-  },
-): void {
-  const { sql, bus, projects, gate, cacheStats } = parts;
-  // The GraphQL caches (documents, responses) share one byte budget per process (graphql/lru.ts).
-  const kinds = () => Object.entries(graphqlCacheStats().kinds);
-  m.gauge(
-    'svc_graphql_cache_entries',
-    'Entries of the GraphQL caches by kind.',
-    () => kinds().map(([k, v]) => [[k], v.entries] as const),
-    ['kind'],
-  );
-  m.gauge(
-    'svc_graphql_cache_bytes',
-    'Estimated bytes of the GraphQL caches by kind.',
-    () => kinds().map(([k, v]) => [[k], v.bytes] as const),
-    ['kind'],
-  );
-  m.gauge(
-    'svc_graphql_cache_budget_bytes',
-    'The byte budget all GraphQL caches share (SVC_GRAPHQL_CACHE_MB).',
-    () => graphqlCacheStats().budgetBytes,
-  );
-  m.counterFrom(
-    'svc_graphql_cache_evictions_total',
-    'Entries evicted to stay within the byte budget.',
-    () => graphqlCacheStats().evictions,
-  );
-  m.counterFrom(
-    'svc_response_cache_hits_total',
-    'Response-cache lookups answered from the cache.',
-    () => cacheStats.hits,
-  );
-  m.counterFrom('svc_response_cache_misses_total', 'Response-cache lookups that executed.', () => cacheStats.misses);
-  m.gauge(
-    'svc_response_cache_hit_ratio',
-    'Hits over lookups since start.',
-    () => cacheStats.hits / Math.max(1, cacheStats.hits + cacheStats.misses),
-  );
-  m.gauge('svc_key_cache_entries', 'API keys cached by the gate.', () => gate.keys.size);
-  m.counterFrom('svc_rate_limit_refusals_total', 'Requests refused by the per-key rate limit.', () => gate.refusals);
-  m.gauge('svc_bus_lag_seconds', 'Last NOTIFY to LISTEN delay of the event bus.', () => bus.lagMs / 1000);
-  m.actors.add(() => Object.entries(projects.counts()).map(([state, n]) => [['project', state], n] as const));
-  m.gauge(
-    'svc_db_connections',
-    'Connections of this process by pool and state: in_use (in a statement or transaction), idle, lock_wait (in_use, blocked on a lock).',
-    async () =>
-      (await poolConnections(sql)).flatMap((p) => [
-        [[p.pool, 'in_use'], p.inUse] as const,
-        [[p.pool, 'idle'], p.idle] as const,
-        [[p.pool, 'lock_wait'], p.waiting] as const,
-      ]),
-    ['pool', 'state'],
-  );
-}
-
 /** Events after which published reads of their project must see the change (store/replicas.ts). */
 const CONTENT_EVENTS = new Set(['record.changed', 'release.published', 'schema.changed', 'project.changed']);
 
 /**
  * Read-your-writes across the process's replicas: this process's commits raise their projects'
- * floors to the commit LSN; changes heard from other processes (no LSN on the wire) send their
- * project's reads to the primary until the next poll. Returns the WriteCommitter's hook.
+ * floors to the commit LSN; changes heard from other processes raise them to the LSN the bus
+ * relay stamped (or, without one, send their project's reads to the primary until the next
+ * poll). Returns the WriteCommitter's hook.
  */
 function followReplicas(bus: EventBus, replicas: ReadReplicas): (events: readonly BusEvent[], lsn: number) => void {
   // The very event objects this process committed, so their local delivery is not taken for a remote change.
   const mine = new WeakSet<BusEvent>();
-  bus.subscribe((e) => {
-    if (CONTENT_EVENTS.has(e.type) && 'projectId' in e && !mine.has(e)) replicas.heard(e.projectId);
+  bus.subscribe((e, _mark, lsn) => {
+    if (CONTENT_EVENTS.has(e.type) && 'projectId' in e && !mine.has(e)) replicas.heard(e.projectId, lsn);
   });
   return (events, lsn) => {
     for (const e of events) {
@@ -377,47 +322,4 @@ function followReplicas(bus: EventBus, replicas: ReadReplicas): (events: readonl
       if (CONTENT_EVENTS.has(e.type) && 'projectId' in e) replicas.committed(e.projectId, lsn);
     }
   };
-}
-
-/** Each replica's state and lag, and where published reads went. */
-function registerReplicaMetrics(m: MetricsRegistry, replicas: ReadReplicas): void {
-  const each = <T>(f: (r: ReturnType<ReadReplicas['status']>[number]) => T) =>
-    replicas.status().map((r) => [[r.name], f(r)] as const);
-  m.gauge(
-    'svc_replica_lag_seconds',
-    'How long ago the primary first wrote WAL this replica has not replayed (0: caught up).',
-    () => each((r) => r.lagMs / 1000),
-    ['replica'],
-  );
-  m.gauge(
-    'svc_replica_lag_bytes',
-    "WAL bytes between the primary's position and this replica's replay position at the last poll.",
-    () => each((r) => r.lagBytes),
-    ['replica'],
-  );
-  m.gauge(
-    'svc_replica_state',
-    'Replica state: 1 for the state it is in (up: in rotation; lagging: past SVC_REPLICA_MAX_LAG_MS; down: unreachable).',
-    () =>
-      replicas
-        .status()
-        .flatMap((r) =>
-          (['up', 'lagging', 'down'] as const).map((st) => [[r.name, st], r.state === st ? 1 : 0] as const),
-        ),
-    ['replica', 'state'],
-  );
-  m.gauge('svc_replica_reads', 'Published reads sent to this replica since start.', () => each((r) => r.reads), [
-    'replica',
-  ]);
-  m.gauge(
-    'svc_replica_fallbacks',
-    'Reads that failed on this replica and were answered by the primary.',
-    () => each((r) => r.fallbacks),
-    ['replica'],
-  );
-  m.counterFrom(
-    'svc_replica_primary_reads_total',
-    "Published reads the primary answered because no replica had seen their project's latest change (or none was up).",
-    () => replicas.primaryReads,
-  );
 }

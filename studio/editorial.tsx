@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { canEdit, gql, request, type ProjectRef } from './api.ts';
 import { BASE, onLink } from './router.ts';
+import { ErrorLine, ListTable, NoticeLine } from './screen-parts.tsx';
 
 /**
  * Scheduled publishing and the audit log in the Studio (docs/scheduling.md, docs/audit.md): the
@@ -74,51 +75,18 @@ export function ScheduledPanel({ project }: { project: ProjectRef }) {
       </td>
     </tr>
   );
-  const head = (
-    <thead>
-      <tr>
-        <th scope="col">When</th>
-        <th scope="col">Action</th>
-        <th scope="col">Record</th>
-        <th scope="col">Status</th>
-        <th scope="col"></th>
-      </tr>
-    </thead>
-  );
+  const columns = ['When', 'Action', 'Record', 'Status', ''];
   return (
     <section>
       <h1>Scheduled</h1>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {msg && (
-        <p role="status" class="ok">
-          {msg}
-        </p>
-      )}
+      <ErrorLine error={error} />
+      <NoticeLine notice={msg} />
       <h2>Upcoming</h2>
-      <table aria-label="Upcoming">
-        {head}
-        <tbody>
-          {upcoming.map(row)}
-          {items && upcoming.length === 0 && (
-            <tr>
-              <td colSpan={5} class="muted">
-                Nothing scheduled
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+      <ListTable label="Upcoming" columns={columns} items={items && upcoming} row={row} empty="Nothing scheduled" />
       {past.length > 0 && (
         <>
           <h2>Done, cancelled or failed</h2>
-          <table aria-label="Past">
-            {head}
-            <tbody>{past.map(row)}</tbody>
-          </table>
+          <ListTable label="Past" columns={columns} items={past} row={row} />
         </>
       )}
     </section>
@@ -159,50 +127,32 @@ export function AuditPanel({ project }: { project: ProjectRef }) {
   return (
     <section>
       <h1>Audit log</h1>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      <table aria-label="Audit log">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Who</th>
-            <th scope="col">Action</th>
-            <th scope="col">Target</th>
-            <th scope="col">From</th>
+      <ErrorLine error={error} />
+      <ListTable
+        label="Audit log"
+        columns={['When', 'Who', 'Action', 'Target', 'From']}
+        items={entries}
+        empty={error ? undefined : 'No entries'}
+        row={(e) => (
+          <tr key={e.id}>
+            <td>{when(e.at)}</td>
+            <td>
+              {e.actor.kind}
+              {e.actor.id ? ` ${e.actor.id}` : ''}
+            </td>
+            <td>
+              <code>{e.action}</code>
+            </td>
+            <td>
+              {e.target.kind}
+              {e.target.id ? ` ${e.target.id}` : ''}
+            </td>
+            <td class="muted" title={e.userAgent ?? ''}>
+              {e.ip ?? '—'}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.id}>
-              <td>{when(e.at)}</td>
-              <td>
-                {e.actor.kind}
-                {e.actor.id ? ` ${e.actor.id}` : ''}
-              </td>
-              <td>
-                <code>{e.action}</code>
-              </td>
-              <td>
-                {e.target.kind}
-                {e.target.id ? ` ${e.target.id}` : ''}
-              </td>
-              <td class="muted" title={e.userAgent ?? ''}>
-                {e.ip ?? '—'}
-              </td>
-            </tr>
-          ))}
-          {!error && entries.length === 0 && (
-            <tr>
-              <td colSpan={5} class="muted">
-                No entries
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+        )}
+      />
       {more && (
         <button type="button" class="ghost" onClick={() => void load(cursor)}>
           Older entries

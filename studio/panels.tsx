@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { canAdmin, canEdit, gql, request, upload, type ProjectRef } from './api.ts';
 import { useChannel } from './live.ts';
 import type { ProjectConfig } from './models.ts';
+import { ErrorLine, ListTable } from './screen-parts.tsx';
 
 /** A list loaded from the API, with its error and a reload. */
 function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T | null; error: string; reload: () => void } {
@@ -63,11 +64,7 @@ export function FilesPanel({ project }: { project: ProjectRef }) {
           </label>
         )}
       </div>
-      {(error || err) && (
-        <p role="alert" class="error">
-          {error || err}
-        </p>
-      )}
+      <ErrorLine error={error || err} />
       <ul class="files">
         {(data ?? []).map((f: any) => (
           <li key={f.id} class="file">
@@ -180,40 +177,27 @@ export function KeysPanel({ project }: { project: ProjectRef }) {
           New key (shown once — copy it now): <code class="secret">{shown.key}</code>
         </p>
       )}
-      {(error || err) && (
-        <p role="alert" class="error">
-          {error || err}
-        </p>
-      )}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Key</th>
-            <th scope="col">Scopes</th>
-            <th scope="col">Created</th>
-            <th scope="col">State</th>
+      <ErrorLine error={error || err} />
+      <ListTable
+        columns={['Name', 'Key', 'Scopes', 'Created', 'State']}
+        items={data}
+        row={(k: any) => (
+          <tr key={k.id}>
+            <td>{k.name}</td>
+            <td>
+              <code>{k.hint}</code>
+            </td>
+            <td>{k.scopes.join(', ')}</td>
+            <td>{when(k.createdAt)}</td>
+            <td>
+              <button type="button" class="ghost" onClick={() => void toggle(k)}>
+                {k.disabled ? 'Enable' : 'Disable'}
+              </button>{' '}
+              {k.disabled ? <span class="badge draft">disabled</span> : <span class="badge published">active</span>}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {(data ?? []).map((k: any) => (
-            <tr key={k.id}>
-              <td>{k.name}</td>
-              <td>
-                <code>{k.hint}</code>
-              </td>
-              <td>{k.scopes.join(', ')}</td>
-              <td>{when(k.createdAt)}</td>
-              <td>
-                <button type="button" class="ghost" onClick={() => void toggle(k)}>
-                  {k.disabled ? 'Enable' : 'Disable'}
-                </button>{' '}
-                {k.disabled ? <span class="badge draft">disabled</span> : <span class="badge published">active</span>}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        )}
+      />
     </section>
   );
 }
@@ -232,46 +216,23 @@ export function CustomersPanel({ project }: { project: ProjectRef }) {
   return (
     <section>
       <h1>Customers</h1>
-      {customers.error && (
-        <p role="alert" class="error">
-          {customers.error}
-        </p>
-      )}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Email</th>
-            <th scope="col">Name</th>
-            <th scope="col">Roles</th>
-            <th scope="col">Signed up</th>
-            <th scope="col">Last login</th>
+      <ErrorLine error={customers.error} />
+      <ListTable
+        columns={['Email', 'Name', 'Roles', 'Signed up', 'Last login']}
+        items={customers.data}
+        empty="No customers yet"
+        row={(c: any) => (
+          <tr key={c.id}>
+            <td>{c.email}</td>
+            <td>{c.name ?? '—'}</td>
+            <td>{c.roles.join(', ') || '—'}</td>
+            <td>{when(c.createdAt)}</td>
+            <td>{when(c.lastLoginAt)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {(customers.data ?? []).map((c: any) => (
-            <tr key={c.id}>
-              <td>{c.email}</td>
-              <td>{c.name ?? '—'}</td>
-              <td>{c.roles.join(', ') || '—'}</td>
-              <td>{when(c.createdAt)}</td>
-              <td>{when(c.lastLoginAt)}</td>
-            </tr>
-          ))}
-          {customers.data?.length === 0 && (
-            <tr>
-              <td colSpan={5} class="muted">
-                No customers yet
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+        )}
+      />
       <h2>Roles</h2>
-      {roles.error && (
-        <p role="alert" class="error">
-          {roles.error}
-        </p>
-      )}
+      <ErrorLine error={roles.error} />
       <ul>
         {(roles.data ?? []).map((r: any) => (
           <li key={r.key}>
@@ -306,51 +267,32 @@ export function OperationsPanel({ project, config }: { project: ProjectRef; conf
       <p class="muted">
         {(config.operations ?? []).map((o) => o.name ?? o.key).join(', ') || 'No operations configured'}
       </p>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Execution</th>
-            <th scope="col">Operation</th>
-            <th scope="col">Status</th>
-            <th scope="col">Progress</th>
-            <th scope="col">Created</th>
+      <ErrorLine error={error} />
+      <ListTable
+        columns={['Execution', 'Operation', 'Status', 'Progress', 'Created']}
+        items={data}
+        empty="No executions yet"
+        row={(x: any) => (
+          <tr key={x.id}>
+            <td>
+              <code>{x.id}</code>
+            </td>
+            <td>{x.operationKey}</td>
+            <td>
+              <span class={`badge status-${x.status}`}>{x.status}</span>
+            </td>
+            <td>
+              {x.progressPct !== null && x.progressPct !== undefined ? (
+                <progress max={100} value={x.progressPct} aria-label={`${x.progressPct}%`} />
+              ) : (
+                ''
+              )}{' '}
+              {x.progressMessage ?? ''}
+            </td>
+            <td>{when(x.createdAt)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {(data ?? []).map((x: any) => (
-            <tr key={x.id}>
-              <td>
-                <code>{x.id}</code>
-              </td>
-              <td>{x.operationKey}</td>
-              <td>
-                <span class={`badge status-${x.status}`}>{x.status}</span>
-              </td>
-              <td>
-                {x.progressPct !== null && x.progressPct !== undefined ? (
-                  <progress max={100} value={x.progressPct} aria-label={`${x.progressPct}%`} />
-                ) : (
-                  ''
-                )}{' '}
-                {x.progressMessage ?? ''}
-              </td>
-              <td>{when(x.createdAt)}</td>
-            </tr>
-          ))}
-          {data?.length === 0 && (
-            <tr>
-              <td colSpan={5} class="muted">
-                No executions yet
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+        )}
+      />
     </section>
   );
 }
@@ -379,54 +321,34 @@ export function SchedulesPanel({ project }: { project: ProjectRef }) {
   return (
     <section>
       <h1>Schedules</h1>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorLine error={error} />
       {msg && <p role="status">{msg}</p>}
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Schedule</th>
-            <th scope="col">Operation</th>
-            <th scope="col">Cron</th>
-            <th scope="col">Zone</th>
-            <th scope="col">Next run</th>
-            <th scope="col"></th>
+      <ListTable
+        columns={['Schedule', 'Operation', 'Cron', 'Zone', 'Next run', '']}
+        items={data}
+        empty="No schedules"
+        row={(s: any) => (
+          <tr key={s.key}>
+            <td>
+              {s.key}
+              {s.enabled === false ? ' (disabled)' : ''}
+            </td>
+            <td>{s.operationKey}</td>
+            <td>
+              <code>{s.cron}</code>
+            </td>
+            <td>{s.timezone ?? 'UTC'}</td>
+            <td>{when(s.nextRunAt)}</td>
+            <td>
+              {canEdit(project.role) && (
+                <button type="button" class="ghost" onClick={() => void trigger(s.key)}>
+                  Run now
+                </button>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {(data ?? []).map((s: any) => (
-            <tr key={s.key}>
-              <td>
-                {s.key}
-                {s.enabled === false ? ' (disabled)' : ''}
-              </td>
-              <td>{s.operationKey}</td>
-              <td>
-                <code>{s.cron}</code>
-              </td>
-              <td>{s.timezone ?? 'UTC'}</td>
-              <td>{when(s.nextRunAt)}</td>
-              <td>
-                {canEdit(project.role) && (
-                  <button type="button" class="ghost" onClick={() => void trigger(s.key)}>
-                    Run now
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-          {data?.length === 0 && (
-            <tr>
-              <td colSpan={6} class="muted">
-                No schedules
-              </td>
-            </tr>
-          )}
-        </tbody>
-      </table>
+        )}
+      />
     </section>
   );
 }

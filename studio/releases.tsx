@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { canEdit, gql, type ProjectRef } from './api.ts';
 import { onLink } from './router.ts';
+import { ErrorLine, NoticeLine, useActions } from './screen-parts.tsx';
 
 /**
  * Releases (docs/releases.md): the project's releases with their records, create one, publish
@@ -38,27 +39,11 @@ export async function loadReleases(projectId: string): Promise<ReleaseRow[]> {
 export function ReleasesPanel({ project }: { project: ProjectRef }) {
   const [rows, setRows] = useState<ReleaseRow[] | null>(null);
   const [name, setName] = useState('');
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
-  const [busy, setBusy] = useState(false);
+  const { error, setError, notice, busy, act } = useActions(() => reload());
   const writer = canEdit(project.role);
   const reload = () => loadReleases(project.id).then(setRows, (e: Error) => setError(e.message));
   useEffect(() => void reload(), [project.id]);
 
-  const act = async (what: string, fn: () => Promise<unknown>) => {
-    setBusy(true);
-    setError('');
-    setNotice('');
-    try {
-      await fn();
-      await reload();
-      setNotice(what);
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  };
   const create = (e: Event) => {
     e.preventDefault();
     void act('Release created', async () => {
@@ -97,16 +82,8 @@ export function ReleasesPanel({ project }: { project: ProjectRef }) {
           </button>
         </form>
       )}
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <ErrorLine error={error} />
+      <NoticeLine notice={notice} />
       {!rows ? (
         <p aria-busy="true" class="muted">
           Loading…

@@ -31,6 +31,9 @@ export function usePath(): string {
   return path;
 }
 
+/** The path of a model's record list (`/p/:pid/m/:model`); its records are under `/r/:id`. */
+export const modelPath = (projectId: string, modelKey: string) => `/p/${encodeURIComponent(projectId)}/m/${modelKey}`;
+
 /** `/p/:pid/m/:model` against `/p/prj_1/m/post` → { pid, model }, or null. */
 export function match(pattern: string, path: string): Record<string, string> | null {
   const a = pattern.split('/');

@@ -22,8 +22,12 @@ export type {
   TxQuery,
 } from './contract.ts';
 
-/** `mark` is the event's place in a replayable bus (NATS), for committed listeners. */
-type Listener = (event: BusEvent, mark?: EventMark) => void;
+/**
+ * `mark` is the event's place in a replayable bus (NATS), for committed listeners; `lsn` a
+ * primary WAL position at or past the event's commit, when the transport named one (read
+ * replicas: src/store/replicas.ts).
+ */
+type Listener = (event: BusEvent, mark?: EventMark, lsn?: number) => void;
 
 export class EventBus {
   readonly origin = randomUUID();
@@ -49,9 +53,9 @@ export class EventBus {
 
   async attachTransport(transport: BusTransport): Promise<void> {
     await transport.start(this.origin, {
-      heard: (origin, events, mark) => {
-        if (origin !== this.origin) this.#deliver(this.#listeners, events);
-        this.#deliver(this.#committed, events, events.length === 1 ? mark : undefined);
+      heard: (origin, events, mark, lsn) => {
+        if (origin !== this.origin) this.#deliver(this.#listeners, events, undefined, lsn);
+        this.#deliver(this.#committed, events, events.length === 1 ? mark : undefined, lsn);
       },
       reconnected: () => this.#reconnected(),
       linked: (up) => {
@@ -179,7 +183,7 @@ export class EventBus {
     since: number,
     after: string,
     max: number,
-  ): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+  ): Promise<{ event: BusEvent; mark: EventMark; lsn?: number }[] | null> {
     return this.#transport?.replay?.(projectId, since, after, max) ?? Promise.resolve(null);
   }
 
@@ -210,11 +214,11 @@ export class EventBus {
     await t?.stop();
   }
 
-  #deliver(to: Set<Listener>, events: readonly BusEvent[], mark?: EventMark): void {
+  #deliver(to: Set<Listener>, events: readonly BusEvent[], mark?: EventMark, lsn?: number): void {
     for (const event of events) {
       for (const l of to) {
         try {
-          l(event, mark);
+          l(event, mark, lsn);
         } catch (err) {
           console.error('bus listener failed:', err instanceof Error ? err.message : err);
         }

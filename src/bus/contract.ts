@@ -69,8 +69,12 @@ export interface RoomWire {
 
 /** What a transport hands back: events as committed, in commit order, from every process. */
 export interface TransportSink {
-  /** `mark` comes with a single event from a transport that can replay (replay below). */
-  heard(origin: string, events: readonly BusEvent[], mark?: EventMark): void;
+  /**
+   * `mark` comes with a single event from a transport that can replay (replay below). `lsn`: a
+   * primary WAL position at or past the events' commits, when the transport knows one (both
+   * relays stamp it: read replicas, src/store/replicas.ts).
+   */
+  heard(origin: string, events: readonly BusEvent[], mark?: EventMark, lsn?: number): void;
   /** Events may have been missed (a lost listener): caches must start over. */
   reconnected(): void;
   /**
@@ -123,7 +127,7 @@ export interface BusTransport {
     since: number,
     after: string,
     max: number,
-  ): Promise<{ event: BusEvent; mark: EventMark }[] | null>;
+  ): Promise<{ event: BusEvent; mark: EventMark; lsn?: number }[] | null>;
   /** Rooms' own subjects, on a transport that has them (NATS); PostgreSQL rooms use their table. */
   readonly roomWire?: RoomWire;
   /** The last measured send → hear delay, ms (metrics). */

@@ -1,5 +1,6 @@
 import type { Sql } from '../store/db.ts';
 import { FailureLog } from '../store/failure-log.ts';
+import { parseLsn } from '../store/replicas.ts';
 import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './contract.ts';
 
 /**
@@ -38,6 +39,8 @@ const PAYLOAD_KEEP_MS = 10 * 60_000;
 
 interface Message {
   origin: string;
+  /** The primary's flushed WAL position when the relay sent it, at or past the events' commits (sql/053_bus_relay_lsn.sql). */
+  lsn?: string;
   events?: BusEvent[];
   /** Ids in `bus_payloads` of events too large for a NOTIFY (sql/011_bus_payloads.sql). */
   refs?: string[];
@@ -155,7 +158,8 @@ export class PostgresTransport implements BusTransport {
    * wait their turn.
    */
   #heard(msg: Message): void {
-    const deliver = (events: BusEvent[]) => this.#sink?.heard(msg.origin, events);
+    const lsn = parseLsn(msg.lsn) || undefined;
+    const deliver = (events: BusEvent[]) => this.#sink?.heard(msg.origin, events, undefined, lsn);
     if (!msg.refs && !this.#inbound) {
       deliver(msg.events!);
       return;

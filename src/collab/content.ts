@@ -92,3 +92,26 @@ export function seedDoc(model: ModelDef, content: Content): Y.Doc {
   writeContent(doc, model, content, 'seed');
   return doc;
 }
+
+/**
+ * The field keys a transaction touched: entries of the content map set or deleted, and the
+ * fields that contain a changed nested type (a Y.Text typed into, a Y.Map inside a field). Keys
+ * of other root types are no fields. `content`: the document's content map, when the caller
+ * holds it (per keystroke, the lookup is a good part of the walk).
+ */
+export function touchedFields(
+  tr: Y.Transaction,
+  into: Set<string>,
+  content: Y.Map<unknown> = contentMap(tr.doc),
+): void {
+  const map = content as unknown as Y.AbstractType<Y.YEvent<any>>;
+  for (const [type, keys] of tr.changed) {
+    if (type === map) {
+      for (const k of keys) if (k !== null) into.add(k);
+      continue;
+    }
+    let t = type;
+    while (t._item !== null && t._item.parent !== map) t = t._item.parent as Y.AbstractType<Y.YEvent<any>>;
+    if (t._item !== null && t._item.parentSub !== null) into.add(t._item.parentSub);
+  }
+}

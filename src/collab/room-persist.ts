@@ -1,92 +1,20 @@
 import { auditOn, auditStatement, whoById } from '../editorial/audit.ts';
-import * as Y from 'yjs';
+import type * as Y from 'yjs';
 import type { Sql } from '../store/db.ts';
-import { NotFound } from '../errors.ts';
-import { validateData } from '../content/validate.ts';
 import { updateRecord, type WriteContext } from '../content/write.ts';
 import { WriteTx, type WriteCommitter } from '../content/tx.ts';
-import { changedFields, readContent, seedDoc, writeContent, type Content } from './content.ts';
-import {
-  draftOf,
-  draftStatement,
-  insertState,
-  loadState,
-  lockState,
-  readDraft,
-  writeState,
-  writeStateStatement,
-} from './store.ts';
+import { changedFields, writeContent, type Content } from './content.ts';
+import { draftOf, draftStatement, readDraft } from './store.ts';
+import { append, appendStatement, durableSvSql, lockState, type RecordLocale } from './log-store.ts';
 import type { RoomInfo } from './room-host.ts';
-import { RoomDoc } from './room-doc.ts';
+import { DeltaTracker, ReadAborted, changedOf, readFields, type Cut } from './room-delta.ts';
+import { validPatch, type LoadedDoc } from './room-load.ts';
 import type { Lease, SaverLocks } from './saver-lock.ts';
+import type { Compactor } from './compactor.ts';
+import { SIZE_LIMITS } from './size.ts';
+import { SaveTimer } from './save-timer.ts';
 
-/**
- * A room's document at load: its stored state when there is one (then reconciled with writes
- * made to the record since), else a document seeded from the record's working version. The
- * first state is stored at once, so two processes loading the room together share one seed: two
- * seeds made apart would merge into doubled text. `dirty`: the load merged outside writes.
- */
-export async function loadDoc(
-  info: RoomInfo,
-  sql: Sql,
-  saver: boolean,
-): Promise<{ doc: Y.Doc; base: Content; dirty: boolean }> {
-  let stored = await loadState(sql, info.key);
-  let doc: Y.Doc;
-  let base: Content;
-  let dirty = false;
-  const draft = await readDraft(sql, info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale);
-  if (draft === null) throw new NotFound('No such record');
-  if (!stored) {
-    doc = seedDoc(info.model, draft);
-    const seed = { state: Y.encodeStateAsUpdate(doc), base: draft };
-    // The record may be deleted meanwhile (the foreign key says so).
-    const inserted = await insertState(sql, info.key, info.projectId, info.recordId, seed).catch((e) => {
-      throw (e as { code?: string }).code === '23503' ? new NotFound('No such record') : e;
-    });
-    if (!inserted) {
-      doc.destroy();
-      stored = await loadState(sql, info.key);
-    }
-  }
-  if (stored) {
-    doc = new RoomDoc();
-    Y.applyUpdate(doc, stored.state, 'load');
-    base = stored.base;
-    // Writes made while no room was open. Only the saver merges: the same merge made in two
-    // processes would insert the same text twice.
-    const outside = changedFields(draft, base);
-    if (saver && Object.keys(outside).length > 0) {
-      writeContent(doc, info.model, outside, 'load');
-      base = draft;
-      dirty = true;
-    }
-  } else base = draft;
-  return { doc: doc!, base, dirty };
-}
-
-/**
- * The fields of a save that the content layer will accept: a value an editor typed that the
- * model refuses (a word in a number field) stays in the room and is left out of the record,
- * instead of failing the whole save; a required field of an unversioned model left empty keeps
- * its saved value.
- */
-export function validPatch(info: RoomInfo, patch: Content): Content {
-  const out: Content = {};
-  // Unversioned records are live: their required fields must stay filled (checkRequired).
-  const required = new Set(
-    info.model.versioned === false ? info.model.fields.filter((f) => f.required).map((f) => f.key) : [],
-  );
-  for (const [k, v] of Object.entries(patch)) {
-    if (required.has(k) && (v === null || v === '' || (Array.isArray(v) && v.length === 0))) continue;
-    try {
-      Object.assign(out, validateData(info.model, { [k]: v }, info.models, { partial: true }));
-    } catch {
-      // left out (see above)
-    }
-  }
-  return out;
-}
+export { loadDoc, validPatch } from './room-load.ts';
 
 /** What a room's persistence needs of its process. */
 export interface SaverHost {
@@ -98,7 +26,34 @@ export interface SaverHost {
   writes: WriteCommitter;
   /** Counters of the process (GET /metrics): save transactions committed by autosaves. */
   stats: { saves: number; refused: number };
+  /** Merges rooms' stored logs into their states off the event loop (compactor.ts). */
+  compactor: Compactor | null;
+  /** A room's log is compacted past this many rows or bytes. */
+  compactRows: number;
+  compactBytes: number;
 }
+
+/** What a saver needs of its room. */
+export interface SaverRoom {
+  /** A save is due (the debounce fired): queue it in the room's mailbox. */
+  enqueue(): void;
+  /** The record is gone. */
+  gone(): void;
+  /** Holds the document still (frames wait) until the returned function is called. */
+  hold(): () => void;
+  /** The document's size (size.ts DocSize): its bound and clock, and an exact measure from a compaction. */
+  size: {
+    readonly bytes: number;
+    readonly total: number;
+    readonly measuredAt: number;
+    settled(bytes: number, at: number): void;
+  };
+}
+
+/** A room past this share of the document limit has its size measured by a compaction… */
+const NEAR_LIMIT = 0.75;
+/** …at least this often (ms). */
+const NEAR_LIMIT_MS = 30_000;
 
 /** A save found that this process no longer holds the room's lock: nothing was written. */
 class LeaseLost extends Error {}
@@ -108,48 +63,52 @@ class RecordGone extends Error {}
 
 /**
  * How a room persists (the half of the room that talks to PostgreSQL): the debounce, the saver
- * lease, saves into the record (unversioned models) or into the stored state (versioned ones),
- * and the reconciliation with writes made outside the room. Its methods run inside the room's
- * mailbox, in order with the document's updates; the debounce timer goes through `enqueue`.
+ * lease, saves into the record (unversioned models) and the room's stored document, and the
+ * reconciliation with writes made outside the room. A save appends the updates since the last
+ * one to collab_log (room-delta.ts) rather than the whole state; the log is merged into the
+ * state off the event loop once it passes `compactRows` / `compactBytes` (compactor.ts). Its
+ * methods run inside the room's mailbox, in order with the document's updates; the debounce
+ * timer goes through `enqueue`.
  */
 export class RoomSaver {
   readonly #info: RoomInfo;
   readonly #doc: Y.Doc;
   readonly #host: SaverHost;
-  readonly #enqueue: () => void;
-  readonly #gone: () => void;
+  readonly #room: SaverRoom;
   /** The record content the document was last reconciled with (see sql/012_collab.sql). */
   #base: Content;
+  /** The base as stored in collab_state (a save stores the base only when `#base` is another). */
+  #storedBase: Content;
+  /** Where the stored base is read from (log-store.ts Append.rebase). */
+  readonly #record: RecordLocale;
   #lease: Lease | null;
+  readonly #tracker: DeltaTracker;
   #version = 0;
   #savedVersion = 0;
   #lastEditor: string | null = null;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  /** When the unsaved changes must be saved at the latest (the `maxWaitMs` cap). */
-  #deadline = 0;
-  #lastChangeAt = 0;
+  readonly #timer: SaveTimer;
   #stopped = false;
   /** Saves written into the record, for diagnostics and the bench. */
   saves = 0;
-  /** Told the byte size of each state a save encodes (the room's document size, size.ts). */
-  encoded: (bytes: number) => void = () => {};
 
-  constructor(
-    info: RoomInfo,
-    doc: Y.Doc,
-    host: SaverHost,
-    loaded: { base: Content; lease: Lease | null; dirty: boolean },
-    enqueue: () => void,
-    gone: () => void,
-  ) {
+  constructor(info: RoomInfo, host: SaverHost, loaded: LoadedDoc & { lease: Lease | null }, room: SaverRoom) {
     this.#info = info;
-    this.#doc = doc;
+    this.#doc = loaded.doc;
     this.#host = host;
+    this.#room = room;
     this.#base = loaded.base;
+    this.#storedBase = loaded.dirty ? {} : loaded.base;
+    this.#record = { recordId: info.recordId, locale: info.locale, defaultLocale: info.defaultLocale };
     this.#lease = loaded.lease;
+    this.#tracker = new DeltaTracker({
+      sv: loaded.sv,
+      pending: loaded.lease ? loaded.merged : null,
+      rows: loaded.rows,
+      bytes: loaded.logBytes,
+      fields: info.model.fields.map((f) => f.key),
+    });
     if (loaded.dirty) this.#version = 1;
-    this.#enqueue = enqueue;
-    this.#gone = gone;
+    this.#timer = new SaveTimer(host.debounceMs, host.maxWaitMs, () => room.enqueue());
   }
 
   get isSaver(): boolean {
@@ -165,42 +124,12 @@ export class RoomSaver {
     return this.isSaver && this.#version !== this.#savedVersion;
   }
 
-  /** The document changed (by `editor` when known): save it after the debounce. */
-  changed(editor?: string | null): void {
+  /** The document changed by `update` (by `editor` when known): save it after the debounce. */
+  changed(editor: string | null, update: Uint8Array, fields: ReadonlySet<string>): void {
     if (editor) this.#lastEditor = editor;
+    this.#tracker.record(update, fields, this.isSaver);
     this.#version++;
-    this.#schedule();
-  }
-
-  /**
-   * Debounce: a save `debounceMs` after the last change, at most `maxWaitMs` after the first.
-   * One timer per quiet period, not one per keystroke: when it fires early it re-arms for the rest.
-   */
-  #schedule(): void {
-    if (this.#stopped) return;
-    const now = Date.now();
-    this.#lastChangeAt = now;
-    if (this.#timer !== undefined) return;
-    // The cap is spread over its last fifth: rooms that started typing together (a reconnect
-    // storm, a bench) do not all save in the same instant.
-    this.#deadline = now + this.#host.maxWaitMs * (0.8 + 0.2 * Math.random());
-    // The cap may come first (a debounce configured longer than the cap).
-    this.#arm(Math.min(this.#host.debounceMs, this.#deadline - now));
-  }
-
-  #arm(delay: number): void {
-    this.#timer = setTimeout(
-      () => {
-        this.#timer = undefined;
-        if (this.#stopped) return;
-        const due = Math.min(this.#lastChangeAt + this.#host.debounceMs, this.#deadline);
-        const wait = due - Date.now();
-        if (wait > 0) return this.#arm(wait);
-        this.#enqueue();
-      },
-      Math.max(0, delay),
-    );
-    this.#timer.unref?.();
+    this.#timer.changed();
   }
 
   /** One process saves a room: the holder of its advisory lock. The others stand by. */
@@ -220,67 +149,88 @@ export class RoomSaver {
   }
 
   async save(final: boolean): Promise<void> {
-    if (final && this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
-    if (this.#stopped || !(await this.#claim())) {
-      this.#savedVersion = this.#version;
-      return;
-    }
+    if (final) this.#timer.cancel();
+    if (this.#stopped || !(await this.#claim())) return this.#standBy();
     if (this.#version === this.#savedVersion) return;
     try {
-      if (this.#info.model.versioned === false) await this.#writeRecord(this.#lastEditor, this.#lease);
+      if (this.#info.model.versioned === false) await this.#writeRecord(this.#lastEditor, this.#lease, false);
       else await this.#storeState();
     } catch (err) {
+      if (err instanceof ReadAborted) return;
       if (!(err instanceof LeaseLost)) throw err;
       // Nothing was written: hold the lock again (then save) or leave the room to its new saver.
       this.#lease = null;
       if (await this.#claim()) return this.save(final);
-      this.#savedVersion = this.#version;
+      this.#standBy();
     }
   }
 
-  /** Versioned models: the live state is kept (compacted), the working version is not touched. */
+  /** Another process saves the room (it has every edit): nothing is owed from here. */
+  #standBy(): void {
+    this.#savedVersion = this.#version;
+    this.#tracker.standBy();
+  }
+
+  /** Versioned models: the live document is stored (its delta), the working version is not touched. */
   async #storeState(): Promise<void> {
     const info = this.#info;
     const lease = this.#lease!;
-    const version = this.#version;
-    const ok = await this.#host.sql.begin(async (tx) => {
-      if (!(await lockState(tx, info.key))) return false;
-      if (!(await this.#host.locks.held(tx as never, lease))) throw new LeaseLost();
-      const draft = await readDraft(tx, info.projectId, info.model.key, info.recordId, info.locale, info.defaultLocale);
-      if (draft === null) return false;
-      this.#mergeOutside(draft);
-      const state = Y.encodeStateAsUpdate(this.#doc);
-      this.encoded(state.byteLength);
-      await writeState(tx, info.key, { state, base: this.#base });
-      return true;
-    });
-    if (!ok) return this.#lost();
+    let version = this.#version;
+    let cut: Cut | undefined;
+    let base: Content | null = null;
+    let at = 0;
+    let ok: boolean;
+    try {
+      ok = await this.#host.sql.begin(async (tx) => {
+        // The record row first, then the stored state: the order of a record write's save
+        // (writeRecord), so the two never deadlock.
+        const i = info;
+        const draft = await readDraft(tx, i.projectId, i.model.key, i.recordId, i.locale, i.defaultLocale, true);
+        if (draft === null) return false;
+        const stored = await lockState(tx, info.key);
+        if (!stored) return false;
+        if (!(await this.#host.locks.held(tx as never, lease))) throw new LeaseLost();
+        this.#mergeOutside(draft);
+        // Synchronous from here to the append: what is stored is the document as it is now.
+        version = this.#version;
+        at = this.#room.size.total;
+        cut = this.#tracker.cut(this.#doc, stored.sv);
+        base = this.#base !== this.#storedBase ? this.#base : null;
+        await append(tx, info.key, { ...cut, rebase: base ? this.#record : null });
+        return true;
+      });
+    } catch (err) {
+      if (cut) this.#tracker.failed();
+      throw err;
+    }
+    if (!ok) {
+      if (cut) this.#tracker.failed();
+      return this.#lost();
+    }
+    this.#committed(cut!, base, version, at);
     this.#host.stats.saves++;
-    this.#savedVersion = version;
   }
 
   /** `saveCollabDraft`: the document into the record's working version, from any process. */
   saveDraft(userId: string | null): Promise<boolean> {
-    return this.#writeRecord(userId, null);
+    return this.#writeRecord(userId, null, true);
   }
 
   /**
    * Writes the document into the record's working version (and, for unversioned models, the
-   * published one) with the content layer's updateRecord, attributed to `userId`. Inside the
-   * transaction the record is locked and read first: a write that committed since the last
-   * reconciliation is merged into the document before the document is written back. An autosave
-   * (`lease` given) commits only while this process still holds the room's lock.
+   * published one) with the content layer's updateRecord, attributed to `userId`, and appends
+   * the document's delta to the room's log in the same transaction. An autosave (`lease` given)
+   * commits only while this process still holds the room's lock.
    *
-   * Two round trips through the write committer (content/tx.ts): BEGIN with the locked read
-   * (and the lock check), then the writes, the stored state, the NOTIFY and COMMIT as one
-   * message. As separate queries a save was about ten round trips, and on a loaded 2-core box
-   * the client side of those (socket writes and reads) cost the gateway about as much CPU as
-   * all the keystrokes it relayed (bench collab profile, session 4).
+   * First the fields touched since the last save (`all`: every field) are read with the document
+   * held still, a long text in slices with the event loop free between them (room-delta.ts
+   * readFields). Then two round trips through the write committer (content/tx.ts): BEGIN with
+   * the record locked and read (and the lock check), then the writes, the log row, the NOTIFY and
+   * COMMIT as one message. A field written outside the room since the last reconciliation is
+   * merged into the document there and left out of this save's patch (the document holds the
+   * merge; the next save compares it again).
    */
-  async #writeRecord(userId: string | null, lease: Lease | null): Promise<boolean> {
+  async #writeRecord(userId: string | null, lease: Lease | null, all: boolean): Promise<boolean> {
     const info = this.#info;
     const ctx: WriteContext = {
       projectId: info.projectId,
@@ -290,10 +240,26 @@ export class RoomSaver {
     };
     const check = lease ? await this.#host.locks.heldCheck(lease) : null;
     if (lease && !check) throw new LeaseLost();
+    const fields = this.#tracker.takeDirty(all ? info.model.fields.map((f) => f.key) : undefined);
+    let read: Content;
+    // What the read covers: later edits stay unsaved for the record (their delta is stored).
+    let version: number;
+    const release = this.#room.hold();
+    try {
+      read = await readFields(this.#doc, info.model, fields, () => !this.#stopped);
+      version = this.#version;
+    } catch (err) {
+      this.#tracker.untake(fields);
+      throw err;
+    } finally {
+      release();
+    }
     const tx = new WriteTx({ projectId: info.projectId, userId });
     let wrote = false;
     let base = this.#base;
-    let version = this.#version;
+    let stored: Content | null = null;
+    let cut: Cut | undefined;
+    let at = 0;
     let gone = false;
     tx.prelude = {
       statement: draftStatement(
@@ -303,6 +269,8 @@ export class RoomSaver {
         info.locale,
         info.defaultLocale,
         check?.expr ?? null,
+        info.key,
+        durableSvSql,
       ),
       // biome-ignore lint/suspicious/noThenProperty: a prelude is a plain record read by content/tx.ts, never awaited; `then` is its continuation
       then: (rows) => {
@@ -313,12 +281,9 @@ export class RoomSaver {
         }
         const held = rows[0]!.held;
         if (check && !check.confirm(held === true || held === 't')) throw new LeaseLost();
-        this.#mergeOutside(draft);
-        // Keystrokes go on being applied while this transaction waits (Room.#direct): what is
-        // saved is the document as read here, and only this version counts as saved.
-        version = this.#version;
-        const content = readContent(this.#doc, info.model);
-        const patch = validPatch(info, changedFields(content, draft));
+        const outside = this.#mergeOutside(draft);
+        const mine = [...fields].filter((k) => !(k in outside));
+        const patch = validPatch(info, changedOf(read, draft, mine));
         if (Object.keys(patch).length > 0) {
           tx.write(updateRecord(ctx, info.model, info.recordId, info.locale, patch));
           // The audit log, in the save's transaction (docs/audit.md): the editor, the room.
@@ -332,16 +297,22 @@ export class RoomSaver {
               ),
             );
           wrote = true;
-        }
-        base = { ...draft, ...patch };
-        const state = Y.encodeStateAsUpdate(this.#doc);
-        this.encoded(state.byteLength);
-        tx.follow(writeStateStatement(info.key, { state, base }));
+          base = { ...this.#base, ...patch };
+        } else base = this.#base;
+        // Synchronous from here to the statement: the delta is the document as it is now.
+        const sv = rows[0]!.sv;
+        at = this.#room.size.total;
+        cut = this.#tracker.cut(this.#doc, typeof sv === 'string' ? new Uint8Array(Buffer.from(sv, 'base64')) : null);
+        stored = base !== this.#storedBase ? base : null;
+        if (cut.updates.length > 0 || stored)
+          tx.follow(appendStatement(info.key, { ...cut, rebase: stored ? this.#record : null }));
       },
     };
     try {
       await this.#host.writes.commit(tx);
     } catch (err) {
+      this.#tracker.untake(fields);
+      if (cut) this.#tracker.failed();
       if (gone) {
         this.#lost();
         return false;
@@ -349,17 +320,53 @@ export class RoomSaver {
       throw err;
     }
     this.#base = base;
-    this.#savedVersion = version;
+    this.#committed(cut!, stored, version, at);
     if (lease) this.#host.stats.saves++;
     if (wrote) this.saves++;
     return wrote;
   }
 
+  /** A save committed: its delta and base are stored; the log may be due for compaction. */
+  #committed(cut: Cut, base: Content | null, version: number, at: number): void {
+    this.#tracker.committed(cut);
+    if (base) this.#storedBase = base;
+    this.#savedVersion = version;
+    this.#compact(at);
+  }
+
+  /**
+   * Past `compactRows` / `compactBytes` of log, the compactor merges it into the state (a worker:
+   * compactor.ts). Its exact size of the stored document (as of the save at clock `at`, or later)
+   * resets the room's size bound (size.ts), so a room near the document limit is compacted at
+   * least every NEAR_LIMIT_MS as well: the bound only estimates what updates add. A compaction
+   * skipped (stuck or dead worker) is tried again after a later save; one another process won,
+   * or found nothing to merge, restarts the count.
+   */
+  #compact(at: number): void {
+    const t = this.#tracker;
+    const compactor = this.#host.compactor;
+    const size = this.#room.size;
+    const due =
+      t.rows >= this.#host.compactRows ||
+      t.bytes >= this.#host.compactBytes ||
+      (size.bytes > NEAR_LIMIT * SIZE_LIMITS.maxDocBytes && Date.now() - size.measuredAt > NEAR_LIMIT_MS);
+    if (!compactor || !due || compactor.busy(this.#info.key)) return;
+    void compactor.compact(this.#info.key).then((r) => {
+      if (!r || this.#stopped) return;
+      if (!r.won) return t.compacted(Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
+      t.compacted(r.merged, r.mergedBytes);
+      this.#room.size.settled(r.bytes, at);
+    });
+  }
+
   /** Merges the difference between the record's working version and `base` into the document. */
-  #mergeOutside(draft: Content): void {
+  #mergeOutside(draft: Content): Content {
     const outside = changedFields(draft, this.#base);
-    if (Object.keys(outside).length > 0) writeContent(this.#doc, this.#info.model, outside, 'merge');
-    this.#base = draft;
+    if (Object.keys(outside).length > 0) {
+      writeContent(this.#doc, this.#info.model, outside, 'merge');
+      this.#base = draft;
+    }
+    return outside;
   }
 
   /** A record write committed elsewhere (GraphQL, CLI): the saver merges it into the document. */
@@ -374,13 +381,13 @@ export class RoomSaver {
   /** The record is gone: nothing is left to save. */
   #lost(): void {
     this.#savedVersion = this.#version;
-    this.#gone();
+    this.#room.gone();
   }
 
   /** The room unloads: no more saves from here on (queued ones find nothing to do). */
   halt(): void {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#timer.stop();
   }
 
   /** After the room's last message: the lock goes back. */

@@ -13,6 +13,7 @@ import {
 import { refusedPlaces, skipUpdate } from './guard.ts';
 import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
+import { contentMap, touchedFields } from './content.ts';
 
 /** What a room's document side needs of the room (room.ts). */
 export interface RoomSyncHost {
@@ -24,8 +25,12 @@ export interface RoomSyncHost {
   publish(data: Uint8Array): void;
   /** Sends a Yjs (0) or awareness (1) update to the room's other processes. */
   relay(kind: 0 | 1, data: Uint8Array, userId: string | null): void;
-  /** The document changed (by `editor` when known): for the saver's debounce. */
-  changed(editor: string | null): void;
+  /**
+   * The document changed (by `editor` when known) by `update`, touching `fields` (a set reused
+   * after the call: copy what is kept): for the saver's debounce, its delta and the fields it
+   * reads (room-delta.ts).
+   */
+  changed(editor: string | null, update: Uint8Array, fields: ReadonlySet<string>): void;
   /** The editor the saver would attribute the next save to. */
   lastEditor(): string | null;
   /** An update was refused by field rules (the process's counter). */
@@ -40,6 +45,8 @@ interface Incoming {
   frame: Uint8Array | undefined;
   origin: unknown;
   changed: Conn | null | undefined;
+  /** The fields its transaction touched. */
+  fields: Set<string>;
 }
 
 /** The origin of a refused update's clock fill (guard.ts skipUpdate): sent like the editor's own. */
@@ -66,13 +73,22 @@ export class RoomSync {
   #incoming: Incoming | null = null;
   /** An update failed half-way: nothing more is applied, sent or saved from this document. */
   #broken = false;
+  /**
+   * The fields a change touched, handed to the host synchronously (it copies what it keeps): one
+   * set per path, reused, rather than one per keystroke.
+   */
+  readonly #incomingFields = new Set<string>();
+  readonly #content: Y.Map<unknown>;
+  readonly #ownFields = new Set<string>();
   /** The document's size in bytes of Yjs state, kept under SIZE_LIMITS.maxDocBytes (size.ts). */
   readonly size: DocSize;
 
-  constructor(doc: Y.Doc, host: RoomSyncHost) {
+  /** `bytes`: an upper bound of the document's size known at load (else it is measured). */
+  constructor(doc: Y.Doc, host: RoomSyncHost, bytes?: number) {
     this.doc = doc;
     this.#host = host;
-    this.size = new DocSize(doc, SIZE_LIMITS);
+    this.size = new DocSize(doc, SIZE_LIMITS, bytes);
+    this.#content = contentMap(doc);
     this.awareness = new awarenessProtocol.Awareness(doc);
     // The server is no participant: it announces no presence of its own.
     this.awareness.setLocalState(null);
@@ -169,15 +185,33 @@ export class RoomSync {
     // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
     if (incoming && incoming.origin === origin) {
       incoming.changed = sender;
+      touchedFields(tr, incoming.fields, this.#content);
       return;
     }
-    this.#changed(origin, sender, Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)), undefined);
+    const fields = this.#ownFields;
+    fields.clear();
+    touchedFields(tr, fields, this.#content);
+    this.#changed(
+      origin,
+      sender,
+      Y.encodeStateAsUpdate(this.doc, Y.encodeStateVector(tr.beforeState)),
+      undefined,
+      fields,
+    );
   }
 
-  #changed(origin: unknown, sender: Conn | null, update: Uint8Array, frame: Uint8Array | undefined): void {
+  #changed(
+    origin: unknown,
+    sender: Conn | null,
+    update: Uint8Array,
+    frame: Uint8Array | undefined,
+    fields: ReadonlySet<string>,
+  ): void {
     this.size.grew(update.byteLength);
     this.#host.changed(
       origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null,
+      update,
+      fields,
     );
     const out = frame ?? updateFrame(update);
     if (sender) sender.ws.publish(this.#host.key, out);
@@ -192,7 +226,8 @@ export class RoomSync {
    * them is sent or saved, and the room is discarded (#discard).
    */
   #apply(update: Uint8Array, origin: unknown, frame?: Uint8Array): void {
-    const incoming: Incoming = { update, frame, origin, changed: undefined };
+    this.#incomingFields.clear();
+    const incoming: Incoming = { update, frame, origin, changed: undefined, fields: this.#incomingFields };
     this.#incoming = incoming;
     try {
       Y.applyUpdate(this.doc, update, origin);
@@ -207,7 +242,7 @@ export class RoomSync {
       this.#incoming = null;
     }
     if (incoming.changed !== undefined)
-      this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined);
+      this.#changed(origin, incoming.changed, update, origin === incoming.changed ? frame : undefined, incoming.fields);
   }
 
   /**
@@ -229,8 +264,14 @@ export class RoomSync {
     const changed = [...changes.added, ...changes.updated, ...changes.removed];
     const update = awarenessProtocol.encodeAwarenessUpdate(this.awareness, changed);
     const frame = awarenessFrame(update);
-    if (isConn(origin)) origin.ws.publish(this.#host.key, frame);
-    else this.#host.publish(frame);
+    if (isConn(origin)) {
+      // Back to the sender too, as y-websocket's own server does: y-websocket's client reconnects when
+      // it has heard nothing for 30 s, and its awareness renewal (every 15 s) echoed back is what a
+      // lone editor hears. Without it a lone editor was reconnected every 30 s, each time a full resync
+      // (up to ~0.5 s of event loop near the document limit).
+      origin.ws.send(frame);
+      origin.ws.publish(this.#host.key, frame);
+    } else this.#host.publish(frame);
     if (origin !== 'remote' && this.#host.peers.size > 0) this.#host.relay(1, update, null);
   }
 

@@ -5,6 +5,9 @@ import type { Actor } from '../actors/registry.ts';
 import { CloseCode, FrameError } from './protocol.ts';
 import { logFailure, type Conn, type RoomInfo } from './room-host.ts';
 import { RoomSaver, loadDoc, type SaverHost } from './room-persist.ts';
+import type { LoadedDoc } from './room-load.ts';
+import type { Lease } from './saver-lock.ts';
+import type { DocSize } from './size.ts';
 import { RoomSync } from './room-sync.ts';
 
 export type { Conn, RoomInfo, RoomSocket } from './room-host.ts';
@@ -62,40 +65,54 @@ export class Room implements Actor {
   #persisting = false;
   #lastUse = Date.now();
 
-  private constructor(info: RoomInfo, host: RoomHost, doc: Y.Doc, loaded: ConstructorParameters<typeof RoomSaver>[3]) {
+  private constructor(info: RoomInfo, host: RoomHost, loaded: LoadedDoc & { lease: Lease | null }) {
     this.info = info;
     this.#host = host;
-    this.doc = doc;
+    this.doc = loaded.doc;
     this.#mailbox = new Mailbox((m) => this.#handle(m));
-    this.#saver = new RoomSaver(
-      info,
-      doc,
-      host,
-      loaded,
-      () => this.#mailbox.tell({ t: 'save', final: false }, (e) => logFailure(this.key, e)),
-      () => this.#gone(),
-    );
-    this.#sync = new RoomSync(doc, {
-      key: info.key,
-      peers: this.peers,
-      publish: (data) => host.publish(info.key, data),
-      relay: (kind, data, userId) => host.relay(this, kind, data, userId),
-      changed: (editor) => this.#saver.changed(editor),
-      lastEditor: () => this.#saver.lastEditor,
-      refused: () => void host.stats.refused++,
-      broken: () => this.#discard(),
+    // The saver is told of every change by the sync side, which is built after it.
+    let size: DocSize | undefined;
+    this.#saver = new RoomSaver(info, host, loaded, {
+      enqueue: () => this.#mailbox.tell({ t: 'save', final: false }, (e) => logFailure(this.key, e)),
+      gone: () => this.#gone(),
+      hold: () => this.#hold(),
+      size: {
+        get bytes() {
+          return size!.bytes;
+        },
+        get total() {
+          return size!.total;
+        },
+        get measuredAt() {
+          return size!.measuredAt;
+        },
+        settled: (bytes, at) => size!.settled(bytes, at),
+      },
     });
+    this.#sync = new RoomSync(
+      loaded.doc,
+      {
+        key: info.key,
+        peers: this.peers,
+        publish: (data) => host.publish(info.key, data),
+        relay: (kind, data, userId) => host.relay(this, kind, data, userId),
+        changed: (editor, update, fields) => this.#saver.changed(editor, update, fields),
+        lastEditor: () => this.#saver.lastEditor,
+        refused: () => void host.stats.refused++,
+        broken: () => this.#discard(),
+      },
+      loaded.bytes,
+    );
+    size = this.#sync.size;
     this.awareness = this.#sync.awareness;
-    // Each save encodes the whole state anyway: the document's size is then known exactly.
-    this.#saver.encoded = (bytes) => this.#sync.size.measured(bytes);
   }
 
   /** Loads the room (see loadDoc); the saver is the holder of the room's advisory lock. */
   static async load(info: RoomInfo, host: RoomHost): Promise<Room> {
     const lease = await host.locks.acquire(info.key);
     try {
-      const { doc, base, dirty } = await loadDoc(info, host.sql, lease !== null);
-      return new Room(info, host, doc, { base, lease, dirty });
+      const loaded = await loadDoc(info, host.sql, lease !== null);
+      return new Room(info, host, { ...loaded, lease });
     } catch (err) {
       if (lease) await host.locks.release(lease).catch(() => {});
       throw err;
@@ -125,23 +142,52 @@ export class Room implements Actor {
     this.conns.add(conn);
     this.#lastUse = Date.now();
     if (!this.#direct()) this.#mailbox.tell({ t: 'join', conn }, (e) => this.#fail(conn, e));
-    else {
-      try {
-        this.#join(conn);
-      } catch (err) {
-        this.#fail(conn, err);
-      }
-    }
+    else
+      this.#now(() => {
+        try {
+          this.#join(conn);
+        } catch (err) {
+          this.#fail(conn, err);
+        }
+      });
     return true;
+  }
+
+  /**
+   * Runs a synchronous message that may be handled now (#direct) — at once, or, while a save
+   * reads the document (#hold), as soon as the read is over, in arrival order.
+   */
+  #now(run: () => void): void {
+    if (this.#held) this.#held.push(run);
+    else run();
+  }
+
+  /** What arrived while a save reads the document (null: no read under way). */
+  #held: (() => void)[] | null = null;
+
+  /**
+   * A save reads the document's fields across event-loop turns (room-delta.ts readFields), so
+   * the event loop serves other rooms and requests meanwhile: until it is done, frames, joins
+   * and relayed updates of this room wait (#now) and run when the returned function is called —
+   * before anything the mailbox holds after the save. The room's editors wait for the read (tens
+   * of milliseconds for a 1,000,000-character field), never for the save's transaction.
+   */
+  #hold(): () => void {
+    this.#held ??= [];
+    return () => {
+      const held = this.#held;
+      this.#held = null;
+      for (const run of held ?? []) run();
+    };
   }
 
   /**
    * Whether a synchronous message (a frame, a join, a relayed update) may be handled now, in the
    * order the mailbox would keep: nothing is queued, and nothing is in flight but persistence
-   * waiting on PostgreSQL. A save's document work is synchronous (read the content, merge the
-   * record, encode the state) and it keeps what it has not saved marked unsaved, so keystrokes
-   * need not wait for its transaction: under load a save takes tens to hundreds of
-   * milliseconds, and every frame of the room used to queue behind it.
+   * waiting on PostgreSQL. A save's document work is synchronous (merge the record, take the
+   * delta) or holds the document (its field read, #hold), and it keeps what it has not saved
+   * marked unsaved, so keystrokes need not wait for its transaction: under load a save takes
+   * tens to hundreds of milliseconds, and every frame of the room used to queue behind it.
    */
   #direct(): boolean {
     if (this.#stopped) return false;
@@ -157,6 +203,11 @@ export class Room implements Actor {
     // Handling the frame now is the order the mailbox would keep (frames are handled
     // synchronously), without a promise and a microtask per keystroke.
     this.#lastUse = Date.now();
+    if (this.#held) this.#held.push(() => this.#frameNow(conn, data));
+    else this.#frameNow(conn, data);
+  }
+
+  #frameNow(conn: Conn, data: Uint8Array): void {
     try {
       this.#frame(conn, data);
     } catch (err) {
@@ -174,11 +225,13 @@ export class Room implements Actor {
       this.#mailbox.tell({ t: 'remote', kind, data, userId }, (e) => logFailure(this.key, e));
       return;
     }
-    try {
-      this.#sync.remote(kind, data, userId);
-    } catch (err) {
-      logFailure(this.key, err);
-    }
+    this.#now(() => {
+      try {
+        this.#sync.remote(kind, data, userId);
+      } catch (err) {
+        logFailure(this.key, err);
+      }
+    });
   }
 
   /**
@@ -218,7 +271,13 @@ export class Room implements Actor {
   }
 
   canUnload(): boolean {
-    return this.conns.size === 0 && this.#pins === 0 && this.#mailbox.pending === 0 && !this.#saver.unsaved;
+    return (
+      this.conns.size === 0 &&
+      this.#pins === 0 &&
+      this.#held === null &&
+      this.#mailbox.pending === 0 &&
+      !this.#saver.unsaved
+    );
   }
 
   #pins = 0;

@@ -10,6 +10,7 @@ import { NotFound } from '../errors.ts';
 import { CloseCode, DEFAULT_VARIANT, parseRoomName } from './protocol.ts';
 import { Room, type RoomHost, type RoomInfo } from './room.ts';
 import { SaverLocks } from './saver-lock.ts';
+import { Compactor } from './compactor.ts';
 import { RoomRelay } from './room-relay.ts';
 import { forgetProcess, heartbeat, remoteClients, remoteHeldRooms, setPresence } from './store.ts';
 
@@ -27,6 +28,15 @@ export interface CollabOptions {
   /** How long an unused room without sockets may stay loaded (safety net; rooms unload at once). */
   idleMs?: number;
   heartbeatMs?: number;
+  /** A room's stored log is compacted past this many rows (200) or bytes (1 MiB). */
+  compactRows?: number;
+  compactBytes?: number;
+  /** How long a compaction may take before its worker is taken as stuck (ms; 60 s). */
+  compactTimeoutMs?: number;
+  /** How long a room whose compaction failed waits before the next try (ms; 30 s). */
+  compactRetryMs?: number;
+  /** The compactor's worker script (tests: one that hangs). */
+  compactorWorker?: URL;
 }
 
 export interface CollabDeps {
@@ -39,6 +49,8 @@ export interface CollabDeps {
   listenSql?: Sql;
   /** The content layer's write transactions: saves into records go through them. */
   writes: WriteCommitter;
+  /** The database URL, for the compactor's connection (its worker thread's own); none: no compaction. */
+  databaseUrl?: string;
 }
 
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
@@ -52,6 +64,8 @@ export class CollabRooms {
   #server: { publish(topic: string, data: Uint8Array): unknown } | undefined;
   /** The saver election: one advisory lock per room this process saves (saver-lock.ts). */
   readonly locks: SaverLocks;
+  /** Merges rooms' stored logs into their states on a worker thread (compactor.ts). */
+  readonly compactor: Compactor | null;
   /** Autosave transactions committed and updates refused by field rules, in this process. */
   readonly stats = { saves: 0, refused: 0 };
   /** identity → room key → sockets, in this process. */
@@ -72,7 +86,18 @@ export class CollabRooms {
     this.locks = new SaverLocks(deps.lockSession, () => {
       for (const key of this.registry.keys()) this.registry.peek(key)?.relock();
     });
+    this.compactor = deps.databaseUrl
+      ? new Compactor({
+          url: deps.databaseUrl,
+          timeoutMs: opts.compactTimeoutMs,
+          retryMs: opts.compactRetryMs,
+          workerUrl: opts.compactorWorker,
+        })
+      : null;
     this.#host = {
+      compactor: this.compactor,
+      compactRows: opts.compactRows ?? 200,
+      compactBytes: opts.compactBytes ?? 1024 * 1024,
       sql: deps.sql,
       debounceMs: opts.debounceMs ?? 2_000,
       maxWaitMs: opts.maxWaitMs ?? 10_000,
@@ -116,6 +141,16 @@ export class CollabRooms {
       'svc_collab_refused_updates_total',
       'Room updates refused by field access rules or read-only sockets.',
       () => this.stats.refused,
+    );
+    m.counterFrom(
+      'svc_collab_compactions_total',
+      "Rooms' stored update logs merged into their states by this process's compactor worker.",
+      () => this.compactor?.stats.compactions ?? 0,
+    );
+    m.counterFrom(
+      'svc_collab_compaction_failures_total',
+      'Compactions skipped because the worker failed, timed out or died (tried again later; nothing is lost).',
+      () => this.compactor?.stats.failures ?? 0,
     );
     m.counterFrom(
       'svc_collab_lock_losses_total',
@@ -296,6 +331,8 @@ export class CollabRooms {
     await this.#relay.flushed();
     await this.#presenceChain;
     await this.#relay.close();
+    // After the final saves: a compaction in flight gets a bounded moment, then the worker ends.
+    await this.compactor?.close();
     await forgetProcess(this.#deps.sql, this.processId).catch(() => {});
     await this.locks.close();
   }

@@ -92,38 +92,64 @@ export function oversizedField(
 
 /**
  * The document's size in bytes of Yjs state, kept as an upper bound without encoding the state
- * per update: measured exactly when the room loads and whenever a save encodes it anyway, plus
- * the bytes of every update applied since (an update adds at most about its own size). Past the
- * limit it is measured again (long editing sessions overcount what deletions freed), at most
- * once per eighth of the limit applied since, so a client near the limit cannot make the room
- * encode its whole document per frame.
+ * per update: the stored document's bytes when the room loads (its compacted state is exact, and
+ * an update adds at most about its own size), exact again whenever a compaction encodes the
+ * stored document (compactor-worker.ts: its size plus what the room applied since the save it
+ * covers), plus the bytes of every update applied. Past the limit it is measured here (long
+ * editing sessions overcount what deletions freed), at most once per eighth of the limit applied
+ * since, so a client near the limit cannot make the room encode its whole document per frame.
  */
 export class DocSize {
   #bytes: number;
   #since = 0;
+  /** Bytes of every update applied since the room loaded (a clock for `settled`). */
+  #total = 0;
   readonly #doc: Y.Doc;
   readonly #limits: SizeLimits;
 
-  constructor(doc: Y.Doc, limits: SizeLimits) {
+  /** `bytes`: an upper bound known at load; measured here when not given. */
+  constructor(doc: Y.Doc, limits: SizeLimits, bytes?: number) {
     this.#doc = doc;
     this.#limits = limits;
-    this.#bytes = Y.encodeStateAsUpdate(doc).byteLength;
+    this.#bytes = bytes ?? Y.encodeStateAsUpdate(doc).byteLength;
+    if (bytes === undefined) this.measuredAt = Date.now();
   }
 
   get bytes(): number {
     return this.#bytes;
   }
 
-  /** The state was encoded (a save): its exact size. */
+  /** The clock `settled` takes: bytes applied so far. */
+  get total(): number {
+    return this.#total;
+  }
+
+  /** The state was encoded: its exact size. */
   measured(bytes: number): void {
     this.#bytes = bytes;
     this.#since = 0;
+    this.measuredAt = Date.now();
   }
+
+  /**
+   * The document as it was at clock `at` (`total` then) measured `bytes`; what was applied since
+   * is added back. It may raise the bound: an update can add more than its own bytes (inserts
+   * into the middle of long items split them; a fill of 2.98 MB of such updates made a 4.15 MB
+   * state), which is why a room near the limit has its size measured this way regularly.
+   */
+  settled(bytes: number, at: number): void {
+    const now = bytes + Math.max(0, this.#total - at);
+    this.measured(now);
+  }
+
+  /** When the size was last measured exactly (ms since the epoch; 0: never, a bound from the load). */
+  measuredAt = 0;
 
   /** An update was applied. */
   grew(bytes: number): void {
     this.#bytes += bytes;
     this.#since += bytes;
+    this.#total += bytes;
   }
 
   /** Whether `bytes` more would pass the limit. */

@@ -7,45 +7,6 @@ import type { Statement } from '../content/tx.ts';
 type Tx = Sql | postgres.TransactionSql<Record<string, never>>;
 const q = (tx: Tx) => tx as unknown as Sql;
 
-export interface StoredState {
-  state: Uint8Array;
-  base: Content;
-}
-
-export async function loadState(tx: Tx, room: string): Promise<StoredState | null> {
-  const [row] = await q(tx)<
-    { state: Uint8Array; base: Content }[]
-  >`select state, base from collab_state where room = ${room}`;
-  return row ? { state: new Uint8Array(row.state), base: row.base } : null;
-}
-
-/** Stores the first state of a room unless another process stored one first (then false). */
-export async function insertState(
-  tx: Tx,
-  room: string,
-  projectId: string,
-  recordId: string,
-  s: StoredState,
-): Promise<boolean> {
-  const rows = await q(tx)`insert into collab_state (room, project_id, record_id, state, base)
-    values (${room}, ${projectId}, ${recordId}, ${Buffer.from(s.state)}, ${q(tx).json(s.base as never)})
-    on conflict (room) do nothing returning room`;
-  return rows.length > 0;
-}
-
-/** Locks the room's stored state for the transaction; false when there is none. */
-export async function lockState(tx: Tx, room: string): Promise<boolean> {
-  const rows = await q(tx)`select 1 from collab_state where room = ${room} for update`;
-  return rows.length > 0;
-}
-
-export async function writeState(tx: Tx, room: string, s: StoredState): Promise<void> {
-  await q(
-    tx,
-  )`update collab_state set state = ${Buffer.from(s.state)}, base = ${q(tx).json(s.base as never)}, updated_at = now()
-    where room = ${room}`;
-}
-
 /** The working version of one record locale; `lock` takes the record row for the transaction. */
 export async function readDraft(
   tx: Tx,
@@ -69,9 +30,10 @@ export async function readDraft(
 }
 
 /**
- * readDraft (with the record row locked) as one statement of a save's transaction, with one more
- * column, `held`: whether this process still holds the room's saver lock (SaverLocks.heldCheck),
- * or true. No row: the record is gone.
+ * readDraft (with the record row locked) as one statement of a save's transaction, with two more
+ * columns: `held`, whether this process still holds the room's saver lock (SaverLocks.heldCheck),
+ * or true; `sv`, the newest state vector the stored document of room `room` covers, base64
+ * (`svExpr(p)`, p the room's placeholder: log-store.ts durableSvSql). No row: the record is gone.
  */
 export function draftStatement(
   projectId: string,
@@ -80,12 +42,14 @@ export function draftStatement(
   locale: string,
   defaultLocale: string,
   heldExpr: string | null,
+  room: string,
+  svExpr: (placeholder: string) => string,
 ): Statement {
   return {
-    text: `select c.locale, c.data, ${heldExpr ?? 'true'} as held from records r
+    text: `select c.locale, c.data, ${heldExpr ?? 'true'} as held, ${svExpr('$6')} as sv from records r
        left join record_content c on c.record_id = r.id and c.stage = 'draft' and c.locale in ($4, $5)
      where r.project_id = $1 and r.id = $2 and r.model_key = $3 for update of r`,
-    params: [projectId, recordId, modelKey, locale, defaultLocale],
+    params: [projectId, recordId, modelKey, locale, defaultLocale, room],
   };
 }
 
@@ -99,18 +63,6 @@ export function draftOf(
   const own = rows.find((r) => r.locale === locale) ?? rows.find((r) => r.locale === defaultLocale);
   const data = own?.data;
   return ((typeof data === 'string' ? JSON.parse(data) : data) as Content | undefined) ?? {};
-}
-
-/** writeState as a statement (the state travels as base64: statements are sent with literals). */
-export function writeStateStatement(room: string, s: StoredState): Statement {
-  return {
-    text: `update collab_state set state = decode($2, 'base64'), base = $3::jsonb, updated_at = now() where room = $1`,
-    params: [
-      room,
-      Buffer.from(s.state.buffer, s.state.byteOffset, s.state.byteLength).toString('base64'),
-      JSON.stringify(s.base),
-    ],
-  };
 }
 
 export async function recordExists(tx: Tx, projectId: string, modelKey: string, recordId: string): Promise<boolean> {

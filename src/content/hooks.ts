@@ -2,7 +2,7 @@ import type { ContentSql } from '../store/db.ts';
 import type { HookDef } from '../projects/actor.ts';
 import type { RecordAction } from './types.ts';
 import type { BusEvent } from '../bus/bus.ts';
-import type { Statement } from './tx.ts';
+import type { Statement, WriteTx } from './tx.ts';
 import { run } from './db.ts';
 import { HOOK_ATTEMPTS, newExecutionId, type ExecutionRow } from '../operations/store.ts';
 
@@ -84,4 +84,20 @@ export function hookStatement(
     errorJson: null,
   }));
   return { statement: { text, params: [projectId, ids, keys, ops, inputs, HOOK_ATTEMPTS, userId] }, events };
+}
+
+/**
+ * Queues, in `tx` itself, the executions of the hooks its record changes match (when its writes
+ * are all known: `WriteTx.finish`). Every record writer calls it (GraphQL mutations, member
+ * writes, scheduled actions, releases), so a change runs the same hooks whoever made it.
+ */
+export function queueHooks(tx: WriteTx, projectId: string, hooks: readonly HookDef[], userId: string | null): WriteTx {
+  if (hooks.length === 0) return tx;
+  return tx.finish((events) => {
+    const changes = events.flatMap((e) =>
+      e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
+    );
+    const q = hookStatement(projectId, hooks, changes, userId);
+    return q && { statements: [q.statement], events: q.events };
+  });
 }

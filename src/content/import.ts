@@ -1,8 +1,10 @@
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict } from '../errors.ts';
 import { checkRequired, searchText, validateData, type ModelLookup } from './validate.ts';
-import { fileChecks, newRecordId, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
-import type { DbError, Statement } from './tx.ts';
+import { fileChecks, tooLongToIndex, type WriteContext, type WriteStep } from './write.ts';
+import { newRecordId } from './record-ids.ts';
+import type { Statement } from './tx.ts';
+import type { DbError } from './db-errors.ts';
 
 /**
  * Bulk creation (`importRecords`, `svc records import`, issue 11): up to 500 records of one

@@ -5,7 +5,7 @@ import type { ModelDef } from '../projects/types.ts';
 import type { ControlCaller } from '../control/credentials.ts';
 import { memberMay, projectOfCaller, requireMember } from '../control/tenancy.ts';
 import { BadUserInput, PermissionDenied } from '../errors.ts';
-import { hookStatement } from './hooks.ts';
+import { queueHooks } from './hooks.ts';
 import { run } from './db.ts';
 import { WriteTx, type WriteCommitter } from './tx.ts';
 import { createRecord, publishRecord, updateRecord, type WriteContext, type WriteStep } from './write.ts';
@@ -69,15 +69,7 @@ async function commitOne(
   step: WriteStep,
 ): Promise<void> {
   const tx = new WriteTx({ projectId: snapshot.id, userId }).write(step);
-  if (snapshot.hooks.length) {
-    tx.finish((events) => {
-      const changes = events.flatMap((e) =>
-        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
-      );
-      const q = hookStatement(snapshot.id, snapshot.hooks, changes, userId);
-      return q && { statements: [q.statement], events: q.events };
-    });
-  }
+  queueHooks(tx, snapshot.id, snapshot.hooks, userId);
   await deps.writes.commit(tx);
 }
 

@@ -1,10 +1,11 @@
 import type { BusEvent, EventBus } from '../bus/bus.ts';
-import { BadUserInput, NotFound, type SvcError } from '../errors.ts';
 import type { ContentSql } from '../store/db.ts';
 import type { RecordAction } from './types.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { inline, literal } from './sql-literal.ts';
 import { parseLsn } from '../store/replicas.ts';
+import { clientError, dbError, type ErrorReading } from './db-errors.ts';
+import { executeText, preparedName, UNDEFINED_PSTATEMENT } from './prepared.ts';
 
 /** Parameters travel inlined as literals (sql-literal.ts); re-exported for the statements' builders. */
 export { inline, literal };
@@ -25,7 +26,8 @@ export { inline, literal };
  * database-wide lock held through the WAL flush, so one NOTIFY per group rather than per write
  * is what lets writes scale (docs/decisions.md); the NOTIFY stays inside the transaction so
  * committed listeners (realtime) hear every write in commit order. If a group fails, each of
- * its transactions is run again alone, so one bad write never fails another.
+ * its transactions is run again alone, so one bad write never fails another. How a failure
+ * reads to the client is db-errors.ts; the names of statements sent as EXECUTE, prepared.ts.
  */
 export interface PendingEvent {
   action: RecordAction;
@@ -51,20 +53,13 @@ export interface Statement {
   text: string;
   params: unknown[];
   /** This statement's own reading of a database error (a duplicate natural key is a CONFLICT). */
-  mapError?: (err: DbError) => SvcError | undefined;
+  mapError?: ErrorReading;
   /**
    * Sent as `EXECUTE` of a statement each connection prepares once (`WriteCommitter`), not as
    * its text: PostgreSQL then neither parses, analyses nor plans the call again. For statements
    * sent often whose parameters' types all show in the text (`$1::text`).
    */
   prepared?: boolean;
-}
-
-/** A database error with its SQLSTATE in `code` (Bun's client keeps it in `errno`). */
-export interface DbError extends Error {
-  code: string;
-  constraint?: string;
-  detail?: string;
 }
 
 /** Where a statement's rows will be once the transaction committed. */
@@ -148,40 +143,6 @@ interface Unit {
 }
 
 type Outcome = { ok: true; results: unknown[][]; lsn: number } | { ok: false; error: unknown; rolledBack: boolean };
-
-/** SQLSTATEs the write statements raise (sql/009_records_write.sql). */
-function mapState(err: DbError): SvcError | undefined {
-  if (err.code === 'SV404') return new NotFound(err.message);
-  if (err.code === 'SV400') return new BadUserInput(err.message, err.detail ? { field: err.detail } : undefined);
-  return undefined;
-}
-
-/** The client's error for a failed transaction: the first statement that claims it, else by SQLSTATE. */
-export function clientError(err: unknown, statements: readonly Statement[]): unknown {
-  const db = dbError(err);
-  if (!db) return err;
-  for (const s of statements) {
-    const mine = s.mapError?.(db);
-    if (mine) return mine;
-  }
-  return mapState(db) ?? db;
-}
-
-function dbError(err: unknown): DbError | undefined {
-  const e = err as { errno?: unknown; code?: unknown; constraint?: string; detail?: string; message?: string };
-  const state =
-    typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno)
-      ? e.errno
-      : typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)
-        ? e.code
-        : undefined;
-  if (!state) return undefined;
-  return Object.assign(new Error(e.message ?? 'database error', { cause: err }), {
-    code: state,
-    constraint: e.constraint,
-    detail: e.detail,
-  });
-}
 
 type Conn = Awaited<ReturnType<ContentSql['reserve']>>;
 
@@ -340,7 +301,7 @@ export class WriteCommitter {
         await conn.unsafe('rollback').catch(() => {});
         return {
           ok: false,
-          error: this.#clientError(err, [pre.statement]),
+          error: clientError(err, [pre.statement]),
           rolledBack: dbError(err) !== undefined || !(err instanceof Error && 'errno' in err),
         };
       }
@@ -377,11 +338,13 @@ export class WriteCommitter {
       for (const t of texts) parts.push(`select svc_prepare(${literal(preparedName(t))}, ${literal(t)})`);
     }
     const prepares = parts.length - (text ? 1 : 0);
-    for (const st of statements) parts.push(executes && st.prepared ? execute(st) : inline(st));
+    for (const st of statements) parts.push(executes && st.prepared ? executeText(st) : inline(st));
     parts.push(...this.bus.statements(events, literal));
     parts.push('commit');
-    // pg_current_wal_lsn() after COMMIT: at or past the commit record (flushed with synchronous_commit on).
-    if (this.#committed) parts.push('select pg_current_wal_lsn()::text as lsn');
+    // The flushed WAL position after COMMIT: at or past the commit record (flushed before COMMIT
+    // returns, with synchronous_commit on), and never ahead of what a replica can be sent (the
+    // write position may hold other sessions' WAL the WAL writer has yet to flush).
+    if (this.#committed) parts.push('select pg_current_wal_flush_lsn()::text as lsn');
     let results: unknown[][];
     try {
       results = (await conn.unsafe(parts.join(';\n'))) as unknown as unknown[][];
@@ -391,7 +354,7 @@ export class WriteCommitter {
       if (db) await conn.unsafe('rollback').catch(() => {});
       if (db?.code === UNDEFINED_PSTATEMENT && executes && !prepare) return this.#attempt(conn, units, true);
       // Without the server's answer the outcome is unknown (the connection failed): never retried.
-      return { ok: false, error: this.#clientError(err, statements), rolledBack: db !== undefined };
+      return { ok: false, error: clientError(err, statements), rolledBack: db !== undefined };
     }
     const start = (text ? 1 : 0) + prepares;
     const lsn = this.#committed
@@ -399,34 +362,4 @@ export class WriteCommitter {
       : 0;
     return { ok: true, results: results.slice(start, start + statements.length), lsn };
   }
-
-  #clientError(err: unknown, statements: readonly Statement[]): unknown {
-    return clientError(err, statements);
-  }
 }
-
-/**
- * The name a `prepared` statement has on this process's connections: one per text, numbered in
- * the order the texts are first sent (a connection never outlives its process).
- */
-const preparedNames = new Map<string, string>();
-function preparedName(text: string): string {
-  let name = preparedNames.get(text);
-  if (!name) {
-    name = `svc_write_stmt_${preparedNames.size + 1}`;
-    preparedNames.set(text, name);
-  }
-  return name;
-}
-
-/**
- * A `prepared` statement's call: its name and its parameters as literals, which PostgreSQL
- * coerces to the types the statement gave them. An empty array is `'{}'`: `array[]` has no type
- * of its own to coerce from.
- */
-function execute(st: Statement): string {
-  return `execute ${preparedName(st.text)}(${st.params.map((v) => (Array.isArray(v) && v.length === 0 ? `'{}'` : literal(v))).join(',')})`;
-}
-
-/** SQLSTATE of `EXECUTE` of a statement this connection has not prepared. */
-const UNDEFINED_PSTATEMENT = '26000';

@@ -1,10 +1,11 @@
-import { randomFillSync } from 'node:crypto';
 import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict } from '../errors.ts';
 import { checkRequired, fileRefs, searchText, validateData, type ModelLookup } from './validate.ts';
 import { desiredIndexes } from './indexes.ts';
-import { clientError, type PendingEvent, type Statement, type WriteStep } from './tx.ts';
+import type { PendingEvent, Statement, WriteStep } from './tx.ts';
+import { clientError } from './db-errors.ts';
 import { run } from './db.ts';
+import { newRecordId } from './record-ids.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 
 /** Defined beside the transaction that runs them (tx.ts), so the two files import one way. */
@@ -21,7 +22,8 @@ export type { PendingEvent, WriteStep };
  * publishes and unpublishes answer with the record as they left it (`WriteStep.row`).
  *
  * Columns a write sets are listed once per statement; adding one (an owner, a variant) means a
- * parameter and a column in the statement of each write that sets it.
+ * parameter and a column in the statement of each write that sets it. Variant writes are in
+ * write-variants.ts, record ids in record-ids.ts.
  */
 
 export interface WriteContext {
@@ -29,52 +31,6 @@ export interface WriteContext {
   defaultLocale: string;
   userId: string | null;
   models: ModelLookup;
-}
-
-let lastMs = 0;
-let seq = 0;
-/** `rec_` and the hex of `lastMs`, made once per ms. */
-let msPrefix = '';
-
-/**
- * Randomness for ids, drawn 4 KB at a time: `randomBytes(6)` per id (a buffer, a syscall-backed
- * fill, a hex encoding) cost 0.61 µs against 0.04 µs from the pool (Bun 1.4, this box); the
- * bytes are the same CSPRNG's.
- */
-const pool = Buffer.alloc(4096);
-let poolAt = pool.length;
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-function randomHex6(): string {
-  if (poolAt + 6 > pool.length) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const at = poolAt;
-  poolAt += 6;
-  return (
-    HEX[pool[at]!]! +
-    HEX[pool[at + 1]!]! +
-    HEX[pool[at + 2]!]! +
-    HEX[pool[at + 3]!]! +
-    HEX[pool[at + 4]!]! +
-    HEX[pool[at + 5]!]!
-  );
-}
-
-/**
- * Record ids sort by creation time: a ms timestamp, then a per-process sequence (so ids made
- * within one ms keep their order), then randomness. Default list order is id order, which the
- * primary-key-like index serves, so it is creation order.
- */
-export function newRecordId(): string {
-  const now = Date.now();
-  if (now > lastMs) {
-    lastMs = now;
-    seq = 0;
-    msPrefix = `rec_${lastMs.toString(16).padStart(12, '0')}`;
-  } else seq++;
-  return `${msPrefix}${seq.toString(16).padStart(6, '0')}${randomHex6()}`;
 }
 
 export const isVersioned = (m: ModelDef): boolean => m.versioned !== false;
@@ -124,7 +80,7 @@ export function tooLongToIndex(
 }
 
 /** Locks the record (FOR UPDATE) or fails the transaction with NOT_FOUND and `message` (svc_lock_record). */
-function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message: string): Statement {
+export function lockOrNotFound(ctx: WriteContext, model: ModelDef, id: string, message: string): Statement {
   return {
     text: `select svc_lock_record($1::text, $2::text, $3::text, $4::text)`,
     params: [ctx.projectId, id, model.key, message],
@@ -149,7 +105,8 @@ export function fileChecks(ctx: WriteContext, model: ModelDef, data: Record<stri
   }));
 }
 
-const notFound = (model: ModelDef, id: string) => `No ${model.key} record with _id "${id}"`;
+/** The NOT_FOUND message of a write to a record that is not there. */
+export const noRecordMessage = (model: ModelDef, id: string) => `No ${model.key} record with _id "${id}"`;
 
 export interface CreateInput {
   naturalKey?: string | null;
@@ -212,7 +169,7 @@ export function updateRecord(
   id: string,
   localeArg: string | null | undefined,
   dataArg: unknown,
-  notFoundMessage = notFound(model, id),
+  notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
   const locale = localeArg || ctx.defaultLocale;
   const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
@@ -256,7 +213,7 @@ export function publishRecord(
   ctx: WriteContext,
   model: ModelDef,
   id: string,
-  notFoundMessage = notFound(model, id),
+  notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
@@ -284,7 +241,7 @@ export function unpublishRecord(
   ctx: WriteContext,
   model: ModelDef,
   id: string,
-  notFoundMessage = notFound(model, id),
+  notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
   const statement: Statement = {
     text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
@@ -303,124 +260,13 @@ export function deleteRecord(
   ctx: WriteContext,
   model: ModelDef,
   id: string,
-  notFoundMessage = notFound(model, id),
+  notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
   const statement: Statement = {
     text: `select svc_delete_record($1::text, $2::text, $3::text, $4::text)`,
     params: [ctx.projectId, id, model.key, notFoundMessage],
   };
   return { recordId: id, statements: [statement], event: { action: 'deleted', recordId: id, modelKey: model.key } };
-}
-
-export interface VariantWrite {
-  variantId: string;
-  /** Replaces the variant's rules when given (checked: content/targeting.ts ruleErrors). */
-  rules?: unknown[] | null;
-}
-
-/**
- * Writes one variant of a record's working content in a locale (record_content.variants): the
- * patch goes over the variant's content, which starts, on its first write, as a copy of the
- * default content of that locale (or of the default locale, like a new locale does). A new
- * variant goes last in evaluation order; `rules` replace the variant's rules when given.
- * Unversioned models write both stages, as content writes do.
- */
-export function updateVariant(
-  ctx: WriteContext,
-  model: ModelDef,
-  id: string,
-  localeArg: string | null | undefined,
-  dataArg: unknown,
-  variant: VariantWrite,
-  notFoundMessage = notFound(model, id),
-): WriteStep {
-  const locale = localeArg || ctx.defaultLocale;
-  const patch = validateData(model, dataArg ?? {}, ctx.models, { partial: true });
-  const versioned = isVersioned(model);
-  const json = JSON.stringify(patch);
-  const rules = variant.rules === undefined || variant.rules === null ? null : JSON.stringify(variant.rules);
-  const statement: Statement = {
-    text: `with cur as (
-        select coalesce(
-            (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $4::text),
-            (select data from record_content where record_id = $1::text and stage = 'draft' and locale = $5::text),
-            '{}'::jsonb) as base,
-          coalesce((select variants from record_content where record_id = $1::text and stage = 'draft' and locale = $4::text), '[]'::jsonb) as vs
-      ), old as (
-        select cur.base, cur.vs, (select e from jsonb_array_elements(cur.vs) e where e->>'id' = $6::text limit 1) as v from cur
-      ), nv as (
-        select old.base, old.vs, old.v is null as fresh, jsonb_build_object(
-          'id', $6::text,
-          'rules', coalesce($7::text::jsonb, old.v->'rules', '[]'::jsonb),
-          'data', svc_required(coalesce(old.v->'data', old.base) || $8::text::jsonb, $9::text[])) as v
-        from old
-      ), merged as (
-        select nv.base, case when nv.fresh then nv.vs || jsonb_build_array(nv.v)
-          else (select jsonb_agg(case when e->>'id' = $6::text then nv.v else e end order by i) from jsonb_array_elements(nv.vs) with ordinality a(e, i)) end as variants
-        from nv
-      ), c as (
-        insert into record_content (record_id, project_id, model_key, stage, locale, data, search, updated_at, variants)
-        select $1::text, $2::text, $3::text, s.stage, $4::text, m.base, svc_search(m.base, $10::text[]), now(), m.variants
-        from merged m cross join unnest($11::text[]) as s(stage)
-        on conflict (record_id, stage, locale) do update set variants = excluded.variants, updated_at = now()
-      ), r as (
-        update records set updated_at = now(), updated_by = $12::text, has_draft = $13::boolean,
-          published_at = case when $13::boolean then published_at else now() end
-        where id = $1::text
-      )
-      insert into record_versions (record_id, project_id, action, locale, data, user_id, variant_id)
-      values ($1::text, $2::text, 'updated', $4::text, $8::text::jsonb, $12::text, $6::text)`,
-    params: [
-      id,
-      ctx.projectId,
-      model.key,
-      locale,
-      ctx.defaultLocale,
-      variant.variantId,
-      rules,
-      json,
-      versioned ? [] : requiredKeys(model),
-      searchKeys(model),
-      versioned ? ['draft'] : ['draft', 'published'],
-      ctx.userId,
-      versioned,
-    ],
-    mapError: (err) => tooLongToIndex(err, ctx.projectId, model, patch),
-  };
-  return {
-    recordId: id,
-    statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement],
-    event: { action: 'updated', recordId: id, modelKey: model.key },
-  };
-}
-
-/** Removes a variant from every locale of the working content (and the live one of unversioned models). */
-export function deleteVariant(
-  ctx: WriteContext,
-  model: ModelDef,
-  id: string,
-  variantId: string,
-  notFoundMessage = notFound(model, id),
-): WriteStep {
-  const stages = isVersioned(model) ? ['draft'] : ['draft', 'published'];
-  const statement: Statement = {
-    text: `with u as (
-        update record_content c set updated_at = now(), variants = (
-            select case when count(*) = 0 then null else jsonb_agg(e order by i) end
-            from jsonb_array_elements(c.variants) with ordinality a(e, i) where e->>'id' <> $2::text)
-        where c.record_id = $1::text and c.stage = any($3::text[]) and c.variants @> jsonb_build_array(jsonb_build_object('id', $2::text))
-        returning 1
-      ), r as (
-        update records set updated_at = now(), updated_by = $5::text, has_draft = $6::boolean where id = $1::text and (select count(*) from u) > 0
-      )
-      select svc_check((select count(*) from u) > 0, 'SV404', $4::text)`,
-    params: [id, variantId, stages, `Record "${id}" has no variant "${variantId}"`, ctx.userId, isVersioned(model)],
-  };
-  return {
-    recordId: id,
-    statements: [lockOrNotFound(ctx, model, id, notFoundMessage), statement],
-    event: { action: 'updated', recordId: id, modelKey: model.key },
-  };
 }
 
 /**

@@ -94,6 +94,24 @@ export async function tenantName(sql: Sql, tenantId: string): Promise<string | n
   return row?.name ?? null;
 }
 
+/**
+ * The emails of a tenant's members among `userIds` (a record history's writers: member ids,
+ * key ids, null), by member id. Ids of other tenants' members and anything not a member id are
+ * left out.
+ */
+export async function memberEmails(
+  sql: Sql,
+  tenantId: string,
+  userIds: readonly (string | null)[],
+): Promise<Map<string, string>> {
+  const ids = [...new Set(userIds.filter((u): u is string => typeof u === 'string' && u.startsWith('mem_')))];
+  if (ids.length === 0) return new Map();
+  const rows = await sql<
+    { id: string; email: string }[]
+  >`select id, email from members where tenant_id = ${tenantId} and id = any(${ids})`;
+  return new Map(rows.map((r) => [r.id, r.email]));
+}
+
 export async function projectOfCaller(
   sql: Sql,
   caller: ControlCaller,

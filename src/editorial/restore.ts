@@ -2,7 +2,15 @@ import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, NotFound } from '../errors.ts';
 import { run } from '../content/db.ts';
 import { checkRequired, validateData } from '../content/validate.ts';
-import { fileChecks, type WriteContext, type WriteStep } from '../content/write.ts';
+import {
+  fileChecks,
+  isVersioned,
+  noRecordMessage,
+  requiredKeys,
+  searchKeys,
+  type WriteContext,
+  type WriteStep,
+} from '../content/write.ts';
 import type { ContentSql, Sql } from '../store/db.ts';
 
 /**
@@ -106,19 +114,6 @@ export function fitContent(ctx: WriteContext, model: ModelDef, content: Localise
   return out;
 }
 
-/** The fields svc_search indexes (as content/write.ts's updates pass them). */
-const searchKeys = (model: ModelDef): string[] =>
-  model.fields
-    .filter(
-      (f) =>
-        !f.access?.read &&
-        (f.type === 'text' ||
-          f.type === 'richtext' ||
-          f.type === 'flexible' ||
-          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
-    )
-    .map((f) => f.key);
-
 /**
  * The write of a restore: the working version becomes `content` (one history entry, action
  * `restored`, naming `version`), answering with the record in `locale`. It announces `updated`,
@@ -133,8 +128,7 @@ export function restoreStep(
   version: number,
   locale: string | null | undefined,
 ): WriteStep {
-  const versioned = model.versioned !== false;
-  const required = model.fields.filter((f) => f.required).map((f) => f.key);
+  const versioned = isVersioned(model);
   if (!versioned) for (const data of Object.values(content)) checkRequired(model, data);
   const checks = Object.values(content).flatMap((data) => fileChecks(ctx, model, data));
   return {
@@ -149,10 +143,10 @@ export function restoreStep(
           ctx.userId,
           JSON.stringify(content),
           version,
-          versioned ? [] : required,
+          versioned ? [] : requiredKeys(model),
           searchKeys(model),
           versioned,
-          `No ${model.key} record with _id "${id}"`,
+          noRecordMessage(model, id),
           locale || ctx.defaultLocale,
           ctx.defaultLocale,
         ],

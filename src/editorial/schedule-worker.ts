@@ -3,8 +3,16 @@ import type { ProjectSnapshot } from '../projects/actor.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { SvcError } from '../errors.ts';
 import { WriteTx, type Statement, type WriteCommitter } from '../content/tx.ts';
-import { publishRecord, unpublishRecord, type WriteContext, type WriteStep } from '../content/write.ts';
-import { hookStatement } from '../content/hooks.ts';
+import {
+  noRecordMessage,
+  publishRecord,
+  requiredKeys,
+  searchKeys,
+  unpublishRecord,
+  type WriteContext,
+  type WriteStep,
+} from '../content/write.ts';
+import { queueHooks } from '../content/hooks.ts';
 import { auditOn, auditStatement, purgeAudit, type ActorKind } from './audit.ts';
 import type { Localised } from './restore.ts';
 import { FailureLog } from '../store/failure-log.ts';
@@ -23,9 +31,13 @@ import { FailureLog } from '../store/failure-log.ts';
  *   required field is empty) rolls the claim back, and the row is then marked 'failed' with the
  *   error's message.
  *
- * Other action kinds (releases) plug in with `handle(action, fn)`: `fn` gets the due row and
- * the worker's parts and must fire through `claimStatement` as the first statement of its own
- * transaction (a WriteTx prelude, or `sql.begin`), throwing `AlreadyFired` when it claims nothing.
+ * Other action kinds plug in with `handle(action, fn)`: `fn` gets the due row and the worker's
+ * parts and must fire through `claimStatement` as the first statement of its own transaction (a
+ * WriteTx prelude, or `sql.begin`), throwing `AlreadyFired` when it claims nothing.
+ *
+ * Timed work kept in a table of its own runs on the same tick with `also(name, run)`: scheduled
+ * releases (src/releases/schedule.ts), whose release row is both their schedule and their claim,
+ * so they fire as promptly as scheduled publishes without a second row to keep in step.
  */
 export interface DueAction {
   id: string;
@@ -61,16 +73,6 @@ export function claimStatement(id: string): Statement {
 
 /** The statement publishing a version's content fixed when it was scheduled (sql/041). */
 function publishContentStep(ctx: WriteContext, model: ModelDef, id: string, content: Localised): WriteStep {
-  const search = model.fields
-    .filter(
-      (f) =>
-        !f.access?.read &&
-        (f.type === 'text' ||
-          f.type === 'richtext' ||
-          f.type === 'flexible' ||
-          (f.type === 'list' && (f.itemType ?? 'text') === 'text')),
-    )
-    .map((f) => f.key);
   return {
     recordId: id,
     statements: [
@@ -82,9 +84,9 @@ function publishContentStep(ctx: WriteContext, model: ModelDef, id: string, cont
           model.key,
           ctx.userId,
           JSON.stringify(content),
-          model.fields.filter((f) => f.required).map((f) => f.key),
-          search,
-          `No ${model.key} record with _id "${id}"`,
+          requiredKeys(model),
+          searchKeys(model),
+          noRecordMessage(model, id),
         ],
       },
     ],
@@ -131,15 +133,7 @@ async function fireRecordAction(due: DueAction, deps: WorkerDeps): Promise<void>
     },
   };
   // Hooks run as they do for a manual publish (src/graphql/writes.ts newTx).
-  if (snapshot.hooks.length) {
-    tx.finish((events) => {
-      const changes = events.flatMap((e) =>
-        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
-      );
-      const q = hookStatement(snapshot.id, snapshot.hooks, changes, userId);
-      return q && { statements: [q.statement], events: q.events };
-    });
-  }
+  queueHooks(tx, snapshot.id, snapshot.hooks, userId);
   await deps.writes.commit(tx);
 }
 
@@ -155,6 +149,8 @@ export class ScheduledActionWorker {
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
   #lastPurge = 0;
+  /** Other due work fired on every tick (`also`), each with its own failure log. */
+  readonly #also: { name: string; run: (now: Date) => Promise<unknown>; log: FailureLog }[] = [];
   /** Failing ticks log one line a minute, not one per tick (database away). */
   readonly log = new FailureLog('scheduled actions');
   /** Fires this process made (tests and /metrics). */
@@ -172,6 +168,15 @@ export class ScheduledActionWorker {
     this.#handlers.set(action, fn);
   }
 
+  /**
+   * Adds due work to every tick, after the scheduled actions: `run(now)` fires what is due and
+   * must itself make each firing happen once across processes (every worker ticks). A failing
+   * `run` neither stops the actions nor the other work of the tick.
+   */
+  also(name: string, run: (now: Date) => Promise<unknown>): void {
+    this.#also.push({ name, run, log: new FailureLog(`scheduled actions (${name})`) });
+  }
+
   start(): void {
     this.#timer ??= setInterval(() => {
       this.#ticking ??= this.tick()
@@ -179,9 +184,21 @@ export class ScheduledActionWorker {
           () => this.log.ok(),
           (err) => this.log.fail(err),
         )
+        .then(() => this.#runAlso())
         .finally(() => (this.#ticking = undefined));
     }, this.opts.tickMs);
     this.#timer.unref?.();
+  }
+
+  async #runAlso(): Promise<void> {
+    for (const a of this.#also) {
+      try {
+        await a.run(new Date());
+        a.log.ok();
+      } catch (err) {
+        a.log.fail(err);
+      }
+    }
   }
 
   async stop(): Promise<void> {

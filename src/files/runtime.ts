@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { FilesSettings, Role } from '../env.ts';
 import type { Sql } from '../store/db.ts';
 import type { EventBus } from '../bus/bus.ts';
@@ -42,7 +43,11 @@ export class FilesRuntime {
     readonly config: FilesConfig,
     storage?: FileStorage,
   ) {
-    this.storage = storage ?? (config.s3Url ? S3Storage.fromUrl(config.s3Url) : new LocalDiskStorage(config.dataDir));
+    this.storage =
+      storage ??
+      (config.s3Url
+        ? S3Storage.fromUrl(config.s3Url, join(config.dataDir, 's3-spool'))
+        : new LocalDiskStorage(config.dataDir));
     this.images = new ImageTransformer(this.storage, {
       maxInputPixels: config.maxInputPixels,
       concurrency: config.transformConcurrency,

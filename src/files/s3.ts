@@ -23,6 +23,8 @@ export class S3Storage implements FileStorage {
   readonly #prefix: string;
   readonly #spool: string;
 
+  // The service passes `<data dir>/s3-spool` (src/files/runtime.ts): a spool in the shared temp dir outlived
+  // every process and test that used it.
   constructor(options: Bun.S3Options, prefix = '', spool = join(tmpdir(), 'svc-s3-spool')) {
     this.#client = new Bun.S3Client(options);
     this.#prefix = prefix ? `${prefix.replace(/^\/+|\/+$/g, '')}/` : '';

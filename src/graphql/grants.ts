@@ -13,6 +13,8 @@ export interface CustomerGrants {
   executes: ReadonlySet<string>;
   /** Whether any `operations:execute…` scope is stamped (the generic `executeOperation`). */
   executeSome: boolean;
+  /** Whether unscoped `operations:execute` is stamped: `cancelOperationExecution` (own executions). */
+  executeAll: boolean;
   /** Part of the schema cache key: equal grants share one schema. */
   key: string;
 }
@@ -36,16 +38,16 @@ export function customerGrants(
     // `self:*` is expanded at mint time to record scopes only: it never covers operations:execute.
     for (const op of snapshot.operations)
       if (hasScope(customer.scopes, `operations:execute:${op.key}`)) executes.add(op.key);
+    const executeAll = hasScope(customer.scopes, 'operations:execute');
     const executeSome =
-      executes.size > 0 ||
-      hasScope(customer.scopes, 'operations:execute') ||
-      [...customer.scopes].some((s) => s.startsWith('operations:execute:'));
+      executes.size > 0 || executeAll || [...customer.scopes].some((s) => s.startsWith('operations:execute:'));
     if (writes.size || executeSome) {
       grants = {
         writes,
         executes,
         executeSome,
-        key: `w:${[...writes].sort().join(',')}:x:${executeSome ? [...executes].sort().join(',') : '-'}`,
+        executeAll,
+        key: `w:${[...writes].sort().join(',')}:x:${executeSome ? [...executes].sort().join(',') : '-'}${executeAll ? ':all' : ''}`,
       };
     }
   }

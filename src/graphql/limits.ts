@@ -8,11 +8,14 @@ import {
   type SelectionSetNode,
   type ValueNode,
 } from 'graphql';
+import { checkInputValue, checkLiteral, type InputProblem } from './input-values.ts';
 
 /**
  * Document and input limits. Every limit here is documented, with its default, in
  * docs/graphql.md ("Limits"). Document limits are checked once per distinct document, right
- * after parsing and before validation, so a breach is a clear 400 before any other work runs.
+ * after parsing and before validation, so a breach is a clear 400 before any other work runs;
+ * a request's inputs (literals, variable defaults, variables) before any coercion. The walks
+ * over input values are input-values.ts; limits on coerced arguments, argument-limits.ts.
  */
 export const LIMITS = {
   maxDepth: 12,
@@ -207,95 +210,6 @@ export function checkLimits(doc: DocumentNode, stats?: { fields: number }): Grap
   return null;
 }
 
-/** Whether a string can be stored: PostgreSQL text and jsonb hold neither NUL nor lone surrogates. */
-export function badString(s: string): string | null {
-  if (s.includes('\0')) return 'NUL characters are not allowed';
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
-    return 'unpaired UTF-16 surrogates are not allowed';
-  return null;
-}
-
-/** A problem found in an input value: what is wrong and where (a dotted path inside the value). */
-export interface InputProblem {
-  path: string;
-  reason: string;
-}
-
-/**
- * Checks a JSON-like value (a variable's value) for strings that cannot be stored, in keys and
- * values, and for nesting deeper than `LIMITS.maxInputDepth`. Iterative: a hostile depth cannot
- * exhaust the stack here.
- */
-export function checkInputValue(value: unknown, maxDepth: number = LIMITS.maxInputDepth): InputProblem | null {
-  // Paths are built only for the problem found: a dotted path per value visited was most of this
-  // check's cost on every request with variables (docs/decisions.md, "Writes, session 5: service CPU per mutation").
-  const stack: Visit[] = [{ v: value, key: '', up: null, depth: 0 }];
-  while (stack.length) {
-    const at = stack.pop()!;
-    const v = at.v;
-    if (typeof v === 'string') {
-      const bad = badString(v);
-      if (bad) return { path: pathOf(at), reason: bad };
-    } else if (typeof v === 'object' && v !== null) {
-      if (at.depth >= maxDepth) return { path: pathOf(at), reason: `values may nest at most ${maxDepth} levels deep` };
-      const depth = at.depth + 1;
-      if (Array.isArray(v)) {
-        for (let i = 0; i < v.length; i++) if (needsVisit(v[i])) stack.push({ v: v[i], key: i, up: at, depth });
-      } else {
-        const o = v as Record<string, unknown>;
-        for (const k of Object.keys(o)) {
-          const badKey = badString(k);
-          if (badKey) return { path: pathOf(at), reason: `object keys: ${badKey}` };
-          if (needsVisit(o[k])) stack.push({ v: o[k], key: k, up: at, depth });
-        }
-      }
-    }
-  }
-  return null;
-}
-
-/** A value on checkInputValue's stack: where it sits is kept as a link to its parent. */
-interface Visit {
-  v: unknown;
-  key: string | number;
-  up: Visit | null;
-  depth: number;
-}
-
-/** Numbers, booleans and nulls cannot fail a check: never stacked. */
-const needsVisit = (v: unknown): boolean => typeof v === 'string' || (typeof v === 'object' && v !== null);
-
-/** The dotted path of a visited value (`a.0.b`; '' for the value itself). */
-function pathOf(at: Visit): string {
-  const keys: (string | number)[] = [];
-  for (let x: Visit | null = at; x !== null && x.up !== null; x = x.up) keys.push(x.key);
-  let path = '';
-  for (let i = keys.length - 1; i >= 0; i--) path = path ? `${path}.${keys[i]}` : String(keys[i]);
-  return path;
-}
-
-/** The same checks for a literal value written in the document. */
-function checkLiteral(value: ValueNode): InputProblem | null {
-  const stack: { v: ValueNode; path: string; depth: number }[] = [{ v: value, path: '', depth: 0 }];
-  while (stack.length) {
-    const { v, path, depth } = stack.pop()!;
-    if (v.kind === Kind.STRING) {
-      const bad = badString(v.value);
-      if (bad) return { path, reason: bad };
-    } else if (v.kind === Kind.LIST || v.kind === Kind.OBJECT) {
-      if (depth >= LIMITS.maxInputDepth)
-        return { path, reason: `values may nest at most ${LIMITS.maxInputDepth} levels deep` };
-      if (v.kind === Kind.LIST)
-        for (const [i, x] of v.values.entries())
-          stack.push({ v: x, path: path ? `${path}.${i}` : String(i), depth: depth + 1 });
-      else
-        for (const f of v.fields)
-          stack.push({ v: f.value, path: path ? `${path}.${f.name.value}` : f.name.value, depth: depth + 1 });
-    }
-  }
-  return null;
-}
-
 export function inputError(argument: string, problem: InputProblem, variable?: string): GraphQLError {
   const where = [variable ? `variable "$${variable}"` : '', problem.path ? `at "${problem.path}"` : '']
     .filter(Boolean)
@@ -323,14 +237,14 @@ export function checkDocumentInputs(doc: DocumentNode): {
     const node = stack.pop() as Record<string, any>;
     if (!node || typeof node !== 'object') continue;
     if (node.kind === Kind.VARIABLE_DEFINITION && node.defaultValue) {
-      const problem = checkLiteral(node.defaultValue);
+      const problem = checkLiteral(node.defaultValue, LIMITS.maxInputDepth);
       if (problem)
         return { error: inputError(node.variable.name.value, problem, node.variable.name.value), argumentOf };
       continue;
     }
     if (node.kind === Kind.ARGUMENT) {
       const name = node.name.value as string;
-      const problem = checkLiteral(node.value);
+      const problem = checkLiteral(node.value, LIMITS.maxInputDepth);
       if (problem) return { error: inputError(name, problem), argumentOf };
       collectVariables(node.value, name, argumentOf);
       continue;
@@ -384,58 +298,8 @@ export function checkVariables(
   if (!variables) return null;
   for (const [name, value] of Object.entries(variables)) {
     // Depth + 1: the variable itself is one level of the request's `variables` object.
-    const problem = checkInputValue(value);
+    const problem = checkInputValue(value, LIMITS.maxInputDepth);
     if (problem) return inputError(argumentOf.get(name) ?? name, problem, name);
   }
   return null;
-}
-
-/**
- * A `where` argument (already coerced): AND / OR / NOT nesting at most `maxFilterDepth`, and at
- * most `maxFilterBreadth` conditions, branches and list items in all. Checked before any SQL
- * is built, so a huge tree never reaches the builder or PostgreSQL.
- */
-export function checkWhere(where: unknown): void {
-  if (where === null || where === undefined) return;
-  let breadth = 0;
-  const stack: { w: unknown; depth: number }[] = [{ w: where, depth: 0 }];
-  while (stack.length) {
-    const { w, depth } = stack.pop()!;
-    if (typeof w !== 'object' || w === null) continue;
-    if (depth > LIMITS.maxFilterDepth)
-      throw new BadUserInput(`"where" may nest AND/OR/NOT at most ${LIMITS.maxFilterDepth} levels deep`, {
-        field: 'where',
-      });
-    for (const [k, v] of Object.entries(w)) {
-      if (v === null || v === undefined) continue;
-      if (k === 'AND' || k === 'OR') {
-        const list = Array.isArray(v) ? v : [v];
-        breadth += list.length;
-        for (const x of list) stack.push({ w: x, depth: depth + 1 });
-      } else if (k === 'NOT') {
-        breadth++;
-        stack.push({ w: v, depth: depth + 1 });
-      } else {
-        for (const op of Object.values(v as Record<string, unknown>))
-          breadth += Array.isArray(op) ? Math.max(1, op.length) : 1;
-      }
-      if (breadth > LIMITS.maxFilterBreadth)
-        throw new BadUserInput(`"where" holds more than ${LIMITS.maxFilterBreadth} conditions and values`, {
-          field: 'where',
-        });
-    }
-  }
-}
-
-/** A pagination cursor's size, before it is decoded. */
-export function checkCursor(cursor: string): string {
-  if (cursor.length > LIMITS.maxCursorLength) throw new BadUserInput('Invalid cursor', { field: 'after' });
-  return cursor;
-}
-
-/** An `orderBy` argument: at most `maxOrderBy` keys (found by the fuzz suite: PostgreSQL's own limit was the only one). */
-export function checkOrderBy(orderBy: unknown): void {
-  if (Array.isArray(orderBy) && orderBy.length > LIMITS.maxOrderBy) {
-    throw new BadUserInput(`"orderBy" holds at most ${LIMITS.maxOrderBy} sort keys`, { field: 'orderBy' });
-  }
 }

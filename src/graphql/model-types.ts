@@ -1,24 +1,17 @@
 import {
   GraphQLBoolean,
-  GraphQLEnumType,
-  GraphQLFloat,
   GraphQLID,
-  GraphQLInputObjectType,
   GraphQLInt,
   GraphQLInterfaceType,
-  GraphQLList,
-  GraphQLNonNull,
   GraphQLObjectType,
   GraphQLString,
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
-  type GraphQLInputFieldConfigMap,
-  type GraphQLInputType,
   type GraphQLOutputType,
 } from 'graphql';
 import type { FieldDef, FieldType, ModelDef, Principal } from '../projects/types.ts';
 import { SYSTEM_FIELDS, type RecordNode } from '../content/types.ts';
-import { DateTimeScalar, JSONScalar, RichTextScalar } from './scalars.ts';
+import { DateTimeScalar, JSONScalar } from './scalars.ts';
 import { GRAPHQL_NAME, typeName, type GqlContext } from './context.ts';
 import {
   canRead,
@@ -29,23 +22,16 @@ import {
   maskContent,
 } from '../content/field-access.ts';
 import { ASSETS } from './fields/files-record-fields.ts';
+import { Block, list, nn, PageInfo, scalarFor, TypeCache } from './model-shapes.ts';
+import { InputTypes } from './model-inputs.ts';
 
 /**
  * Builds the GraphQL types of one schema (one project schema version, one key restriction):
- * record object types, inputs, where and order-by inputs. Types are made once per name and
- * reused, so cyclic references between models work through field thunks.
+ * record object types with their resolvers (links through the loader, field access rules), the
+ * Record interface and connections; `inputs` builds the input, where and order-by types
+ * (model-inputs.ts). Types are made once per name and reused (model-shapes.ts `TypeCache`), so
+ * cyclic references between models work through field thunks.
  */
-const nn = <T extends GraphQLOutputType | GraphQLInputType>(t: T) => new GraphQLNonNull(t);
-const list = <T extends GraphQLOutputType | GraphQLInputType>(t: T) => new GraphQLList(new GraphQLNonNull(t));
-
-export const SortDirection = new GraphQLEnumType({
-  name: 'SortDirection',
-  values: { ASC: { value: 'ASC' }, DESC: { value: 'DESC' } },
-});
-export const PageInfo = new GraphQLObjectType({
-  name: 'PageInfo',
-  fields: { hasNextPage: { type: nn(GraphQLBoolean) }, endCursor: { type: GraphQLString } },
-});
 
 /** `_context` of a record (spec "Record system fields": `context.authStatus`; issue 12 item 5). */
 const RecordContext = new GraphQLObjectType({
@@ -69,60 +55,12 @@ const contextOf = (n: RecordNode) => ({
   variantId: n._variantId,
 });
 
-const Block = new GraphQLObjectType({
-  name: 'Block',
-  description: 'One block of a flexible field.',
-  fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } },
-});
-const BlockInput = new GraphQLInputObjectType({
-  name: 'BlockInput',
-  fields: { type: { type: nn(GraphQLString) }, data: { type: JSONScalar } },
-});
-
-function filterType(name: string, t: GraphQLInputType, ops: string[]): GraphQLInputObjectType {
-  const fields: GraphQLInputFieldConfigMap = {};
-  for (const op of ops) fields[op] = { type: op === 'in' || op === 'notIn' ? list(t as never) : t };
-  return new GraphQLInputObjectType({ name, fields });
-}
-const ORDERED = ['eq', 'ne', 'in', 'notIn', 'lt', 'lte', 'gt', 'gte'];
-const FILTERS = {
-  String: filterType('StringFilter', GraphQLString, [...ORDERED, 'contains']),
-  Float: filterType('FloatFilter', GraphQLFloat, ORDERED),
-  Boolean: filterType('BooleanFilter', GraphQLBoolean, ['eq', 'ne']),
-  DateTime: filterType('DateTimeFilter', DateTimeScalar, ORDERED),
-  ID: filterType('IDFilter', GraphQLID, ['eq', 'ne', 'in', 'notIn']),
-  StringList: filterType('StringListFilter', GraphQLString, ['contains']),
-  FloatList: filterType('FloatListFilter', GraphQLFloat, ['contains']),
-};
-
-/** Scalar-like item types a list or lookup argument can use directly. */
-function scalarFor(t: FieldType): GraphQLInputType & GraphQLOutputType {
-  switch (t) {
-    case 'number':
-      return GraphQLFloat;
-    case 'boolean':
-      return GraphQLBoolean;
-    case 'date':
-      return DateTimeScalar;
-    case 'richtext':
-      return RichTextScalar;
-    case 'json':
-    case 'model':
-    case 'flexible':
-    case 'list':
-      return JSONScalar;
-    case 'select':
-    case 'reference':
-      return GraphQLID;
-    default:
-      return GraphQLString;
-  }
-}
-
 export class TypeFactory {
-  readonly #types = new Map<string, unknown>();
+  readonly #cache = new TypeCache();
   readonly recordInterface: GraphQLInterfaceType;
   readonly recordConnection: GraphQLObjectType;
+  /** The input, where and order-by types of this schema (they share its enum types). */
+  readonly inputs: InputTypes;
 
   constructor(
     readonly visible: ReadonlyMap<string, ModelDef>,
@@ -138,15 +76,7 @@ export class TypeFactory {
       resolveType: (n: RecordNode) => typeName(n._modelKey),
     });
     this.recordConnection = this.connection('Record', this.recordInterface);
-  }
-
-  #once<T>(name: string, make: () => T): T {
-    let t = this.#types.get(name) as T | undefined;
-    if (!t) {
-      t = make();
-      this.#types.set(name, t);
-    }
-    return t;
+    this.inputs = new InputTypes(this.#cache, all, (f) => this.readable(f));
   }
 
   systemFields(): GraphQLFieldConfigMap<RecordNode, GqlContext> {
@@ -167,7 +97,7 @@ export class TypeFactory {
   }
 
   connection(name: string, node: GraphQLOutputType): GraphQLObjectType {
-    return this.#once(`${name}Connection`, () => {
+    return this.#cache.once(`${name}Connection`, () => {
       const edge = new GraphQLObjectType({
         name: `${name}Edge`,
         fields: { cursor: { type: nn(GraphQLString) }, node: { type: nn(node) } },
@@ -185,7 +115,7 @@ export class TypeFactory {
 
   recordType(model: ModelDef): GraphQLObjectType {
     const name = typeName(model.key);
-    return this.#once(
+    return this.#cache.once(
       name,
       () =>
         new GraphQLObjectType({
@@ -219,27 +149,6 @@ export class TypeFactory {
     );
   }
 
-  enumType(owner: string, f: FieldDef): GraphQLEnumType {
-    const name = `${owner}${typeName(f.key)}`;
-    return this.#once(name, () => {
-      const values: Record<string, { value: string; description?: string }> = {};
-      for (const o of f.config?.options ?? []) {
-        let n =
-          GRAPHQL_NAME.test(o.value) && !['true', 'false', 'null'].includes(o.value)
-            ? o.value
-            : o.value
-                .toUpperCase()
-                .replace(/[^A-Z0-9_]/g, '_')
-                .replace(/^(?=\d)/, '_');
-        while (values[n]) n += '_';
-        values[n] = { value: o.value, description: o.label };
-      }
-      if (Object.keys(values).length === 0) values.NONE = { value: '' };
-      const d = f.config?.default;
-      return new GraphQLEnumType({ name, values, description: d === undefined ? undefined : `Default: ${String(d)}` });
-    });
-  }
-
   #target(f: FieldDef): ModelDef | undefined {
     const key = f.config?.optionModelKey ?? f.config?.modelKey;
     return key ? this.visible.get(key) : undefined;
@@ -252,7 +161,7 @@ export class TypeFactory {
 
   inlineType(model: ModelDef): GraphQLObjectType {
     const name = `${typeName(model.key)}Inline`;
-    return this.#once(
+    return this.#cache.once(
       name,
       () =>
         new GraphQLObjectType({
@@ -302,7 +211,7 @@ export class TypeFactory {
     const multiple = f.config?.multiple === true;
     switch (f.type) {
       case 'enum': {
-        const e = this.enumType(owner, f);
+        const e = this.#cache.enumType(owner, f);
         return { type: multiple ? list(e) : e };
       }
       case 'select':
@@ -367,157 +276,5 @@ export class TypeFactory {
       default:
         return { type: scalarFor(f.type) };
     }
-  }
-
-  inputType(model: ModelDef, suffix = 'Input'): GraphQLInputObjectType {
-    const name = `${typeName(model.key)}${suffix}`;
-    return this.#once(
-      name,
-      () =>
-        new GraphQLInputObjectType({
-          name,
-          fields: () => {
-            const fields: GraphQLInputFieldConfigMap = {};
-            for (const f of model.fields) {
-              if (SYSTEM_FIELDS.has(f.key) || !GRAPHQL_NAME.test(f.key)) continue;
-              fields[f.key] = {
-                type: this.inField(typeName(model.key), f),
-                description: f.required ? 'Required.' : undefined,
-              };
-            }
-            if (Object.keys(fields).length === 0) fields._empty = { type: GraphQLBoolean };
-            return fields;
-          },
-        }),
-    );
-  }
-
-  inField(owner: string, f: FieldDef): GraphQLInputType {
-    const multiple = f.config?.multiple === true;
-    switch (f.type) {
-      case 'enum':
-        return multiple ? list(this.enumType(owner, f)) : this.enumType(owner, f);
-      case 'select':
-      case 'reference':
-        return multiple ? list(GraphQLID) : GraphQLID;
-      case 'model': {
-        const inline = this.#inline(f);
-        return inline ? this.inputType(inline, 'InlineInput') : JSONScalar;
-      }
-      case 'image':
-      case 'video':
-      case 'file':
-        return ASSETS[f.type].inp;
-      case 'flexible':
-        return list(BlockInput);
-      case 'list': {
-        const item = f.itemType ?? (f.config?.itemType as FieldType | undefined) ?? 'json';
-        if (item === 'image' || item === 'video' || item === 'file') return list(ASSETS[item].inp);
-        return list(scalarFor(item));
-      }
-      default:
-        return scalarFor(f.type);
-    }
-  }
-
-  /** `<Type>Where`, or undefined when the model has no queryable field. */
-  whereType(model: ModelDef): GraphQLInputObjectType | undefined {
-    // Filtering on a field the reader cannot read would reveal its values: not offered.
-    const q = model.fields.filter(
-      (f) => f.queryable && GRAPHQL_NAME.test(f.key) && !SYSTEM_FIELDS.has(f.key) && this.readable(f),
-    );
-    if (q.length === 0) return undefined;
-    const owner = typeName(model.key);
-    const name = `${owner}Where`;
-    return this.#once(name, () => {
-      const self: GraphQLInputObjectType = new GraphQLInputObjectType({
-        name,
-        fields: () => {
-          const fields: GraphQLInputFieldConfigMap = {
-            AND: { type: list(self) },
-            OR: { type: list(self) },
-            NOT: { type: self },
-          };
-          for (const f of q) fields[f.key] = { type: this.#filterFor(owner, f) };
-          return fields;
-        },
-      });
-      return self;
-    });
-  }
-
-  #filterFor(owner: string, f: FieldDef): GraphQLInputObjectType {
-    const multiple = f.config?.multiple === true;
-    switch (f.type) {
-      case 'number':
-        return FILTERS.Float;
-      case 'boolean':
-        return FILTERS.Boolean;
-      case 'date':
-        return FILTERS.DateTime;
-      case 'select':
-      case 'reference':
-        return multiple ? FILTERS.StringList : FILTERS.ID;
-      case 'enum': {
-        const e = this.enumType(owner, f);
-        return this.#once(`${e.name}${multiple ? 'List' : ''}Filter`, () =>
-          filterType(
-            `${e.name}${multiple ? 'List' : ''}Filter`,
-            e,
-            multiple ? ['contains'] : ['eq', 'ne', 'in', 'notIn'],
-          ),
-        );
-      }
-      case 'list': {
-        const item = f.itemType ?? 'json';
-        return item === 'number' ? FILTERS.FloatList : FILTERS.StringList;
-      }
-      default:
-        return FILTERS.String;
-    }
-  }
-
-  orderByType(model: ModelDef): GraphQLInputObjectType | undefined {
-    const q = model.fields.filter(
-      (f) =>
-        f.queryable &&
-        GRAPHQL_NAME.test(f.key) &&
-        !SYSTEM_FIELDS.has(f.key) &&
-        f.type !== 'list' &&
-        !f.config?.multiple &&
-        this.readable(f),
-    );
-    if (q.length === 0) return undefined;
-    const owner = typeName(model.key);
-    return this.#once(`${owner}OrderBy`, () => {
-      const sortField = new GraphQLEnumType({
-        name: `${owner}SortField`,
-        values: Object.fromEntries(q.map((f) => [f.key, { value: f.key }])),
-      });
-      return new GraphQLInputObjectType({
-        name: `${owner}OrderBy`,
-        fields: { field: { type: nn(sortField) }, direction: { type: SortDirection, defaultValue: 'ASC' } },
-      });
-    });
-  }
-
-  /** Lookup arguments of the single read: one per field named in a `lookups[].keyBy`. */
-  lookupArgs(model: ModelDef): Map<string, GraphQLInputType> {
-    const args = new Map<string, GraphQLInputType>();
-    for (const l of model.lookups ?? []) {
-      for (const k of l.keyBy) {
-        const f = model.fields.find((x) => x.key === k);
-        if (
-          !f ||
-          SYSTEM_FIELDS.has(k) ||
-          ['locale', 'preview'].includes(k) ||
-          !GRAPHQL_NAME.test(k) ||
-          !this.readable(f)
-        )
-          continue;
-        args.set(k, f.type === 'enum' ? this.enumType(typeName(model.key), f) : scalarFor(f.type));
-      }
-    }
-    return args;
   }
 }

@@ -16,14 +16,13 @@ import { BadUserInput, NotFound } from '../errors.ts';
 import {
   createRecord,
   deleteRecord,
-  deleteVariant,
   modelKeysOf,
   publishRecord,
   unpublishRecord,
   updateRecord,
-  updateVariant,
   type WriteStep,
 } from '../content/write.ts';
+import { deleteVariant, updateVariant } from '../content/write-variants.ts';
 import { DEFAULT_VARIANT, ruleErrors, VARIANT_ID_RE } from '../content/targeting.ts';
 import type { ContentRow } from '../content/types.ts';
 import type { Handle } from '../content/tx.ts';
@@ -106,7 +105,7 @@ export function modelMutations(
   variants = true,
 ): GraphQLFieldConfigMap<unknown, GqlContext> {
   const T = nn(types.recordType(model));
-  const input = nn(types.inputType(model));
+  const input = nn(types.inputs.inputType(model));
   const name = typeName(model.key);
   const variantArgs: GraphQLFieldConfigArgumentMap = variants
     ? {

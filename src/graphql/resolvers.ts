@@ -3,14 +3,16 @@ import type { ModelDef } from '../projects/types.ts';
 import { hasScope, missingScope } from '../auth/scopes.ts';
 import { BadUserInput } from '../errors.ts';
 import { listRecords, readByIds, readOne, searchContent, listVersions, type ListRow } from '../content/read.ts';
-import { encodeCursor, decodeCursor } from '../content/sql-builder.ts';
+import { encodeCursor } from '../content/sql-builder.ts';
 import { toNode, type ContentRow, type ReadScope, type RecordNode } from '../content/types.ts';
 import type { GqlContext } from './context.ts';
-import { checkCursor, checkOrderBy, checkWhere, LIMITS } from './limits.ts';
+import { LIMITS } from './limits.ts';
+import { checkCursor, checkOrderBy, checkWhere, searchOffset } from './argument-limits.ts';
 import { hiddenFields, maskContent, readerPrincipals } from '../content/field-access.ts';
 import { targetingFor } from './targeting.ts';
 import type { Reader } from '../content/db.ts';
 import { releaseExists } from '../releases/store.ts';
+import { memberEmails } from '../control/tenancy.ts';
 
 /** Shared resolver logic for per-model and generic fields: scopes, preview, locale, paging. */
 const LOCALE_RE = /^[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*$/;
@@ -255,20 +257,7 @@ export async function searchConnection(
     throw new BadUserInput('query must be 1 to 500 characters', { field: 'query' });
   const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
-  let offset = 0;
-  if (args.after) {
-    const c = decodeCursor(checkCursor(args.after));
-    if (
-      c.length !== 2 ||
-      c[0] !== 's' ||
-      !Number.isSafeInteger(c[1]) ||
-      (c[1] as number) < 0 ||
-      (c[1] as number) > LIMITS.maxSearchOffset
-    ) {
-      throw new BadUserInput('Invalid cursor', { field: 'after' });
-    }
-    offset = c[1] as number;
-  }
+  const offset = searchOffset(args.after);
   const r = await searchContent(
     readerFor(ctx, scope),
     scope,
@@ -325,10 +314,15 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
   // Fields the reader may not read (`access.read`) are left out of the history too.
   const model = ctx.models.get(history.modelKey);
   const hidden = model ? hiddenFields(model, readerPrincipals(ctx.principal)) : [];
-  const emails = await memberEmails(
-    ctx,
-    history.versions.map((v) => v.user_id),
-  );
+  // The Studio's History names people, not ids, for a signed-in member; API keys get none:
+  // member emails are staff data.
+  const emails = ctx.principal.member
+    ? await memberEmails(
+        ctx.svc.sql,
+        ctx.principal.tenantId,
+        history.versions.map((v) => v.user_id),
+      )
+    : new Map<string, string>();
   return history.versions.map((v, i) => ({
     version: i + 1,
     action: v.action,
@@ -345,19 +339,6 @@ export async function versions(ctx: GqlContext, args: Record<string, any>) {
     createdAt: v.created_at,
     restoredFrom: v.restored_from ?? null,
   }));
-}
-
-/**
- * Emails of the tenant's members among a history's writers, for a signed-in member (the Studio's
- * History names people, not ids). API keys get none: member emails are staff data.
- */
-async function memberEmails(ctx: GqlContext, userIds: (string | null)[]): Promise<Map<string, string>> {
-  const ids = [...new Set(userIds.filter((u): u is string => typeof u === 'string' && u.startsWith('mem_')))];
-  if (!ctx.principal.member || ids.length === 0) return new Map();
-  const rows = await ctx.svc.readSql<
-    { id: string; email: string }[]
-  >`select id, email from members where tenant_id = ${ctx.principal.tenantId} and id = any(${ids})`;
-  return new Map(rows.map((r) => [r.id, r.email]));
 }
 
 /** The working version of a record as it stands now (read after the fact, e.g. saveCollabDraft). */

@@ -116,7 +116,7 @@ export function buildSchema(
   for (const model of models.values()) {
     const T = types.recordType(model);
     const conn = types.connection(typeName(model.key), T);
-    const lookups = types.lookupArgs(model);
+    const lookups = types.inputs.lookupArgs(model);
     const single: GraphQLFieldConfigArgumentMap = { _id: { type: GraphQLID }, naturalKey: { type: GraphQLString } };
     for (const [k, t] of lookups) single[k] = { type: t };
     Object.assign(single, readArgs);
@@ -124,9 +124,9 @@ export function buildSchema(
     query[model.key] = { type: T, args: single, resolve: (_r, args, ctx) => singleRead(ctx, model, args, lookupKeys) };
 
     const listArgs: GraphQLFieldConfigArgumentMap = { first: { type: GraphQLInt }, after: { type: GraphQLString } };
-    const where = types.whereType(model);
+    const where = types.inputs.whereType(model);
     if (where) listArgs.where = { type: where };
-    const orderBy = types.orderByType(model);
+    const orderBy = types.inputs.orderByType(model);
     if (orderBy) listArgs.orderBy = { type: new GraphQLList(nn(orderBy)) };
     Object.assign(listArgs, readArgs);
     query[pluralField(model.key)] = {

@@ -6,7 +6,7 @@ import type { BusEvent } from '../bus/bus.ts';
 import { WriteTx, type Committed, type Handle, type Statement } from '../content/tx.ts';
 import type { GqlContext } from './context.ts';
 import type { ModelDef } from '../projects/types.ts';
-import { hookStatement } from '../content/hooks.ts';
+import { queueHooks } from '../content/hooks.ts';
 import { node } from './resolvers.ts';
 import { DEFAULT_VARIANT, targeting } from '../content/targeting.ts';
 import { auditOn, auditStatement, NO_ORIGIN, type AuditTarget, type AuditWho } from '../editorial/audit.ts';
@@ -66,16 +66,7 @@ export function newTx(ctx: GqlContext): WriteTx {
   ctx.noStore = true;
   const tx = new WriteTx({ projectId: ctx.snapshot.id, userId: writerId(ctx) });
   // Hook outbox: the executions commit with the records, or not at all (src/content/hooks.ts).
-  const hooks = ctx.snapshot.hooks;
-  if (hooks.length) {
-    tx.finish((events) => {
-      const changes = events.flatMap((e) =>
-        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
-      );
-      const q = hookStatement(ctx.snapshot.id, hooks, changes, writerId(ctx));
-      return q && { statements: [q.statement], events: q.events };
-    });
-  }
+  queueHooks(tx, ctx.snapshot.id, ctx.snapshot.hooks, writerId(ctx));
   // The audit log: one INSERT more in the same transaction (docs/audit.md), none of its own.
   if (auditOn()) ctx.audited = true;
   return tx;

@@ -4,6 +4,7 @@ import type { Service } from '../service.ts';
 import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import { DomainDirectory } from '../identity/oidc/hosts.ts';
 import { defaultSite, domainSite, type Site } from '../identity/oidc/protocol.ts';
+import type { ProjectView } from '../identity/accounts.ts';
 
 /**
  * What the hosted-login routes share: which site a request is for (the deployment's, or a
@@ -109,7 +110,13 @@ export function hostedLogin(svc: Service) {
     );
   }
 
-  return { base, authPath, siteOf, secure, csrfOf, csrfValid, hmac };
+  /** What a login and a token grant read of the party's project. */
+  async function projectView(projectId: string): Promise<ProjectView> {
+    const s = (await svc.projects.get(projectId)).snapshot;
+    return { id: s.id, settings: s.settings, models: s.models };
+  }
+
+  return { base, authPath, siteOf, secure, csrfOf, csrfValid, hmac, projectView };
 }
 
 export type HostedLogin = ReturnType<typeof hostedLogin>;

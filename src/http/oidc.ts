@@ -4,28 +4,24 @@ import { SvcError } from '../errors.ts';
 import { identityOf } from '../identity/identity.ts';
 import {
   loginCustomer,
-  loginCustomerWithOtp,
   loginKnownCustomer,
   registerCustomer,
-  requestCustomerOtp,
   type AuthPayload,
   type ProjectView,
 } from '../identity/accounts.ts';
+import { loginCustomerWithOtp, requestCustomerOtp } from '../identity/customer-otp.ts';
 import { dropBrowserLoginSession, sessionOfRefreshToken } from '../identity/customer-sessions.ts';
 import {
   browserSessionAllowed,
   checkAuthorize,
-  discoveryDocument,
-  parseClientId,
   redirectWith,
-  tokenError,
   wireClientId,
   type AuthorizeRequest,
   type Party,
   type Site,
 } from '../identity/oidc/protocol.ts';
-import { findParty, originListed } from '../identity/oidc/parties.ts';
-import { exchangeCode, issueCode, refreshGrant } from '../identity/oidc/codes.ts';
+import { findParty } from '../identity/oidc/parties.ts';
+import { issueCode } from '../identity/oidc/codes.ts';
 import { cookieName, sessionCookie, startBrowserSession, useBrowserSession } from '../identity/oidc/browser.ts';
 import { renderErrorPage, renderInfoPage, renderLoginPage, type PageModel } from '../identity/oidc/page.ts';
 import {
@@ -43,7 +39,6 @@ import {
   CSRF_COOKIE,
   hostedLogin,
   html,
-  JSON_HEADERS,
   notFound,
   redirect,
   type Ctx,
@@ -51,11 +46,13 @@ import {
   type Variant,
 } from './oidc-site.ts';
 import { oidcSessionRoutes } from './oidc-logout-userinfo.ts';
+import { oidcTokenRoutes } from './oidc-token.ts';
 
 /**
- * Hosted customer login (issue 16, docs/oidc.md): discovery, `{auth_url}/authorize` (GET shows
- * the page or, with a browser session, answers at once; POST is its forms) and the token
- * endpoint. Each route answers on the deployment's paths and, on a verified custom domain's
+ * Hosted customer login (issue 16, docs/oidc.md): `{auth_url}/authorize` (GET shows the page
+ * or, with a browser session, answers at once; POST is its forms) and the upstream providers'
+ * callback; discovery and the token endpoint are in oidc-token.ts, logout and userinfo in
+ * oidc-logout-userinfo.ts. Each route answers on the deployment's paths and, on a verified custom domain's
  * host, on that domain's own paths. The protocol lives in src/identity/oidc/.
  */
 
@@ -79,11 +76,6 @@ export function oidcRoutes(svc: Service) {
         return handler(site, c);
       });
     }
-  }
-
-  async function projectView(projectId: string): Promise<ProjectView> {
-    const s = (await svc.projects.get(projectId)).snapshot;
-    return { id: s.id, settings: s.settings, models: s.models };
   }
 
   function pageModel(site: Site, action: string, b: Flow, csrf: string): PageModel {
@@ -112,7 +104,7 @@ export function oidcRoutes(svc: Service) {
   type Begun = { done: Response } | Flow;
 
   async function flowOf(party: Party, request: AuthorizeRequest | null): Promise<Flow> {
-    const project = await projectView(party.projectId);
+    const project = await hl.projectView(party.projectId);
     // A party can only hide providers the project enables.
     const providers = (await listProviders(svc.sql, party.projectId)).filter(
       (p) => !party.loginMethods.disabledProviders.includes(p.key),
@@ -382,91 +374,13 @@ export function oidcRoutes(svc: Service) {
     return signedIn(site, b, request, payload);
   });
 
-  route(
-    'get',
-    ['/customer/.well-known/openid-configuration', '/.well-known/openid-configuration'],
-    async (site) =>
-      new Response(JSON.stringify(discoveryDocument(site)), {
-        headers: {
-          'content-type': 'application/json',
-          'cache-control': 'public, max-age=300',
-          'access-control-allow-origin': '*',
-        },
-      }),
-  );
   route('get', [`${auth}/authorize`, '/authorize'], showPage(false, '/authorize'));
   route('post', [`${auth}/authorize`, '/authorize'], postForm(false, '/authorize'));
   // A bare visit to a custom domain: sign in, then land on the party's postLoginUrl.
   route('get', ['/', '/'], async (site, c) => (site.domain ? showPage(true, '/')(site, c) : notFound()));
   route('post', ['/', '/'], async (site, c) => (site.domain ? postForm(true, '/')(site, c) : notFound()));
 
-  route('options', ['/customer/oauth/token', '/oauth/token'], async (_site, { request }) => {
-    const origin = request.headers.get('origin');
-    const headers: Record<string, string> = { vary: 'Origin' };
-    if (origin && (await originListed(svc.sql, origin))) {
-      Object.assign(headers, {
-        'access-control-allow-origin': origin,
-        'access-control-allow-methods': 'POST',
-        'access-control-allow-headers': 'content-type',
-        'access-control-max-age': '600',
-      });
-    }
-    return new Response(null, { status: 204, headers });
-  });
-  route('post', ['/customer/oauth/token', '/oauth/token'], async (site, { body, request }) => {
-    const form = typeof body === 'object' && body !== null ? (body as Record<string, unknown>) : {};
-    const party = await findParty(svc.sql, form.client_id);
-    const origin = request.headers.get('origin');
-    const headers: Record<string, string> = { ...JSON_HEADERS, vary: 'Origin' };
-    if (origin && party?.allowedOrigins.includes(origin)) headers['access-control-allow-origin'] = origin;
-    const reply = (status: number, b: unknown) => new Response(JSON.stringify(b), { status, headers });
-    const fail = (error: string, description: string) => {
-      const e = tokenError(error, description);
-      return reply(e.status, e.body);
-    };
-    if (!request.headers.get('content-type')?.startsWith('application/x-www-form-urlencoded'))
-      return fail('invalid_request', 'the body must be application/x-www-form-urlencoded');
-    for (const [k, v] of Object.entries(form))
-      if (Array.isArray(v)) return fail('invalid_request', `${k} was sent more than once`);
-    if (!party || !parseClientId(form.client_id) || (site.domain && site.domain.projectId !== party.projectId))
-      return fail('invalid_client', 'unknown client_id');
-    if (form.client_secret !== undefined || request.headers.get('authorization'))
-      return fail('invalid_client', 'public clients authenticate with client_id only');
-    let project: ProjectView;
-    try {
-      project = await projectView(party.projectId);
-    } catch {
-      return fail('invalid_client', 'unknown client_id');
-    }
-    const ttl =
-      typeof project.settings.customerAccessTokenTtlSeconds === 'number'
-        ? project.settings.customerAccessTokenTtlSeconds
-        : undefined;
-    const id = identityOf(svc.bus);
-    if (form.grant_type === 'authorization_code') {
-      const out = await exchangeCode(svc.sql, id.tokens, {
-        projectId: party.projectId,
-        clientId: party.clientId,
-        code: form.code,
-        redirectUri: form.redirect_uri,
-        verifier: form.code_verifier,
-        issuer: site.issuer,
-        ttlSeconds: ttl,
-      });
-      return out.ok ? reply(200, out.body) : fail(out.error, out.description);
-    }
-    if (form.grant_type === 'refresh_token') {
-      const out = await refreshGrant(svc.sql, id.tokens, {
-        projectId: party.projectId,
-        clientId: party.clientId,
-        refreshToken: form.refresh_token,
-        ttlSeconds: ttl,
-      });
-      return out.ok ? reply(200, out.body) : fail(out.error, out.description);
-    }
-    return fail('unsupported_grant_type', 'grant_type must be authorization_code or refresh_token');
-  });
-
+  oidcTokenRoutes(svc, hl, route);
   oidcSessionRoutes(svc, hl, route);
   return app;
 }

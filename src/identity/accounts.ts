@@ -1,10 +1,7 @@
-import { randomInt } from 'node:crypto';
-import { sign, verify } from '../crypto/hmac.ts';
 import type { Sql } from '../store/db.ts';
 import type { ModelDef } from '../projects/types.ts';
-import { BadUserInput, PermissionDenied, RateLimited, Unauthenticated } from '../errors.ts';
+import { BadUserInput, PermissionDenied, Unauthenticated } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { secretsKey, secretsKeyring } from '../secrets-key.ts';
 import type { Identity } from './identity.ts';
 import { sendMail } from './mailer.ts';
 import {
@@ -18,14 +15,15 @@ import {
 } from './customer-sessions.ts';
 import { stampScopes } from './stamping.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
+import { attemptFailed, attemptSucceeded, giveBack, subjects, takeAttempt } from './login-attempts.ts';
 
 /**
- * Customer accounts of one project (CONTRACT §8): registration, password and one-time-code
- * login, refresh, logout. Passwords are argon2id (passwords.ts: OWASP parameters, on low-priority hasher threads, bounded queue);
- * one-time codes are HMAC'd with the vault key, single use, valid 10 minutes, 5 tries each.
- * Failed logins are counted per email and per client IP over 15 minutes (in PostgreSQL, so
- * every process sees the same count); past the limit a login is RATE_LIMITED whatever the
- * password. An unknown email and a wrong password get the same answer, after the same work.
+ * Customer accounts of one project (CONTRACT §8): registration, password login, refresh, logout,
+ * and the session every login ends in (`openSession`). Passwords are argon2id (passwords.ts:
+ * OWASP parameters, on low-priority hasher threads, bounded queue); one-time-code login is
+ * customer-otp.ts. Failed logins are counted per email and per client IP (login-attempts.ts);
+ * past the limit a login is RATE_LIMITED whatever the password. An unknown email and a wrong
+ * password get the same answer, after the same work.
  */
 export interface ProjectView {
   id: string;
@@ -46,12 +44,6 @@ export interface AuthPayload extends Omit<IssuedTokens, 'sessionId'> {
 
 export const INVALID_LOGIN = 'Invalid email or password';
 export const INVALID_CODE = 'Invalid or expired code';
-const WINDOW_MINUTES = 15;
-export const EMAIL_FAILURE_LIMIT = 10;
-export const IP_FAILURE_LIMIT = 100;
-const OTP_MINUTES = 10;
-const OTP_TRIES = 5;
-const OTP_REQUESTS_PER_WINDOW = 5;
 const EMAIL_RE = /^[^\s@"<>(),;:\\]+@[^\s@"<>(),;:\\]+\.[^\s@"<>(),;:\\]+$/;
 const COMMON = new Set([
   'password',
@@ -68,7 +60,8 @@ const COMMON = new Set([
   '00000000',
 ]);
 
-const setting = (p: ProjectView, key: string, fallback: boolean): boolean =>
+/** A boolean project setting (`customerSignupEnabled`, …), or its default. */
+export const setting = (p: ProjectView, key: string, fallback: boolean): boolean =>
   typeof p.settings[key] === 'boolean' ? (p.settings[key] as boolean) : fallback;
 
 function tokenTtl(p: ProjectView): number | undefined {
@@ -105,62 +98,6 @@ function burnVerify(password: string): Promise<boolean> {
   return dummyHash.then((h) => verifyPassword(password, h));
 }
 
-/**
- * Takes one attempt per subject (email, client IP) before the password or code is checked:
- * the attempt is written first and counted after, so concurrent attempts all see each other
- * (counting first let a burst of 20 wrong passwords sent at once all pass a check that saw
- * none of them). Past a limit the attempt is taken back and the login is RATE_LIMITED — a
- * refused attempt leaves no row, so a flood cannot grow the table. A failed attempt stays as
- * the failure record; a successful one is given back (`attemptSucceeded`).
- */
-async function takeAttempt(
-  sql: Sql,
-  projectId: string,
-  subjects: { subject: string; limit: number }[],
-): Promise<string[]> {
-  const taken = await sql<{ ctid: string }[]>`
-    insert into customer_login_failures (project_id, subject) select ${projectId}, unnest(${subjects.map((s) => s.subject)}::text[])
-    returning ctid::text as ctid`;
-  const ctids = taken.map((r) => r.ctid);
-  const rows = await sql<{ subject: string; n: number }[]>`
-    select subject, count(*)::int as n from customer_login_failures
-    where project_id = ${projectId} and subject in ${sql(subjects.map((s) => s.subject))}
-      and failed_at > now() - make_interval(mins => ${WINDOW_MINUTES})
-    group by subject`;
-  for (const r of rows) {
-    const limit = subjects.find((s) => s.subject === r.subject)!.limit;
-    // `n` includes this attempt: the limit'th failure still gets its answer, the next is refused.
-    if (r.n > limit) {
-      await giveBack(sql, ctids);
-      throw new RateLimited('Too many failed logins; try again later');
-    }
-  }
-  return ctids;
-}
-
-async function giveBack(sql: Sql, ctids: string[]): Promise<void> {
-  if (ctids.length) await sql`delete from customer_login_failures where ctid = any(${ctids}::tid[])`;
-}
-
-/** The attempt failed: it stays counted; rows past the window go. */
-async function attemptFailed(sql: Sql, projectId: string, subjects: string[]): Promise<void> {
-  await sql`delete from customer_login_failures where project_id = ${projectId} and subject in ${sql(subjects)}
-            and failed_at < now() - make_interval(mins => ${WINDOW_MINUTES})`;
-}
-
-/** The attempt succeeded: the address's failures are forgiven, and this attempt is no failure. */
-async function attemptSucceeded(sql: Sql, projectId: string, email: string, ctids: string[]): Promise<void> {
-  // Two statements: an OR of the two would not use the subject index nor a TID scan.
-  await giveBack(sql, ctids);
-  await sql`delete from customer_login_failures where project_id = ${projectId} and subject = ${`email:${email}`}`;
-}
-
-function subjects(email: string, ip: string | null): { subject: string; limit: number }[] {
-  const out = [{ subject: `email:${email}`, limit: EMAIL_FAILURE_LIMIT }];
-  if (ip) out.push({ subject: `ip:${ip}`, limit: IP_FAILURE_LIMIT });
-  return out;
-}
-
 async function loadCustomer(
   sql: Sql,
   projectId: string,
@@ -172,7 +109,7 @@ async function loadCustomer(
 }
 
 /** Writes a session for a customer (and, first, the customer when `create` is given) in one transaction. */
-async function login(
+export async function openSession(
   id: Identity,
   project: ProjectView,
   customer: { id: string; email: string; name: string | null },
@@ -218,7 +155,7 @@ export async function loginKnownCustomer(
   customerId: string,
 ): Promise<AuthPayload | null> {
   const c = await loadCustomer(id.sql, project.id, customerId);
-  return c ? login(id, project, c) : null;
+  return c ? openSession(id, project, c) : null;
 }
 
 export async function registerCustomer(
@@ -241,7 +178,7 @@ export async function registerCustomer(
   const [dup] = await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email}`;
   if (dup) throw new BadUserInput('email is already registered', { field: 'email' });
   const passwordHash = await hashPassword(password);
-  const payload = await login(id, project, { id: newId('cus'), email, name }, { passwordHash, verified: false });
+  const payload = await openSession(id, project, { id: newId('cus'), email, name }, { passwordHash, verified: false });
   if (setting(project, 'customerWelcomeEmailEnabled', true)) {
     const from = typeof project.settings.displayName === 'string' ? project.settings.displayName : undefined;
     await sendMail(id.mail, {
@@ -297,95 +234,7 @@ export async function loginCustomer(
     throw new Unauthenticated(INVALID_LOGIN);
   }
   await attemptSucceeded(id.sql, project.id, email, attempt);
-  return login(id, project, { id: row.id, email: row.email, name: row.name });
-}
-
-const codeSigned = (projectId: string, email: string, code: string) => `otp\0${projectId}\0${email}\0${code}`;
-function codeHash(dataDir: string, projectId: string, email: string, code: string): string {
-  return sign(secretsKey(dataDir), codeSigned(projectId, email, code), 'hex');
-}
-
-/** Always true for a well-formed email (no account enumeration); the code goes by mail. */
-export async function requestCustomerOtp(
-  id: Identity,
-  project: ProjectView,
-  input: { email: unknown },
-): Promise<boolean> {
-  if (!setting(project, 'customerOtpEnabled', false))
-    throw new PermissionDenied('One-time codes are disabled for this project');
-  const email = normalizeEmail(input.email);
-  const [recent] = await id.sql<{ n: number }[]>`
-    select count(*)::int as n from customer_otps
-    where project_id = ${project.id} and email = ${email} and created_at > now() - make_interval(mins => ${WINDOW_MINUTES})`;
-  if (recent!.n >= OTP_REQUESTS_PER_WINDOW) throw new RateLimited('Too many codes requested; try again later');
-  const [known] =
-    await id.sql`select 1 from customers where project_id = ${project.id} and email = ${email} and disabled_at is null`;
-  // Unknown addresses get a code only when a first login may create the account.
-  if (!known && !setting(project, 'customerSignupEnabled', true)) return true;
-  const code = String(randomInt(0, 1_000_000)).padStart(6, '0');
-  await id.sql`insert into customer_otps (id, project_id, email, code_hash, expires_at)
-               values (${newId('otp')}, ${project.id}, ${email}, ${codeHash(id.mail.settings.dataDir, project.id, email, code)},
-                       now() + make_interval(mins => ${OTP_MINUTES}))`;
-  const from = typeof project.settings.displayName === 'string' ? project.settings.displayName : undefined;
-  await sendMail(id.mail, {
-    projectId: project.id,
-    to: email,
-    list: 'otp',
-    subject: `Your login code: ${code}`,
-    text: `Your login code is ${code}. It is valid for ${OTP_MINUTES} minutes and can be used once.`,
-    fromName: typeof project.settings.fromName === 'string' ? project.settings.fromName : from,
-  });
-  return true;
-}
-
-export async function loginCustomerWithOtp(
-  id: Identity,
-  project: ProjectView,
-  input: { email: unknown; code: unknown },
-  ip: string | null,
-): Promise<AuthPayload> {
-  if (!setting(project, 'customerOtpEnabled', false))
-    throw new PermissionDenied('One-time codes are disabled for this project');
-  const email = normalizeEmail(input.email);
-  if (typeof input.code !== 'string' || !/^\d{6}$/.test(input.code.trim()))
-    throw new BadUserInput('code must be the 6 digits from the mail', { field: 'code' });
-  const code = input.code.trim();
-  const subs = subjects(email, ip);
-  const attempt = await takeAttempt(id.sql, project.id, subs);
-  const keyring = secretsKeyring(id.mail.settings.dataDir);
-  const matched = await id.sql.begin(async (tx) => {
-    const rows = await tx<{ id: string; code_hash: string }[]>`
-      select id, code_hash from customer_otps
-      where project_id = ${project.id} and email = ${email} and used_at is null and expires_at > now() and attempts < ${OTP_TRIES}
-      order by created_at desc limit 3 for update`;
-    const hit = rows.find((r) => verify(keyring, codeSigned(project.id, email, code), r.code_hash, 'hex'));
-    if (!hit) {
-      if (rows.length)
-        await tx`update customer_otps set attempts = attempts + 1 where id in ${tx(rows.map((r) => r.id))}`;
-      return false;
-    }
-    // Single use: this code and any older one for the address.
-    await tx`update customer_otps set used_at = now() where project_id = ${project.id} and email = ${email} and used_at is null`;
-    return true;
-  });
-  if (!matched) {
-    await attemptFailed(
-      id.sql,
-      project.id,
-      subs.map((s) => s.subject),
-    );
-    throw new Unauthenticated(INVALID_CODE);
-  }
-  await attemptSucceeded(id.sql, project.id, email, attempt);
-  const [row] = await id.sql<{ id: string; email: string; name: string | null; disabled_at: Date | null }[]>`
-    select id, email, name, disabled_at from customers where project_id = ${project.id} and email = ${email}`;
-  if (row?.disabled_at) throw new Unauthenticated(INVALID_CODE);
-  if (row) {
-    await id.sql`update customers set email_verified_at = coalesce(email_verified_at, now()) where id = ${row.id}`;
-    return login(id, project, row);
-  }
-  if (!setting(project, 'customerSignupEnabled', true)) throw new Unauthenticated(INVALID_CODE);
-  return login(id, project, { id: newId('cus'), email, name: null }, { passwordHash: null, verified: true });
+  return openSession(id, project, { id: row.id, email: row.email, name: row.name });
 }
 
 export async function refreshCustomerToken(

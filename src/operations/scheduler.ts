@@ -99,8 +99,6 @@ export class Scheduler {
   readonly #clock: () => Date;
   #timer: ReturnType<typeof setInterval> | undefined;
   #ticking: Promise<unknown> | undefined;
-  /** Other due work run on the same tick (the release clock, src/releases/schedule.ts). */
-  readonly #also: { name: string; run: (now: Date) => Promise<unknown>; log: FailureLog }[] = [];
   /** Failing ticks log one line a minute, not one per tick (database away). */
   readonly log = new FailureLog('scheduler');
 
@@ -117,29 +115,9 @@ export class Scheduler {
           () => this.log.ok(),
           (err) => this.log.fail(err),
         )
-        .then(() => this.#runAlso())
         .finally(() => (this.#ticking = undefined));
     }, tickMs);
     this.#timer.unref?.();
-  }
-
-  /**
-   * Adds due work to every tick: `run(now)` fires what is due and must itself make each firing
-   * happen once across processes (every worker ticks).
-   */
-  also(name: string, run: (now: Date) => Promise<unknown>): void {
-    this.#also.push({ name, run, log: new FailureLog(`scheduler (${name})`) });
-  }
-
-  async #runAlso(): Promise<void> {
-    for (const a of this.#also) {
-      try {
-        await a.run(this.#clock());
-        a.log.ok();
-      } catch (err) {
-        a.log.fail(err);
-      }
-    }
   }
 
   async stop(): Promise<void> {

@@ -183,18 +183,30 @@ export async function listExecutions(sql: Sql, projectId: string, f: ListFilter 
 }
 
 /** Moves a live execution to `cancelled`; CONFLICT when it already finished. */
-export async function cancelExecution(sql: Sql, bus: EventBus, projectId: string, id: string): Promise<ExecutionRow> {
+/**
+ * Cancels a live execution. `createdBy`: only one started by that caller (a customer cancelling
+ * their own through a public key); anyone else's is answered as not found, as it would be to a
+ * reader who may not see it.
+ */
+export async function cancelExecution(
+  sql: Sql,
+  bus: EventBus,
+  projectId: string,
+  id: string,
+  createdBy: string | null = null,
+): Promise<ExecutionRow> {
   const [row] = await sql<ExecutionRow[]>`
     update operation_executions set status = 'cancelled', finished_at = now(), updated_at = now(),
       lease_owner = null, lease_until = null, progress_pct = null, progress_message = 'cancelled'
-    where id = ${id} and project_id = ${projectId} and status in ${sql.unsafe(LIVE)} returning *`;
+    where id = ${id} and project_id = ${projectId} and status in ${sql.unsafe(LIVE)}
+      ${createdBy === null ? sql`` : sql`and created_by = ${createdBy}`} returning *`;
   if (row) {
     // The owning process hears this on the bus and aborts its HTTP call (dispatcher.ts).
     await announce(bus, [row]);
     return row;
   }
   const have = await getExecution(sql, projectId, id);
-  if (!have) throw new NotFound(`Execution ${id} not found`);
+  if (!have || (createdBy !== null && have.created_by !== createdBy)) throw new NotFound(`Execution ${id} not found`);
   throw new Conflict(`Execution ${id} already finished (${have.status})`, { status: have.status });
 }
 

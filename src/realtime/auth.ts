@@ -7,6 +7,7 @@ import { verifyTokenAlone, type VerifyToken } from '../identity/token-only.ts';
 import type { Channel } from './protocol/channels.ts';
 import { keyPrincipals, modelRowAccess, requestReaders } from '../content/field-access.ts';
 import type { ProjectSnapshot } from '../projects/actor.ts';
+import type { Client } from './hub.ts';
 
 /** What realtime needs from the process: the gate, and what GraphQL needs (subscriptions). */
 export type RealtimeDeps = GraphqlDeps & { gate: Gate };
@@ -199,4 +200,22 @@ export async function stillValid(
   } catch {
     return false;
   }
+}
+
+/**
+ * What the hub (hub.ts) knows of a client: who it counts as (per-identity caps, revocations)
+ * and how its credentials are checked again. The transport adds how to close and tell it.
+ */
+export function hubIdentity(
+  svc: { gate: Gate },
+  who: RealtimeIdentity,
+  verifyToken?: VerifyToken,
+): Pick<Client, 'identity' | 'keyId' | 'customerId' | 'sessionId' | 'recheck'> {
+  return {
+    identity: identityOf(who),
+    keyId: who.key?.keyId ?? null,
+    customerId: who.customer?.customerId ?? null,
+    sessionId: who.customer?.sessionId ?? null,
+    recheck: () => stillValid(svc, who, verifyToken),
+  };
 }

@@ -5,8 +5,7 @@ import {
   authenticateGateway,
   authorizeChannel,
   credentialsOf,
-  identityOf,
-  stillValid,
+  hubIdentity,
   type RealtimeIdentity,
   type RealtimeDeps,
 } from './auth.ts';
@@ -122,11 +121,7 @@ export function realtimeGateway(
         { highWaterMark: 0, size: (chunk) => chunk?.byteLength ?? 0 },
       );
       release = hub.register({
-        identity: identityOf(who),
-        keyId: who.key?.keyId ?? null,
-        customerId: who.customer?.customerId ?? null,
-        sessionId: who.customer?.sessionId ?? null,
-        recheck: () => stillValid(svc, who, verifyToken),
+        ...hubIdentity(svc, who, verifyToken),
         close() {
           if (!open) return;
           end();
@@ -168,11 +163,7 @@ export function realtimeGateway(
         socket: undefined,
       };
       release = hub.register({
-        identity: identityOf(who),
-        keyId: who.key?.keyId ?? null,
-        customerId: who.customer?.customerId ?? null,
-        sessionId: who.customer?.sessionId ?? null,
-        recheck: () => stillValid(svc, who, verifyToken),
+        ...hubIdentity(svc, who, verifyToken),
         close: (code, reason) => data.socket?.close(code, reason),
         linked: (up) => void data.socket?.send(stringifyFrame({ type: 'bus', connected: up })),
       });

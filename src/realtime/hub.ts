@@ -3,6 +3,7 @@ import { ActorRegistry } from '../actors/registry.ts';
 import { ChannelActor, parseStreamId, streamId, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';
 import type { EventFrame } from './protocol/frames.ts';
+import { formatLsn } from '../store/replicas.ts';
 
 /**
  * A process's realtime state: one ChannelActor per live channel (created on first subscriber,
@@ -22,6 +23,12 @@ export interface HubOptions {
   heartbeatMs?: number;
   /** Bytes an SSE stream may have queued before it is dropped as a slow consumer. */
   sseBufferBytes?: number;
+  /**
+   * Content events (`record.*`, `release.published`) name in `data.lsn` the primary WAL position
+   * at or past their commit, when the bus gave one: set with read replicas, so a client that
+   * refetches through any process can present it as `x-svc-lsn` (docs/scaling.md).
+   */
+  lsn?: boolean;
 }
 
 export interface Client {
@@ -54,7 +61,10 @@ const REPLAY_MAX = 1_000;
 /** The channels and event of a bus event; null for events realtime clients do not see. */
 export function framesOf(
   e: BusEvent,
+  lsn?: number,
 ): { projectId: string; channels: string[]; event: Omit<EventFrame, 'channel'> } | null {
+  // Read replicas (HubOptions.lsn): the position a read must see for this change.
+  const at = lsn ? { lsn: formatLsn(lsn) } : {};
   switch (e.type) {
     case 'record.changed':
       return {
@@ -62,7 +72,7 @@ export function framesOf(
         channels: [`changes:${e.modelKey}`, 'changes:*'],
         event: {
           event: `record.${e.action}`,
-          data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId },
+          data: { modelKey: e.modelKey, recordId: e.recordId, action: e.action, userId: e.userId, ...at },
         },
       };
     case 'release.published':
@@ -72,7 +82,7 @@ export function framesOf(
         channels: ['changes:*'],
         event: {
           event: 'release.published',
-          data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId },
+          data: { releaseId: e.releaseId, name: e.name, records: e.records, userId: e.userId, ...at },
         },
       };
     case 'execution.changed':
@@ -119,6 +129,7 @@ export class RealtimeHub {
       maxSubscriptionsPerConnection: opts.maxSubscriptionsPerConnection ?? 100,
       heartbeatMs: opts.heartbeatMs ?? 30_000,
       sseBufferBytes: opts.sseBufferBytes ?? 1024 * 1024,
+      lsn: opts.lsn ?? false,
     };
     // Each live channel watches its project's events (a narrowing bus then routes them here).
     this.#channels = new ActorRegistry(
@@ -133,7 +144,9 @@ export class RealtimeHub {
       { idleMs: this.options.channelIdleMs },
     );
     this.#bus = bus;
-    this.#unsubscribe.push(bus.subscribeCommitted((e, mark) => this.#route(e, mark && streamId(mark.at, mark.id))));
+    this.#unsubscribe.push(
+      bus.subscribeCommitted((e, mark, lsn) => this.#route(e, mark && streamId(mark.at, mark.id), lsn)),
+    );
     this.#unsubscribe.push(bus.onLink((up) => this.#linked(up)));
     this.#unsubscribe.push(
       bus.subscribe((e) => {
@@ -149,8 +162,8 @@ export class RealtimeHub {
     for (const key of this.#channels.keys()) this.#channels.peek(key)?.setPublisher(publish);
   }
 
-  #route(e: BusEvent, id: string | undefined): void {
-    const f = framesOf(e);
+  #route(e: BusEvent, id: string | undefined, lsn: number | undefined): void {
+    const f = framesOf(e, this.options.lsn ? lsn : undefined);
     if (!f) return;
     for (const name of f.channels) this.#channels.peek(keyOf(f.projectId, name))?.deliver(f.event, id);
   }
@@ -169,8 +182,8 @@ export class RealtimeHub {
     const read = await this.#bus.replay(projectId, at.at, at.msgId, REPLAY_MAX);
     if (!read) return null;
     const out: { id: string; event: Omit<EventFrame, 'channel'> }[] = [];
-    for (const { event, mark } of read) {
-      const f = framesOf(event);
+    for (const { event, mark, lsn } of read) {
+      const f = framesOf(event, this.options.lsn ? lsn : undefined);
       if (f && f.projectId === projectId && f.channels.includes(channel))
         out.push({ id: streamId(mark.at, mark.id), event: f.event });
     }

@@ -9,7 +9,7 @@ import { documentPolicyOf } from '../graphql/document-policy.ts';
 import { maskErrors } from '../graphql/errors.ts';
 import { checkVariables, LIMITS } from '../graphql/limits.ts';
 import type { SubscriptionSource } from '../graphql/subscriptions.ts';
-import { authenticateRealtime, identityOf, stillValid, type KeyedIdentity, type RealtimeDeps } from './auth.ts';
+import { authenticateRealtime, hubIdentity, type KeyedIdentity, type RealtimeDeps } from './auth.ts';
 import { TooManyConnections, type RealtimeHub } from './hub.ts';
 import { parseChannel } from './protocol/channels.ts';
 import { CloseCode } from './protocol/frames.ts';
@@ -71,11 +71,7 @@ export function subscriptionServer(
         const who = await authenticateRealtime(svc, { headers, params: {} });
         ws.data.who = who;
         ws.data.release = hub.register({
-          identity: identityOf(who),
-          keyId: who.key.keyId,
-          customerId: who.customer?.customerId ?? null,
-          sessionId: who.customer?.sessionId ?? null,
-          recheck: () => stillValid(svc, who),
+          ...hubIdentity(svc, who),
           close: (code, reason) => ws.close(code, reason),
           // graphql-ws has no frame of its own for this; a ping (either side may send one, with
           // a payload) tells the client, and graphql-ws clients answer it with a pong.

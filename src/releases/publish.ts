@@ -3,7 +3,7 @@ import type { HookDef } from '../projects/actor.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 import { WriteTx, type WriteCommitter, type WriteStep } from '../content/tx.ts';
 import { publishRecord, requiredKeys, searchKeys, type WriteContext } from '../content/write.ts';
-import { hookStatement } from '../content/hooks.ts';
+import { queueHooks } from '../content/hooks.ts';
 
 /**
  * Publishing a release: ONE write transaction (src/content/tx.ts) that locks the release row,
@@ -111,15 +111,7 @@ export async function publishRelease(
       });
     },
   };
-  if (target.hooks.length) {
-    tx.finish((events) => {
-      const changes = events.flatMap((e) =>
-        e.type === 'record.changed' ? [{ action: e.action, recordId: e.recordId, modelKey: e.modelKey }] : [],
-      );
-      const q = hookStatement(target.projectId, target.hooks, changes, userId);
-      return q && { statements: [q.statement], events: q.events };
-    });
-  }
+  queueHooks(tx, target.projectId, target.hooks, userId);
   await writes.commit(tx);
   return { published };
 }

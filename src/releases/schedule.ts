@@ -4,15 +4,16 @@ import { SvcError } from '../errors.ts';
 import { publishRelease, type PublishTarget } from './publish.ts';
 
 /**
- * `scheduleRelease(id, at)`: the release clock. It runs on the operations scheduler's tick (the
- * timer of `src/operations/scheduler.ts`, in processes with role `all` or `worker`) and
- * publishes every release whose `at` has passed. Once across processes, like a schedule's
- * occurrence: a schedule run is claimed by the primary key of its `schedule_runs` row inside the
- * transaction that creates its execution; a release is claimed by its own row, locked FOR
- * UPDATE in the transaction that publishes it (publish.ts), whose status moves from `scheduled`
- * to `published` in that same commit. A second process waits on the lock, then finds the release
- * no longer due and does nothing. Small and apart on purpose: a general `scheduled_actions`
- * table can take it over by calling `fireDueReleases` for its release rows.
+ * `scheduleRelease(id, at)`: the release clock. It runs on the scheduled-actions worker's tick
+ * (`ScheduledActionWorker.also`, src/editorial/schedule-worker.ts: every
+ * `SVC_SCHEDULED_ACTIONS_TICK_MS`, default 250 ms, in processes with role `all` or `worker`), so a
+ * release goes live within about a second of its `at`, as a scheduled publish does. Once across
+ * processes, like a scheduled action: an action is claimed by the update of its own row in the
+ * transaction that fires it; a release is claimed by its own row, locked FOR UPDATE in the
+ * transaction that publishes it (publish.ts), whose status moves from `scheduled` to `published`
+ * in that same commit. A second process waits on the lock, then finds the release no longer due
+ * and does nothing. The release row stays the one record of its schedule (no `scheduled_actions`
+ * row beside it): rescheduling, discarding and publishing by hand change that row alone.
  *
  * A release that cannot go live (a required field left empty since) is opened again with the
  * reason in `error`, rather than retried every tick.

@@ -11,10 +11,10 @@ import { connectContentSql, type ContentSql, type Sql } from './db.ts';
  * lag is under half the bound again.
  *
  * Read-your-writes: every change this process hears of (its own commits with their exact LSN,
- * other processes' through the bus) raises its project's *floor*; a published read of the
- * project uses a replica only once that replica has replayed past the floor (and past an LSN the
- * client presented, `x-svc-lsn`). A change heard without its LSN (another process's, over the
- * bus) reads from the primary until the next poll, whose primary position is then the floor.
+ * other processes' through the bus with the position the relay stamped) raises its project's
+ * *floor*; a published read of the project uses a replica only once that replica has replayed
+ * past the floor (and past an LSN the client presented, `x-svc-lsn`). A change heard without an
+ * LSN reads from the primary until the next poll, whose primary position is then the floor.
  * Deciding costs a map lookup and a compare per request: no query.
  */
 export type ReplicaState = 'up' | 'lagging' | 'down';
@@ -205,9 +205,15 @@ export class ReadReplicas {
     if (lsn > (this.#floors.get(projectId) ?? 0)) this.#floors.set(projectId, lsn);
   }
 
-  /** Another process changed `projectId` (heard on the bus, LSN unknown): primary until the next poll. */
-  heard(projectId: string): void {
-    this.#pending.add(projectId);
+  /**
+   * Another process changed `projectId`, heard on the bus. With `lsn` (the relay names the
+   * primary's position past the commit: sql/053_bus_relay_lsn.sql) that is the project's floor;
+   * without (a process of an older version relayed it), the primary until the next poll.
+   */
+  heard(projectId: string, lsn?: number): void {
+    if (lsn && lsn > 0) {
+      if (lsn > (this.#floors.get(projectId) ?? 0)) this.#floors.set(projectId, lsn);
+    } else this.#pending.add(projectId);
   }
 
   /**

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import * as Y from 'yjs';
 import { canEdit, gql, type ProjectRef } from '../api.ts';
 import { names, recordTitle, TEXT_TYPES, type ModelDef, type Placement, type ProjectConfig } from '../models.ts';
-import { navigate } from '../router.ts';
+import { modelPath, navigate } from '../router.ts';
 import { StatusBadge, type RecordRow } from '../records.tsx';
 import { Field } from './fields.tsx';
 import type { FormCtx } from './field-props.ts';
@@ -10,7 +10,9 @@ import { colorOf, joinRoom, type Room } from './collab.ts';
 import { History } from './history.tsx';
 import { settle } from './settle.ts';
 import { scheduledActions, type Scheduled } from '../editorial.tsx';
+import { ErrorLine, NoticeLine, useActions } from '../screen-parts.tsx';
 import { AddToRelease } from '../releases.tsx';
+import { NewRecord } from './new-record.tsx';
 
 interface Props {
   project: ProjectRef;
@@ -20,80 +22,9 @@ interface Props {
 }
 
 const FIELDS = '_id naturalKey _updatedAt _publishedAt _hasDraft content';
-const listPath = (p: ProjectRef, m: ModelDef) => `/p/${encodeURIComponent(p.id)}/m/${m.key}`;
 
 export function RecordScreen(props: Props) {
   return props.recordId === 'new' ? <NewRecord {...props} /> : <Editor {...props} />;
-}
-
-/** The generated form without a room: fill it in, then create the record. */
-function NewRecord({ project, config, model }: Props) {
-  const [values, setValues] = useState<Record<string, unknown>>(() =>
-    Object.fromEntries(
-      model.fields.flatMap((f) =>
-        f.type === 'enum' && f.config?.default !== undefined ? [[f.key, f.config.default]] : [],
-      ),
-    ),
-  );
-  const [naturalKey, setNaturalKey] = useState('');
-  const [error, setError] = useState('');
-  const [busy, setBusy] = useState(false);
-  const ctx: FormCtx = { project, models: config.models ?? [], readOnly: !canEdit(project.role) };
-  const n = names(model.key);
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError('');
-    try {
-      const data = Object.fromEntries(
-        Object.entries(values).filter(([, v]) => v !== null && v !== undefined && v !== ''),
-      );
-      const d = await gql(
-        project.id,
-        `mutation($nk:String,$data:${n.input}!){ r: ${n.create}(naturalKey:$nk, data:$data){ _id } }`,
-        { nk: naturalKey.trim() || null, data },
-      );
-      navigate(`${listPath(project, model)}/r/${d.r._id}`, true);
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
-    }
-  };
-  return (
-    <form class="editor" onSubmit={create}>
-      <div class="bar">
-        <h1>New {model.name || model.key}</h1>
-      </div>
-      <div class="field">
-        <label for="f-naturalKey">
-          Natural key <span class="muted">(optional, unique)</span>
-        </label>
-        <input id="f-naturalKey" type="text" value={naturalKey} onInput={(e) => setNaturalKey(e.currentTarget.value)} />
-      </div>
-      {model.fields.map((f) => (
-        <Field
-          key={f.key}
-          field={f}
-          ctx={ctx}
-          value={values[f.key]}
-          onChange={(v) => setValues((x) => ({ ...x, [f.key]: v }))}
-        />
-      ))}
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      <div class="savebar">
-        <button type="submit" disabled={busy || ctx.readOnly}>
-          Create
-        </button>
-        <button type="button" class="ghost" onClick={() => navigate(listPath(project, model))}>
-          Cancel
-        </button>
-      </div>
-    </form>
-  );
 }
 
 interface Peer {
@@ -113,9 +44,8 @@ function Editor({ project, config, model, recordId }: Props) {
   const [synced, setSynced] = useState(false);
   const [, setTick] = useState(0);
   const [peers, setPeers] = useState<Peer[]>([]);
-  const [error, setError] = useState('');
-  const [notice, setNotice] = useState('');
-  const [busy, setBusy] = useState(false);
+  // `reload` is defined below; an action calls it only once the screen is built.
+  const { error, setError, notice, busy, act } = useActions(() => reload());
   const [saveState, setSaveState] = useState<'saved' | 'pending'>('saved');
   // Scheduled publishing (docs/scheduling.md): the time picked beside Publish, and what waits.
   const [publishAt, setPublishAt] = useState('');
@@ -204,20 +134,6 @@ function Editor({ project, config, model, recordId }: Props) {
     return () => clearTimeout(t);
   }, [saveState, room]);
 
-  const act = async (what: string, fn: () => Promise<unknown>) => {
-    setBusy(true);
-    setError('');
-    setNotice('');
-    try {
-      await fn();
-      await reload();
-      setNotice(what);
-    } catch (e) {
-      setError((e as Error).message);
-    } finally {
-      setBusy(false);
-    }
-  };
   const saveDraft = async () => {
     await settle();
     return gql(project.id, 'mutation($r:String!){ saveCollabDraft(roomName:$r){ _id } }', { r: room!.info.roomName });
@@ -250,7 +166,7 @@ function Editor({ project, config, model, recordId }: Props) {
     if (!confirm(`Delete this ${model.name || model.key}? This cannot be undone.`)) return;
     await act('Deleted', async () => {
       await gql(project.id, `mutation($id:ID!){ ${n.remove}(_id:$id) }`, { id: recordId });
-      navigate(listPath(project, model), true);
+      navigate(modelPath(project.id, model.key), true);
     });
   };
 
@@ -329,16 +245,8 @@ function Editor({ project, config, model, recordId }: Props) {
           </button>
         ))}
       </div>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {notice && (
-        <p role="status" class="ok">
-          {notice}
-        </p>
-      )}
+      <ErrorLine error={error} />
+      <NoticeLine notice={notice} />
       {tab === 'content' &&
         (ctx && synced ? (
           <div class="form" aria-busy={!synced}>

@@ -6,6 +6,7 @@ import { migratedDatabase, serverUrl } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { literal } from '../../src/content/tx.ts';
 import { PostgresTransport } from '../../src/bus/postgres.ts';
+import { parseLsn } from '../../src/store/replicas.ts';
 
 let url: string;
 let sqlA: Sql;
@@ -158,18 +159,24 @@ describe('event bus', () => {
   });
 
   /** A record write's way: outbox rows in the transaction (`statements`), the relay after the commit (`deliverLocal`). */
-  async function writeTx(bus: EventBus, sql: Sql, events: BusEvent[], opts: { fail?: boolean } = {}): Promise<void> {
-    const text = ['begin', ...bus.statements(events, literal), opts.fail ? 'select 1/0' : 'select 1', 'commit'].join(
-      ';\n',
-    );
-    const ok = await sql.unsafe(text).then(
-      () => true,
+  /** Answers the flushed WAL position read right after the COMMIT, in the same message (as content/tx.ts). */
+  async function writeTx(bus: EventBus, sql: Sql, events: BusEvent[], opts: { fail?: boolean } = {}): Promise<number> {
+    const text = [
+      'begin',
+      ...bus.statements(events, literal),
+      opts.fail ? 'select 1/0' : 'select 1',
+      'commit',
+      'select pg_current_wal_flush_lsn()::text as l',
+    ].join(';\n');
+    const lsn = await sql.unsafe(text).then(
+      (r) => parseLsn((r.at(-1) as unknown as { l: string }[])[0]!.l),
       async () => {
         await sql.unsafe('rollback').catch(() => {});
-        return false;
+        return 0;
       },
     );
-    if (ok) bus.deliverLocal(events);
+    if (lsn) bus.deliverLocal(events);
+    return lsn;
   }
 
   test('write events go through the outbox: after the commit, in order, to committed listeners of every process; a failed write sends none', async () => {
@@ -179,18 +186,25 @@ describe('event bus', () => {
     await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
+    const lsnB: (number | undefined)[] = [];
     a.subscribeCommitted((e) => atA.push(e));
-    b.subscribeCommitted((e) => atB.push(e));
+    b.subscribeCommitted((e, _mark, lsn) => {
+      atB.push(e);
+      lsnB.push(lsn);
+    });
     const big: BusEvent = { type: 'custom', topic: 't', projectId: 'p', data: { blob: 'y'.repeat(20_000) } };
     const sent = [event('w1'), big, ...Array.from({ length: 200 }, (_, i) => event(`w-${i}`))];
     // One connection: the transaction's statements and its COMMIT go as one message.
     const one = connect(url, { max: 1 });
     await writeTx(a, one, [event('never')], { fail: true });
-    await writeTx(a, one, sent);
-    await writeTx(a, one, [event('w2')]);
+    const afterSent = await writeTx(a, one, sent);
+    const afterW2 = await writeTx(a, one, [event('w2')]);
     await eventually(() => atA.length === sent.length + 1 && atB.length === sent.length + 1, 5000);
     expect(atB).toEqual([...sent, event('w2')]);
     expect(atA).toEqual([...sent, event('w2')]);
+    // Each event names a WAL position at or past its commit (read replicas: sql/053_bus_relay_lsn.sql).
+    for (const lsn of lsnB.slice(0, sent.length)) expect(lsn).toBeGreaterThanOrEqual(afterSent);
+    expect(lsnB.at(-1)).toBeGreaterThanOrEqual(afterW2);
     const [left] = await one<{ n: number }[]>`select count(*)::int as n from bus_notify_outbox`;
     expect(left!.n).toBe(0);
     await one.end();

@@ -7,6 +7,8 @@ import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { startNats, type TestNats } from '../support/nats.ts';
+import { parseLsn } from '../../src/store/replicas.ts';
+import { literal } from '../../src/content/tx.ts';
 
 /**
  * The NATS JetStream transport, with two buses standing for two processes (each its own pool and
@@ -27,9 +29,10 @@ beforeAll(async () => {
   sqlB = connect(url, { max: 3 });
 });
 afterAll(async () => {
-  await sqlA.end();
-  await sqlB.end();
-  await nats.stop();
+  // The server first: a beforeAll that failed after starting it (no database) left the pools unset.
+  await nats?.stop();
+  await sqlA?.end();
+  await sqlB?.end();
 });
 
 const event = (projectId: string, modelKey = 'post'): BusEvent => ({
@@ -71,8 +74,12 @@ describe('event bus on NATS JetStream', () => {
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
     const plainA: BusEvent[] = [];
+    const lsnB: (number | undefined)[] = [];
     a.subscribeCommitted((e) => atA.push(e));
-    b.subscribeCommitted((e) => atB.push(e));
+    b.subscribeCommitted((e, _mark, lsn) => {
+      atB.push(e);
+      lsnB.push(lsn);
+    });
     a.subscribe((e) => plainA.push(e));
     await sqlA
       .begin(async (tx) => {
@@ -81,11 +88,27 @@ describe('event bus on NATS JetStream', () => {
       })
       .catch(() => {});
     const kept = Array.from({ length: 20 }, (_, i) => event(`p${i % 3}`));
-    for (let i = 0; i < kept.length; i += 5) await commitStaged(sqlA, a, kept.slice(i, i + 5));
+    // The flushed WAL position right after each commit: the events' `lsn` is at or past it
+    // (read replicas; the relay reads it after it saw the commit).
+    const flushed: number[] = [];
+    const one = connect(url, { max: 1 });
+    for (let i = 0; i < kept.length; i += 5) {
+      const events = kept.slice(i, i + 5);
+      // One message, as content/tx.ts sends a write: nothing runs between the COMMIT and the read.
+      const r = await one.unsafe(
+        ['begin', ...a.statements(events, literal), 'commit', 'select pg_current_wal_flush_lsn()::text as l'].join(
+          ';\n',
+        ),
+      );
+      flushed.push(parseLsn((r.at(-1) as unknown as { l: string }[])[0]!.l));
+      await a.deliverLocal(events);
+    }
+    await one.end();
     await eventually(() => atA.length === 20 && atB.length === 20, 10_000);
     await Bun.sleep(300);
     expect(atA).toEqual(kept);
     expect(atB).toEqual(kept);
+    for (const [i, lsn] of lsnB.entries()) expect(lsn).toBeGreaterThanOrEqual(flushed[Math.floor(i / 5)]!);
     expect(plainA).toEqual(kept); // local at once, never again from the echo
     expect((await sqlA`select count(*)::int as n from bus_outbox`)[0]!.n).toBe(0);
     expect((await a.health()).kind).toBe('nats');

@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnService } from '../support/process.ts';
-import { MODELS, editor, roomOf, synced, type Editor } from './support.ts';
+import { MODELS, editor, roomOf, storedDoc, synced, type Editor } from './support.ts';
 
 /**
  * kill -9 of the process holding a room (docs/collab.md, Persistence): of an unversioned room at
@@ -91,14 +91,10 @@ async function draftTitle(id: string): Promise<string | undefined> {
     .article?.content?.title;
 }
 
-/** The title in a room's stored Yjs state (collab_state), as a process loading the room reads it. */
+/** The title in a room's stored document (collab_state and collab_log), as a process loading the room reads it. */
 async function storedTitle(room: string): Promise<string | undefined> {
-  const [row] = await a.svc.sql<
-    { state: Uint8Array }[]
-  >`select state from collab_state where room = ${`${p.projectId}/${room}`}`;
-  if (!row) return undefined;
-  const doc = new Y.Doc();
-  Y.applyUpdate(doc, new Uint8Array(row.state));
+  const doc = await storedDoc(a.svc.sql, `${p.projectId}/${room}`);
+  if (!doc) return undefined;
   const t = doc.getMap('content').get('title');
   const s = t instanceof Y.Text ? t.toString() : (t as string | undefined);
   doc.destroy();

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import type { GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, spawnGateway, synced, tryJoin, type Editor } from './support.ts';
+import { roomOf, synced, tryJoin, twoProcesses, type TwoProcesses } from './support.ts';
 
 /**
  * A room whose editors are connected to different processes is one room (CONTRACT §2): updates
@@ -14,27 +14,14 @@ let bUrl: string;
 let b: ReturnType<typeof Bun.spawn>;
 let p: GqlProject;
 let key: string;
-const open: Editor[] = [];
+let on: TwoProcesses['on'];
+let stop: TwoProcesses['stop'] | undefined;
 
 beforeAll(async () => {
-  a = await startTestServer();
-  p = await gqlProject(a, MODELS, 'collab-procs');
-  key = await p.key('sk', ALL_SECRET);
-  ({ proc: b, url: bUrl } = await spawnGateway(a));
+  ({ a, b, bUrl, p, key, on, stop } = await twoProcesses('collab-procs'));
 }, 60_000);
 
-afterAll(async () => {
-  for (const e of open) e.close();
-  if (b.exitCode === null) b.kill('SIGTERM');
-  await b.exited;
-  await a.stop();
-});
-
-const on = (gateway: string, room: string) => {
-  const e = editor(gateway, room, { apiKey: key });
-  open.push(e);
-  return e;
-};
+afterAll(() => stop?.());
 
 async function create(T: 'Note' | 'Article', title: string): Promise<string> {
   const r = await p.gql(key, `mutation($t: String!) { create${T}(data: { title: $t }) { _id } }`, { t: title });
@@ -144,8 +131,7 @@ describe('collaboration across processes', () => {
       expect(refused.status).toBe(403);
     }
     const w = on(a.gatewayUrl, roomOf('note', id));
-    const r = editor(bUrl, roomOf('note', id), { apiKey: reader, readOnly: '1' });
-    open.push(r);
+    const r = on(bUrl, roomOf('note', id), { apiKey: reader, readOnly: '1' });
     await synced(w, r);
     r.text('title').insert(0, 'NOPE ');
     w.text('title').insert(7, ' live');

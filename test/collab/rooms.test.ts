@@ -88,6 +88,21 @@ describe('collaboration rooms', () => {
     await eventually(() => ![...b.provider.awareness.getStates().values()].some((s) => s.user?.name === 'Ada'), 10_000);
   }, 30_000);
 
+  test('a lone editor hears its own presence back, as from y-websocket’s server (its client reconnects after 30 s of silence)', async () => {
+    const id = await create('note', { title: 'Alone' });
+    const a = ed(roomOf('note', id));
+    await synced(a);
+    let reconnects = 0;
+    a.provider.on('status', (e: { status: string }) => void (e.status === 'connecting' && reconnects++));
+    const heard = a.provider.wsLastMessageReceived;
+    // y-websocket's awareness renews the local state every 15 s; the server answering it is what keeps
+    // the client's 30 s message timeout from closing a socket that only one editor uses.
+    a.provider.awareness.setLocalStateField('user', { name: 'Solo' });
+    await eventually(() => a.provider.wsLastMessageReceived > heard, 5_000);
+    expect(reconnects).toBe(0);
+    expect(a.provider.wsconnected).toBe(true);
+  }, 30_000);
+
   test('unversioned: autosave into the record, attributed to the last editor; flushed on the last disconnect', async () => {
     const other = await p.key('sk', ['records:read', 'records:write', 'drafts:read']);
     const id = await create('note', { title: 'Auto', body: '' });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import type { GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, spawnGateway, synced, type Editor } from './support.ts';
+import { roomOf, synced, twoProcesses, type Editor, type TwoProcesses } from './support.ts';
 
 setDefaultTimeout(90_000);
 
@@ -13,24 +13,16 @@ setDefaultTimeout(90_000);
  * and the record never has two writers.
  */
 let a: TestServer;
-let b: ReturnType<typeof Bun.spawn>;
 let bUrl: string;
 let p: GqlProject;
 let key: string;
-const open: Editor[] = [];
+let on: TwoProcesses['on'];
+let stop: TwoProcesses['stop'] | undefined;
 
 beforeAll(async () => {
-  a = await startTestServer();
-  p = await gqlProject(a, MODELS, 'collab-lock');
-  key = await p.key('sk', ALL_SECRET);
-  ({ proc: b, url: bUrl } = await spawnGateway(a));
+  ({ a, bUrl, p, key, on, stop } = await twoProcesses('collab-lock'));
 });
-afterAll(async () => {
-  for (const e of open) e.close();
-  if (b.exitCode === null) b.kill('SIGTERM');
-  await b.exited;
-  await a.stop();
-});
+afterAll(() => stop?.());
 
 /** Backends holding the room's saver lock (a bigint advisory key: high half classid, low half objid). */
 async function holders(roomKey: string): Promise<number[]> {
@@ -72,11 +64,9 @@ describe('the saver lock', () => {
     const room = roomOf('note', id);
     const roomKey = `${p.projectId}/${room}`;
     // x's process opens the room first: it takes the lock and saves.
-    const x = editor(a.gatewayUrl, room, { apiKey: key });
-    open.push(x);
+    const x = on(a.gatewayUrl, room);
     await synced(x);
-    const y = editor(bUrl, room, { apiKey: key });
-    open.push(y);
+    const y = on(bUrl, room);
     await synced(y);
     const local = a.svc.collab.registry.peek(roomKey)!;
     expect(local.isSaver).toBe(true);

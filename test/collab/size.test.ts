@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import * as Y from 'yjs';
 import fc from 'fast-check';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import type { GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, spawnGateway, synced, type Editor } from './support.ts';
+import { roomOf, synced, twoProcesses, type Editor, type TwoProcesses } from './support.ts';
 import { SIZE_LIMITS, checkSize, DocSize, TooLargeError } from '../../src/collab/size.ts';
 
 /**
@@ -16,29 +16,20 @@ import { SIZE_LIMITS, checkSize, DocSize, TooLargeError } from '../../src/collab
  */
 let a: TestServer;
 let bUrl: string;
-let b: ReturnType<typeof Bun.spawn>;
 let p: GqlProject;
 let key: string;
-const open: Editor[] = [];
+let procs: TwoProcesses | undefined;
 
 beforeAll(async () => {
-  a = await startTestServer();
-  p = await gqlProject(a, MODELS, 'collab-size');
-  key = await p.key('sk', ALL_SECRET);
-  ({ proc: b, url: bUrl } = await spawnGateway(a));
+  procs = await twoProcesses('collab-size');
+  ({ a, bUrl, p, key } = procs);
 }, 60_000);
 
-afterAll(async () => {
-  for (const e of open) e.close();
-  if (b.exitCode === null) b.kill('SIGTERM');
-  await b.exited;
-  await a.stop();
-});
+afterAll(() => procs?.stop());
 
 /** An editor that records the first close the server sent it. */
 function on(gateway: string, room: string) {
-  const e = editor(gateway, room, { apiKey: key });
-  open.push(e);
+  const e = procs!.on(gateway, room);
   const closes: { code: number; reason: string }[] = [];
   e.provider.on('connection-close', (ev: CloseEvent | null) => {
     if (ev) closes.push({ code: ev.code, reason: ev.reason });

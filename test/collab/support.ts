@@ -4,7 +4,11 @@ import type { ModelDef } from '../../src/projects/types.ts';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
-import type { TestServer } from '../support/server.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { Sql } from '../../src/store/db.ts';
+import { loadStored } from '../../src/collab/log-store.ts';
+import type { CollabOptions } from '../../src/collab/rooms.ts';
 
 /** Test models: a versioned article and an unversioned (live) note. */
 export const MODELS: ModelDef[] = [
@@ -89,8 +93,14 @@ export async function tryJoin(
   return { status: res.status, body, headers: res.headers };
 }
 
-/** A second service process (`src/main.ts`) on the test server's database; resolves once healthy. */
-export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
+/**
+ * A second service process (`src/main.ts`) on the test server's database; resolves once healthy.
+ * `opts.bunArgs` go before the script (a bench's `--cpu-prof`), `opts.env` over the environment.
+ */
+export async function spawnGateway(
+  a: TestServer,
+  opts: { bunArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<{ proc: ReturnType<typeof Bun.spawn>; url: string }> {
   const [port, rport] = [await freePort(), await freePort()];
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined) env[k] = v;
@@ -100,8 +110,9 @@ export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<ty
     REALTIME_PORT: String(rport),
     SVC_ROOT_TOKEN: a.rootToken,
     SVC_DATA_DIR: a.dataDir,
+    ...opts.env,
   });
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+  const proc = Bun.spawn([process.execPath, ...(opts.bunArgs ?? []), 'src/main.ts'], {
     cwd: join(import.meta.dir, '..', '..'),
     env,
     stdout: 'ignore',
@@ -117,4 +128,66 @@ export async function spawnGateway(a: TestServer): Promise<{ proc: ReturnType<ty
     await Bun.sleep(100);
   }
   return { proc, url };
+}
+
+/**
+ * Two processes on one database, the set-up of every multi-process collaboration test: `a` in
+ * this process with a project of MODELS and a secret key, `b` a second service process
+ * (`spawnGateway`). `on(gateway, room)` joins an editor; `stop()` closes those
+ * editors, then stops `b` (SIGTERM, unless a test stopped it) and `a`. `collab`: `a`'s room
+ * timings and compaction.
+ */
+export interface TwoProcesses {
+  a: TestServer;
+  b: ReturnType<typeof Bun.spawn>;
+  bUrl: string;
+  p: GqlProject;
+  key: string;
+  /** Joins an editor (with the project's secret key unless `params` say otherwise), closed by `stop`. */
+  on(gateway: string, room: string, params?: Record<string, string>): Editor;
+  stop(): Promise<void>;
+}
+
+export async function twoProcesses(projectName: string, collab: CollabOptions = {}): Promise<TwoProcesses> {
+  const a = await startTestServer({}, collab);
+  try {
+    const p = await gqlProject(a, MODELS, projectName);
+    const key = await p.key('sk', ALL_SECRET);
+    const { proc: b, url: bUrl } = await spawnGateway(a);
+    const open: Editor[] = [];
+    return {
+      a,
+      b,
+      bUrl,
+      p,
+      key,
+      on(gateway, room, params = { apiKey: key }) {
+        const e = editor(gateway, room, params);
+        open.push(e);
+        return e;
+      },
+      async stop() {
+        for (const e of open) e.close();
+        if (b.exitCode === null) b.kill('SIGTERM');
+        await b.exited;
+        await a.stop();
+      },
+    };
+  } catch (err) {
+    await a.stop();
+    throw err;
+  }
+}
+
+/**
+ * A room's stored document as a process loading the room reads it (collab_state plus its
+ * collab_log rows), or null when none is stored. `roomKey`: `<projectId>/<room name>`.
+ */
+export async function storedDoc(sql: Sql, roomKey: string): Promise<Y.Doc | null> {
+  const s = await loadStored(sql, roomKey);
+  if (!s) return null;
+  const doc = new Y.Doc();
+  Y.applyUpdate(doc, s.state);
+  for (const u of s.updates) Y.applyUpdate(doc, u);
+  return doc;
 }

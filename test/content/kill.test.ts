@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { freePort } from '../../src/store/ports.ts';
 import { startTestServer } from '../support/server.ts';
+import { readUrlFor } from '../support/db.ts';
 import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
 import { perTestDirs } from '../support/tmp.ts';
 
@@ -62,6 +63,9 @@ describe('kill -9 during writes', () => {
       SVC_ROOT_TOKEN: 'rt_kill_test',
       SVC_ROLE: 'all',
     });
+    // On the suite's primary and standby (.ci/replicas): the write path that names commit LSNs.
+    const readUrl = readUrlFor(databaseUrl);
+    if (readUrl) env.DATABASE_READ_URL = readUrl;
     child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env, stdout: 'ignore', stderr: 'ignore' });
     await waitHealthy(`http://127.0.0.1:${port}/health`);
 

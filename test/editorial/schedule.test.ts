@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { TestServer } from '../support/server.ts';
 import { gqlProject, startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { sse } from '../realtime/support.ts';
+import { contentData, sse } from '../realtime/support.ts';
 import { MODELS } from '../collab/support.ts';
 
 let server: TestServer;
@@ -66,7 +66,12 @@ describe('scheduled publishing', () => {
       expect(events.events.find((e) => e.event === 'record.published')).toEqual({
         channel: 'changes:article',
         event: 'record.published',
-        data: { modelKey: 'article', recordId: id, action: 'published', userId: expect.any(String) },
+        data: contentData(server, {
+          modelKey: 'article',
+          recordId: id,
+          action: 'published',
+          userId: expect.any(String),
+        }),
       });
       expect((await actionOf(s.id)).status).toBe('done');
       await Bun.sleep(600);
@@ -183,5 +188,24 @@ describe('scheduled publishing', () => {
     }
     expect(seen.slice(-3)).toEqual([ids[2]!, ids[1]!, ids[0]!]);
     expect((await ok('query{ scheduledActions(modelKey:"note"){ totalCount } }')).scheduledActions.totalCount).toBe(0);
+  }, 30_000);
+});
+
+describe('other due work on the same tick (`also`: the release clock)', () => {
+  test('runs on every tick of the worker, after its actions; a run that throws stops neither the actions nor the next runs', async () => {
+    const worker = server.svc.scheduledActions!;
+    const seen: Date[] = [];
+    worker.also('probe', async (now) => {
+      seen.push(now);
+      if (seen.length === 1) throw new Error('the first run fails');
+    });
+    const id = await create('Beside the probe');
+    await ok('mutation($id:ID!,$at:DateTime!){ scheduleArticlePublish(_id:$id, at:$at){ id } }', { id, at: soon(800) });
+    await eventually(async () => (await live(id))?.title === 'Beside the probe', 10_000);
+    // Counted in runs, not in elapsed time: the worker ticks every 250 ms.
+    await eventually(() => seen.length >= 4, 10_000);
+    expect(worker.log.failures).toBe(0);
+    // Each run is told the time of its tick.
+    for (const [i, t] of seen.entries()) if (i > 0) expect(t.getTime()).toBeGreaterThanOrEqual(seen[i - 1]!.getTime());
   }, 30_000);
 });

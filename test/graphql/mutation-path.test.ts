@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'bun:test';
 import { startsAsMutation } from '../../src/graphql/execute.ts';
 import { digest, documentKey } from '../../src/graphql/response-cache.ts';
-import { checkInputValue } from '../../src/graphql/limits.ts';
+import { checkInputValue } from '../../src/graphql/input-values.ts';
+import { LIMITS } from '../../src/graphql/limits.ts';
 import { pathOf } from '../../src/http/body.ts';
-import { newRecordId } from '../../src/content/write.ts';
+import { newRecordId } from '../../src/content/record-ids.ts';
 
 // The per-mutation shortcuts of "Writes, session 5" (docs/decisions.md): each must answer what
 // the longer way answered.
@@ -62,12 +63,15 @@ describe('mutation path shortcuts', () => {
   });
 
   test('checkInputValue names where the problem is, as a dotted path', () => {
-    expect(checkInputValue({ a: [1, { b: 'ok' }, { c: 'x\0y' }] })).toEqual({
+    expect(checkInputValue({ a: [1, { b: 'ok' }, { c: 'x\0y' }] }, LIMITS.maxInputDepth)).toEqual({
       path: 'a.2.c',
       reason: 'NUL characters are not allowed',
     });
-    expect(checkInputValue('x\0')).toEqual({ path: '', reason: 'NUL characters are not allowed' });
-    expect(checkInputValue({ a: { ['k\0']: 1 } })).toEqual({
+    expect(checkInputValue('x\0', LIMITS.maxInputDepth)).toEqual({
+      path: '',
+      reason: 'NUL characters are not allowed',
+    });
+    expect(checkInputValue({ a: { ['k\0']: 1 } }, LIMITS.maxInputDepth)).toEqual({
       path: 'a',
       reason: 'object keys: NUL characters are not allowed',
     });
@@ -75,7 +79,7 @@ describe('mutation path shortcuts', () => {
       path: 'a.b',
       reason: 'values may nest at most 2 levels deep',
     });
-    expect(checkInputValue({ a: [1, true, null, 'fine', { b: 2 }] })).toBeNull();
+    expect(checkInputValue({ a: [1, true, null, 'fine', { b: 2 }] }, LIMITS.maxInputDepth)).toBeNull();
   });
 
   test('record ids keep their shape and creation order', () => {

@@ -144,6 +144,34 @@ describe("a customer's role reaches operations through a public key", () => {
     expect(ran.data.executeOther.status).toBe('pending');
   });
 
+  test('unscoped operations:execute in the role: cancelOperationExecution for the executions the customer started, no others', async () => {
+    const c = await customerWith(['operations:execute']);
+    const stranger = await customerWith(['operations:execute']);
+    const slowOnly = await customerWith(['operations:execute:slow']);
+    expect(await mutationNames(c.pk, c.auth)).toContain('cancelOperationExecution');
+    // A per-operation role, and the public key alone, do not cancel (the unscoped scope does).
+    expect(await mutationNames(slowOnly.pk, slowOnly.auth)).not.toContain('cancelOperationExecution');
+    expect(await mutationNames(c.pk)).not.toContain('cancelOperationExecution');
+    const mine = (await as(c, 'mutation { executeSlow { id } }')).data.executeSlow.id as string;
+    const theirs = (await as(slowOnly, 'mutation { executeSlow { id } }')).data.executeSlow.id as string;
+    await waitStatus(p, sk, mine, 'running');
+    const cancel = (who: { pk: string; auth: Record<string, string> }, id: string) =>
+      as(who, `mutation { cancelOperationExecution(id: "${id}") { id status } }`);
+    // Another customer's execution is not theirs to see, let alone cancel.
+    const foreign = await cancel(stranger, mine);
+    expect(foreign.errors[0].extensions.code).toBe('NOT_FOUND');
+    expect((await cancel(c, theirs)).errors[0].extensions.code).toBe('NOT_FOUND');
+    const own = await cancel(c, mine);
+    expect(own.errors).toBeUndefined();
+    expect(own.data.cancelOperationExecution).toEqual({ id: mine, status: 'cancelled' });
+    expect((await waitStatus(p, sk, mine, 'cancelled')).status).toBe('cancelled');
+    expect((await cancel(c, mine)).errors[0].extensions.code).toBe('CONFLICT');
+    // The other customer's execution runs on.
+    const other = await p.gql(sk, `{ operationExecution(id: "${theirs}") { status } }`);
+    expect(other.data.operationExecution.status).not.toBe('cancelled');
+    expect((await cancel({ pk: sk, auth: {} }, theirs)).data.cancelOperationExecution.status).toBe('cancelled');
+  });
+
   test('self:* never implies operations:execute; a customer without a role executes nothing', async () => {
     for (const c of [await customerWith(['self:*']), await customerWith(null)]) {
       expect((await mutationNames(c.pk, c.auth)).filter((n) => n.startsWith('execute'))).toEqual([]);

@@ -4,7 +4,7 @@ import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { updateApiKey } from '../../src/auth/api-keys.ts';
 import { hashSecret } from '../../src/ids.ts';
-import { eventsSocket, sse } from './support.ts';
+import { contentData, eventsSocket, sse } from './support.ts';
 
 let server: TestServer;
 let p: GqlProject;
@@ -56,7 +56,7 @@ describe('SSE /sse/{channel}', () => {
       expect(s.events[0]).toEqual({
         channel: 'changes:post',
         event: 'record.created',
-        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+        data: contentData(server, { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) }),
       });
       expect(all.events.map((e) => e.data.modelKey)).toEqual(['post', 'post', 'post', 'post', 'post', 'page']);
       expect(all.events[5].channel).toBe('changes:*');
@@ -166,7 +166,7 @@ describe('/_events WebSocket', () => {
       expect(c.frames[4]).toEqual({
         channel: 'changes:post',
         event: 'record.created',
-        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+        data: contentData(server, { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) }),
       });
       c.send({ type: 'unsubscribe', channel: 'changes:post' });
       await eventually(() => c.frames.length === 6);

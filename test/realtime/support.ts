@@ -1,4 +1,13 @@
+import { expect } from 'bun:test';
 import { EventSource } from 'eventsource';
+
+/**
+ * The `data` of a content event as a service delivers it: with read replicas (the suite on a
+ * standby, .ci/replicas) it also names `lsn`, the position a refetch presents as `x-svc-lsn`.
+ */
+export function contentData(server: { svc: { replicas?: unknown } }, data: Record<string, unknown>) {
+  return server.svc.replicas ? { ...data, lsn: expect.stringMatching(/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/) } : data;
+}
 
 /** An EventSource on a gateway channel, collecting what it receives. */
 export function sse(

@@ -5,7 +5,7 @@ import { eventually } from '../support/eventually.ts';
 import { tokenService } from '../../src/identity/tokens.ts';
 import { createSession, revokeSession } from '../../src/identity/customer-sessions.ts';
 import { newId } from '../../src/ids.ts';
-import { eventsSocket, sse } from './support.ts';
+import { contentData, eventsSocket, sse } from './support.ts';
 
 /** CONTRACT §10: `/sse/{channel}` and `/_events` take a customer access token with no API key. */
 let server: TestServer;
@@ -63,7 +63,7 @@ describe('token-only SSE', () => {
       expect(posts.events[0]).toEqual({
         channel: 'changes:post',
         event: 'record.created',
-        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+        data: contentData(server, { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) }),
       });
       expect(mine.events[0]).toEqual({
         channel: `notifications:${me.id}`,
@@ -143,7 +143,7 @@ describe('token-only /_events', () => {
       expect(got[0]).toEqual({
         channel: 'changes:post',
         event: 'record.created',
-        data: { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) },
+        data: contentData(server, { modelKey: 'post', recordId: id, action: 'created', userId: expect.any(String) }),
       });
       expect(got[1]).toEqual({
         channel: `notifications:${me.id}`,

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { createClient } from 'graphql-ws';
 import postgres from 'postgres';
 import type { Subprocess } from 'bun';
-import { onDatabase, skipStandby, startStandbyPair, type StandbyPair } from '../support/standby.ts';
+import { replicatedDatabase, skipStandby, startStandbyPair, type StandbyPair } from '../support/standby.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
@@ -74,26 +74,14 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
 
   beforeAll(async () => {
     pair = await startStandbyPair();
-    const admin = postgres(pair.primaryUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe('create database svc_replicas');
-    await admin.end();
-    primaryDb = onDatabase(pair.primaryUrl, 'svc_replicas');
-    standbyDb = onDatabase(pair.standbyUrl, 'svc_replicas');
+    // The standby replays the CREATE DATABASE before it can be connected to.
+    ({ primaryDb, standbyDb } = await replicatedDatabase(pair, 'svc_replicas'));
     const env = {
       DATABASE_READ_URL: standbyDb,
       SVC_REPLICA_MAX_LAG_MS: '600',
       SVC_REPLICA_POLL_MS: '50',
       SVC_REPLICA_WAIT_MS: '200',
     };
-    // The standby replays the CREATE DATABASE before it can be connected to.
-    await until(async () => {
-      const c = postgres(standbyDb, { max: 1, connect_timeout: 2, onnotice: () => {} });
-      try {
-        await c`select 1`;
-      } finally {
-        await c.end();
-      }
-    }, 30_000);
     server = await startTestServer({ DATABASE_URL: primaryDb, ...env });
     p = await gqlProject(server, POST);
     sk = await p.key('sk', ALL_SECRET);
@@ -337,7 +325,8 @@ describe('without DATABASE_READ_URL nothing changes', () => {
   afterAll(() => server?.stop());
 
   test('no x-svc-lsn or cookie on writes, an x-svc-lsn sent is ignored, /health has no replicas', async () => {
-    server = await startTestServer();
+    // An empty DATABASE_READ_URL: none, also when the suite runs on a standby (.ci/replicas).
+    server = await startTestServer({ DATABASE_READ_URL: '' });
     expect(server.svc.replicas).toBeUndefined();
     const p = await gqlProject(server, POST);
     const sk = await p.key('sk', ALL_SECRET);

@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, type TestServer, startTestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD, StudioBrowser, controlAs } from './support.ts';
+import { addMember, controlAs, coverPng, firstSignIn, passwordSignIn, StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
 import { removeTempDir, tempDir } from '../support/tmp.ts';
 
@@ -108,19 +108,9 @@ const context = (width = 1280, height = 900): Promise<BrowserContext> => chrome.
 let signedIn = false;
 /** The editor's first sign-in redeems the link; later contexts sign in with the password. */
 async function signIn(ctx: BrowserContext): Promise<Page> {
-  const page = await ctx.newPage();
-  if (!signedIn) {
-    await page.goto(editorLink);
-    await page.getByLabel('New password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Set password and sign in' }).click();
-    signedIn = true;
-  } else {
-    await page.goto(`${server.apiUrl}/studio/login`);
-    await page.getByLabel('Email').fill('forms@acme.test');
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  if (signedIn) return passwordSignIn(ctx, server, 'forms@acme.test');
+  const page = await firstSignIn(ctx, editorLink);
+  signedIn = true;
   return page;
 }
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { addMember, PASSWORD, StudioBrowser, controlAs } from './support.ts';
+import { controlAs, signedInBrowser, type StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
@@ -14,7 +14,6 @@ const CHROMIUM = need('chromium');
  */
 let server: TestServer;
 let chrome: StudioBrowser;
-let ctx: BrowserContext;
 let page: Page;
 let projectId: string;
 let ownerKey: string;
@@ -52,14 +51,13 @@ beforeAll(async () => {
   publicKey = (
     await control('POST', '/api-keys', { name: 'web', type: 'public', project: projectId, scopes: ['records:read'] })
   ).key;
-  const link = await addMember(server, ownerKey, 'editor@acme.test', 'editor', projectId);
-  chrome = await StudioBrowser.launch(CHROMIUM);
-  ctx = await chrome.context(1280, 860);
-  page = await ctx.newPage();
-  await page.goto(link);
-  await page.getByLabel('New password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Set password and sign in' }).click();
-  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  ({ chrome, page } = await signedInBrowser(
+    CHROMIUM,
+    server,
+    ownerKey,
+    { email: 'editor@acme.test', role: 'editor', projectId },
+    [1280, 860],
+  ));
 }, 60_000);
 
 afterAll(async () => {

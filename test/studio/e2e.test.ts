@@ -3,7 +3,15 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { addMember, coverPng, PASSWORD, studioProject, type StudioProject, StudioBrowser } from './support.ts';
+import {
+  addMember,
+  coverPng,
+  firstSignIn,
+  passwordSignIn,
+  studioProject,
+  type StudioProject,
+  StudioBrowser,
+} from './support.ts';
 import { need } from '../support/binaries.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
@@ -28,26 +36,6 @@ let recordId = '';
 let explorerBuilt: Promise<unknown>;
 
 const context = (width = 1280, height = 860): Promise<BrowserContext> => chrome.context(width, height);
-
-/** Signs in through the first-login page (the link `svc members add` printed). */
-async function firstSignIn(ctx: BrowserContext, link: string): Promise<Page> {
-  const page = await ctx.newPage();
-  await page.goto(link);
-  await page.getByLabel('New password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Set password and sign in' }).click();
-  await page.getByRole('heading', { name: 'Projects' }).waitFor();
-  return page;
-}
-
-async function passwordSignIn(ctx: BrowserContext, email: string): Promise<Page> {
-  const page = await ctx.newPage();
-  await page.goto(`${server.apiUrl}/studio/login`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill(PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Projects' }).waitFor();
-  return page;
-}
 
 const shot = (page: Page, name: string) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
 
@@ -147,7 +135,7 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
     const b = await context();
     const pa = await firstSignIn(a, secondLink);
     // The editor's link was used by the first test: they sign in with their password now.
-    const pb = await passwordSignIn(b, 'ed@acme.test');
+    const pb = await passwordSignIn(b, server, 'ed@acme.test');
     const url = `${server.apiUrl}/studio/p/${project.projectId}/m/article/r/${recordId}`;
     await Promise.all([pa.goto(url), pb.goto(url)]);
     const ta = pa.getByLabel('Summary');
@@ -260,7 +248,7 @@ describe.skipIf(!CHROMIUM)('the Studio in a browser', () => {
   test('the GraphQL explorer is the real GraphiQL, loaded on demand, querying as the member', async () => {
     await explorerBuilt;
     const ctx = await context();
-    const page = await passwordSignIn(ctx, 'ed@acme.test');
+    const page = await passwordSignIn(ctx, server, 'ed@acme.test');
     const introspected = page.waitForResponse(
       (r) => r.url().endsWith('/graphql') && (r.request().postData() ?? '').includes('__schema') && r.status() === 200,
       { timeout: 60_000 },

@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { bootstrapProject, cli, type TestServer } from '../support/server.ts';
 
 /** The Studio tests' project: a versioned article (every common field kind) and a category list. */
@@ -190,4 +190,43 @@ export class StudioBrowser {
     await this.closeContexts();
     await this.browser.close();
   }
+}
+
+/** Signs in through a first-login link (the one `svc members add` printed) in a new page of `ctx`. */
+export async function firstSignIn(ctx: BrowserContext, link: string): Promise<Page> {
+  const page = await ctx.newPage();
+  await page.goto(link);
+  await page.getByLabel('New password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  return page;
+}
+
+/** Signs in on the Studio's login page with `email` and PASSWORD, in a new page of `ctx`. */
+export async function passwordSignIn(ctx: BrowserContext, server: { apiUrl: string }, email: string): Promise<Page> {
+  const page = await ctx.newPage();
+  await page.goto(`${server.apiUrl}/studio/login`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Projects' }).waitFor();
+  return page;
+}
+
+/**
+ * The browser half of an e2e file's `beforeAll`: adds `member` to the project, launches
+ * Chromium and signs the member in through their first-login link, in one context of
+ * `width`×`height`; the page shows the Studio's project list.
+ */
+export async function signedInBrowser(
+  executablePath: string,
+  server: TestServer,
+  ownerKey: string,
+  member: { email: string; role: string; projectId: string },
+  [width, height]: [number, number],
+): Promise<{ chrome: StudioBrowser; ctx: BrowserContext; page: Page }> {
+  const link = await addMember(server, ownerKey, member.email, member.role, member.projectId);
+  const chrome = await StudioBrowser.launch(executablePath);
+  const ctx = await chrome.context(width, height);
+  return { chrome, ctx, page: await firstSignIn(ctx, link) };
 }

@@ -10,6 +10,41 @@ export function serverUrl(): string {
   return url;
 }
 
+/**
+ * The suite on a primary and its hot standby (.ci/replicas, test/support/standby-cli.ts):
+ * DATABASE_URL names the primary and DATABASE_READ_URL the standby, both servers as given to the
+ * suite. test/preload.ts keeps the standby's here, and each service a test starts on a database
+ * of the primary reads from the same database on the standby (`readUrlFor`).
+ */
+export const READ_SERVER_ENV = 'SVC_TEST_READ_SERVER';
+
+/** DATABASE_READ_URL for a service on `databaseUrl`: its database on the standby; undefined without one. */
+export function readUrlFor(databaseUrl: string): string | undefined {
+  const standby = process.env[READ_SERVER_ENV];
+  if (!standby || !process.env.DATABASE_URL) return undefined;
+  const db = new URL(databaseUrl);
+  // Only databases of the suite's primary have a copy on its standby (a test's own cluster has not).
+  if (db.host !== new URL(serverUrl()).host) return undefined;
+  const u = new URL(standby);
+  u.pathname = db.pathname;
+  return u.toString();
+}
+
+/** Where the published reads of the services the tests started went (replica mode), over the run. */
+export interface ReplicaTally {
+  services: number;
+  replica: number;
+  primary: number;
+  fallbacks: number;
+}
+
+/** One tally per run: on globalThis, so every test file's copy of this module adds to it. */
+export function replicaTally(): ReplicaTally {
+  const key = Symbol.for('svc.test.replicaTally');
+  const g = globalThis as Record<symbol, unknown>;
+  return (g[key] ??= { services: 0, replica: 0, primary: 0, fallbacks: 0 }) as ReplicaTally;
+}
+
 /** Databases this run created, dropped once the suite is over (test/preload.ts). */
 const created: string[] = [];
 

@@ -1,4 +1,5 @@
 import type { Subprocess } from 'bun';
+import { readUrlFor } from './db.ts';
 
 /**
  * Waits until a spawned `src/main.ts` prints its "… ready" banner on stdout (spawned with
@@ -36,6 +37,9 @@ export async function spawnService(
     const [port, rport] = [await freePort(), await freePort()];
     const full: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined) full[k] = v;
+    // As startTestServer: on the suite's primary and standby (.ci/replicas) the child reads from its database's copy.
+    const readUrl = env.DATABASE_URL && !('DATABASE_READ_URL' in env) ? readUrlFor(env.DATABASE_URL) : undefined;
+    if (readUrl) full.DATABASE_READ_URL = readUrl;
     Object.assign(full, env, { SVC_ROLE: opts.role, PORT: String(port), REALTIME_PORT: String(rport) });
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: opts.cwd,

@@ -1,6 +1,7 @@
 import { readSettings } from '../../src/env.ts';
 import { startServer, type Running } from '../../src/server.ts';
-import { freshDatabase } from './db.ts';
+import type { CollabOptions } from '../../src/collab/rooms.ts';
+import { freshDatabase, readUrlFor, replicaTally } from './db.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { removeTempDir, tempDir } from './tmp.ts';
 
@@ -14,10 +15,16 @@ export interface TestServer extends Running {
 
 /**
  * Starts the whole service in-process on ephemeral ports over a fresh database; `stop()` also
- * removes its data dir (a temporary folder).
+ * removes its data dir (a temporary folder). `collab`: the rooms' timings and compaction.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  collab: CollabOptions = {},
+): Promise<TestServer> {
   const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
+  // The suite on a primary and standby (.ci/replicas): published reads from the standby, unless
+  // the test names its own (an empty DATABASE_READ_URL: none).
+  const readUrl = 'DATABASE_READ_URL' in env ? undefined : readUrlFor(databaseUrl);
   const dataDir = tempDir('svc-data-');
   const rootToken = `rt_test_${Math.random().toString(16).slice(2)}`;
   const settings = readSettings({
@@ -26,11 +33,22 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     SVC_LOG: process.env.SVC_LOG ?? 'off',
     SVC_DATA_DIR: dataDir,
     SVC_ROOT_TOKEN: rootToken,
+    ...(readUrl ? { DATABASE_READ_URL: readUrl } : {}),
     ...env,
     DATABASE_URL: databaseUrl,
   });
-  const running = await startServer(settings);
+  const running = await startServer(settings, collab);
   const stop = async (): Promise<void> => {
+    const replicas = readUrl ? running.svc?.replicas : undefined;
+    if (replicas) {
+      const t = replicaTally();
+      t.services++;
+      t.primary += replicas.primaryReads;
+      for (const r of replicas.status()) {
+        t.replica += r.reads;
+        t.fallbacks += r.fallbacks;
+      }
+    }
     await running.stop();
     removeTempDir(dataDir);
   };

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import postgres from 'postgres';
 import { freePort } from '../../src/store/ports.ts';
+import { blockedAt } from '../../src/store/embedded-reach.ts';
 
 /**
  * A PostgreSQL 15 primary and its hot standby of our own, for the read-replica tests: `initdb`
@@ -40,6 +41,8 @@ export function skipStandby(): boolean {
 }
 
 export interface StandbyPair {
+  /** The folder both clusters live in (`stopPairIn(dir)` stops them from another process). */
+  dir: string;
   /** Server URLs (database `postgres`); `db(url, name)` names another database on it. */
   primaryUrl: string;
   standbyUrl: string;
@@ -81,12 +84,46 @@ async function waitUp(url: string, ms = 60_000): Promise<void> {
   }
 }
 
-export async function startStandbyPair(): Promise<StandbyPair> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-standby-'));
+export interface PairOptions {
+  /**
+   * max_connections of both (a hot standby needs at least the primary's). 60 suits one test
+   * file; a whole suite on the pair (.ci/replicas) starts many services with several pools each.
+   */
+  maxConnections?: number;
+  /**
+   * The standby applies each commit this long after the primary made it
+   * (`recovery_min_apply_delay`). On one box replay takes about a millisecond, so a read that
+   * wrongly goes to the standby right after a write would almost always find the write there
+   * anyway; with a delay it finds the old state, and the test that wrote then read fails.
+   */
+  applyDelayMs?: number;
+}
+
+/**
+ * Stops both clusters of a pair made in `dir` (at once, as a crash would: they are thrown away)
+ * and removes the folder: `StandbyPair.stop`, and test/support/standby-cli.ts for a pair another
+ * process started.
+ */
+export function stopPairIn(dir: string): void {
+  if (!/(^|\/)svc-standby-[^/]+$/.test(dir)) throw new Error(`not a standby pair's folder: ${dir}`);
+  for (const d of [join(dir, 'standby'), join(dir, 'primary')]) {
+    if (!existsSync(join(d, 'postmaster.pid'))) continue;
+    try {
+      asPostgres('pg_ctl', ['-D', d, '-m', 'immediate', '-w', 'stop']);
+    } catch {}
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export async function startStandbyPair(opts: PairOptions = {}): Promise<StandbyPair> {
   const pgUid =
     process.getuid?.() === 0 ? Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
   const pgGid =
     process.getuid?.() === 0 ? Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()) : undefined;
+  // As root the clusters run as postgres, which must be able to enter the temp dir: a private
+  // one (the bench's TMPDIR is a 0700 folder of root's) is passed over for /tmp.
+  const parent = pgUid === undefined || blockedAt(tmpdir(), { uid: pgUid, gid: pgGid! }) === null ? tmpdir() : '/tmp';
+  const dir = mkdtempSync(join(parent, 'svc-standby-'));
   if (pgUid !== undefined) chownSync(dir, pgUid, pgGid!);
   const primaryDir = join(dir, 'primary');
   const standbyDir = join(dir, 'standby');
@@ -114,7 +151,7 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       'wal_level = replica',
       'max_wal_senders = 4',
       'hot_standby = on',
-      'max_connections = 60',
+      `max_connections = ${opts.maxConnections ?? 60}`,
       'shared_buffers = 16MB',
       'fsync = off',
       'full_page_writes = off',
@@ -141,7 +178,8 @@ export async function startStandbyPair(): Promise<StandbyPair> {
       'stream',
       '--no-sync',
     ]);
-    appendFileSync(join(standbyDir, 'postgresql.conf'), `\nport = ${sport}\n`);
+    const delay = opts.applyDelayMs ? `recovery_min_apply_delay = ${Math.round(opts.applyDelayMs)}\n` : '';
+    appendFileSync(join(standbyDir, 'postgresql.conf'), `\nport = ${sport}\n${delay}`);
     ctl(standbyDir, 'start');
     started.push(standbyDir);
     await waitUp(standbyUrl);
@@ -158,6 +196,7 @@ export async function startStandbyPair(): Promise<StandbyPair> {
     }
   };
   return {
+    dir,
     primaryUrl,
     standbyUrl,
     async killStandby() {
@@ -173,4 +212,35 @@ export async function startStandbyPair(): Promise<StandbyPair> {
     resumeReplay: () => onStandby('select pg_wal_replay_resume()'),
     stop,
   };
+}
+
+/**
+ * Creates database `name` on the pair's primary and waits until the standby has replayed it and
+ * takes connections to it; answers both URLs.
+ */
+export async function replicatedDatabase(
+  pair: StandbyPair,
+  name: string,
+): Promise<{ primaryDb: string; standbyDb: string }> {
+  const admin = postgres(pair.primaryUrl, { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const standbyDb = onDatabase(pair.standbyUrl, name);
+  const end = Date.now() + 30_000;
+  for (;;) {
+    const c = postgres(standbyDb, { max: 1, connect_timeout: 2, onnotice: () => {} });
+    try {
+      await c`select 1`;
+      break;
+    } catch (err) {
+      if (Date.now() > end) throw new Error(`the standby never showed database ${name}: ${(err as Error).message}`);
+    } finally {
+      await c.end({ timeout: 1 }).catch(() => {});
+    }
+    await Bun.sleep(100);
+  }
+  return { primaryDb: onDatabase(pair.primaryUrl, name), standbyDb };
 }

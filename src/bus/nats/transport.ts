@@ -24,7 +24,8 @@ import type {
 } from '../contract.ts';
 import { NarrowListener } from './narrow.ts';
 import { readBack } from './readback.ts';
-import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, type Wire } from './wire.ts';
+import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, stampLsn, type Wire } from './wire.ts';
+import { parseLsn } from '../../store/replicas.ts';
 
 export { parseBusUrl, subjectOf } from './wire.ts';
 
@@ -203,7 +204,7 @@ export class NatsTransport implements BusTransport {
 
   #heard(wire: Wire, msgId: string | undefined): void {
     if (wire.o === this.#origin) this.#lagMs = Math.max(0, Date.now() - wire.at);
-    this.#sink?.heard(wire.o, [wire.e], this.#markOf(msgId, wire.at));
+    this.#sink?.heard(wire.o, [wire.e], this.#markOf(msgId, wire.at), parseLsn(wire.l) || undefined);
   }
 
   /**
@@ -232,10 +233,10 @@ export class NatsTransport implements BusTransport {
     since: number,
     after: string,
     max: number,
-  ): Promise<{ event: BusEvent; mark: EventMark }[] | null> {
+  ): Promise<{ event: BusEvent; mark: EventMark; lsn?: number }[] | null> {
     const js = this.#js;
     if (!js || !this.#connected || Date.now() - since > this.#maxAgeMs) return null;
-    const out: { event: BusEvent; mark: EventMark }[] = [];
+    const out: { event: BusEvent; mark: EventMark; lsn?: number }[] = [];
     let found = false;
     const complete = await readBack(
       js,
@@ -249,7 +250,7 @@ export class NatsTransport implements BusTransport {
           found = mark?.id === after;
           return;
         }
-        if (wire && mark) out.push({ event: wire.e, mark });
+        if (wire && mark) out.push({ event: wire.e, mark, lsn: parseLsn(wire.l) || undefined });
         return out.length <= max;
       },
       REPLAY_SCAN,
@@ -373,16 +374,18 @@ export class NatsTransport implements BusTransport {
         this.#retrySoon();
         return 0;
       }
-      // Ordered by the bigint, not by its text ("10" < "7").
+      // Ordered by the bigint, not by its text ("10" < "7"). The flushed WAL position, read after
+      // the statement's snapshot: at or past the commits of the rows it sees (synchronous_commit
+      // on), what a replica must have replayed to show their changes (the wire's `l`).
       const rows = await tx<
-        { id: string; subject: string; payload: string }[]
-      >`select id::text as id, subject, payload from bus_outbox order by bus_outbox.id limit ${BATCH}`;
+        { id: string; subject: string; payload: string; lsn: string }[]
+      >`select id::text as id, subject, payload, pg_current_wal_flush_lsn()::text as lsn from bus_outbox order by bus_outbox.id limit ${BATCH}`;
       if (rows.length === 0) return 0;
       const enc = new TextEncoder();
       // Sent in order on one connection (the stream stores them in that order); acks awaited together.
       await Promise.all(
         rows.map((r) =>
-          js.publish(`${this.#prefix}.${r.subject}`, enc.encode(r.payload), {
+          js.publish(`${this.#prefix}.${r.subject}`, enc.encode(stampLsn(r.payload, r.lsn)), {
             msgID: `${this.#dedupPrefix}.${r.id}`,
             timeout: 5_000,
           }),

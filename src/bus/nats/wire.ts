@@ -6,6 +6,17 @@ export interface Wire {
   o: string;
   at: number;
   e: BusEvent;
+  /**
+   * The primary's flushed WAL position when the relay read the event's outbox row, at or past
+   * its commit (read replicas, src/store/replicas.ts); the relay adds it (`stampLsn`).
+   */
+  l?: string;
+}
+
+/** A stored wire payload (a JSON object) with `l` added first; anything else unchanged. */
+export function stampLsn(payload: string, lsn: string | null | undefined): string {
+  if (!lsn || !/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/.test(lsn) || payload[0] !== '{') return payload;
+  return `{"l":"${lsn}",${payload.slice(1)}`;
 }
 
 /** NATS subject tokens may not hold `.`, `*`, `>` or white space. */

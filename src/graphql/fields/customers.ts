@@ -19,13 +19,12 @@ import { identityOf } from '../../identity/identity.ts';
 import {
   currentCustomer,
   loginCustomer,
-  loginCustomerWithOtp,
   logoutCustomer,
   refreshCustomerToken,
   registerCustomer,
-  requestCustomerOtp,
   type ProjectView,
 } from '../../identity/accounts.ts';
+import { loginCustomerWithOtp, requestCustomerOtp } from '../../identity/customer-otp.ts';
 
 /**
  * Customer auth fields of CONTRACT §8, in the schema of every key kind (public keys included:

@@ -118,6 +118,13 @@ function videoDerived(key: 'poster' | 'hls') {
     return f && name ? baseOf(ctx) + derivedPath(f, name) : null;
   };
 }
+/** The file's URL (null once it is deleted), or the URL the field holds when it names no file. */
+async function fileUrl(a: Asset, _args: unknown, ctx: GqlContext): Promise<string | null> {
+  if (typeof a.fileId !== 'string') return (a.url as string) ?? null;
+  const f = await fileOf(a, ctx);
+  return f ? fileView(f, baseOf(ctx)).url : null;
+}
+
 const common = (): GraphQLFieldConfigMap<Asset, GqlContext> => ({
   fileId: { type: GraphQLID },
   file: {
@@ -152,13 +159,7 @@ export const VideoAsset = new GraphQLObjectType<Asset, GqlContext>({
   name: 'VideoAsset',
   fields: () => ({
     ...common(),
-    url: {
-      type: GraphQLString,
-      resolve: async (a, _x, ctx) =>
-        typeof a.fileId === 'string'
-          ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx))
-          : ((a.url as string) ?? null),
-    },
+    url: { type: GraphQLString, resolve: fileUrl },
     poster: {
       type: GraphQLString,
       description: 'A poster image (a frame of the video), once the media job made it.',
@@ -180,13 +181,7 @@ export const FileAsset = new GraphQLObjectType<Asset, GqlContext>({
   name: 'FileAsset',
   fields: () => ({
     ...common(),
-    url: {
-      type: GraphQLString,
-      resolve: async (a, _x, ctx) =>
-        typeof a.fileId === 'string'
-          ? ((f) => (f ? fileView(f, baseOf(ctx)).url : null))(await fileOf(a, ctx))
-          : ((a.url as string) ?? null),
-    },
+    url: { type: GraphQLString, resolve: fileUrl },
     name: { type: GraphQLString, resolve: fromFile('name', (f) => f.filename) },
     size: { type: GraphQLFloat, resolve: fromFile('size', (f) => Number(f.size)) },
   }),

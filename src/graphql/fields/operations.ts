@@ -23,7 +23,8 @@ import type { CustomerGrants } from '../grants.ts';
  * Operation fields (CONTRACT §4, §9; spec "Per-operation scopes"): `execute<Op>` per operation
  * the key may run (unlisted ones are absent from its schema), the generic `executeOperation`
  * (rejects an unlisted one with `missing required scope: operations:execute:<key>`),
- * `cancelOperationExecution` (unscoped operations:execute), `operationExecution`
+ * `cancelOperationExecution` (unscoped operations:execute: the key's, or through a public key a
+ * customer role's, for the customer's own executions), `operationExecution`
  * (operations:read), `schedules` / `scheduleRuns` (schedules:read), `triggerSchedule`
  * (schedules:write).
  */
@@ -186,15 +187,24 @@ export function operationFields(
       resolve: (_r, args, ctx) => execute(ctx, op.key, args.input),
     };
   }
-  if (!isPublicKey(principal.kind)) {
+  // Through a public key, a customer whose role stamps unscoped operations:execute cancels the
+  // executions they started (spec: cancel needs the unscoped scope; the role supplies it).
+  if (!isPublicKey(principal.kind) || grants?.executeAll) {
     mutation.cancelOperationExecution = {
       type: nn(OperationExecutionType),
       args: { id: { type: nn(GraphQLString) } },
       resolve: async (_r, args, ctx) => {
-        requireScope(ctx.principal, 'operations:execute');
-        return view(await cancelExecution(ctx.svc.sql, ctx.svc.bus, ctx.snapshot.id, String(args.id)));
+        let own: string | null = null;
+        if (ctx.customer && isPublicKey(ctx.principal.kind)) {
+          requireScope(ctx.customer.scopes, 'operations:execute');
+          own = ctx.customer.customerId;
+        } else requireScope(ctx.principal, 'operations:execute');
+        ctx.noStore = true;
+        return view(await cancelExecution(ctx.svc.sql, ctx.svc.bus, ctx.snapshot.id, String(args.id), own));
       },
     };
+  }
+  if (!isPublicKey(principal.kind)) {
     mutation.triggerSchedule = {
       type: nn(ScheduleRunType),
       args: { key: { type: nn(GraphQLString) } },

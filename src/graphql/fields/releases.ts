@@ -10,9 +10,9 @@ import {
 } from 'graphql';
 import type { GqlContext } from '../context.ts';
 import { DateTimeScalar } from '../scalars.ts';
-import { PageInfo } from '../model-types.ts';
+import { PageInfo } from '../model-shapes.ts';
 import { pageSize, requireScope } from '../resolvers.ts';
-import { checkCursor } from '../limits.ts';
+import { checkCursor } from '../argument-limits.ts';
 import {
   addToRelease,
   createRelease,

@@ -19,12 +19,12 @@ import { requireScope as requireKeyScope } from '../../auth/scopes.ts';
 import { BadUserInput } from '../../errors.ts';
 import type { ModelDef } from '../../projects/types.ts';
 import { readByIds, searchContent } from '../../content/read.ts';
-import { decodeCursor, encodeCursor } from '../../content/sql-builder.ts';
+import { encodeCursor } from '../../content/sql-builder.ts';
 import type { RecordNode } from '../../content/types.ts';
 import { checkModelName, checkVector } from '../../search/vectors.ts';
 import { deleteEmbedding, modelFor, similar, upsertEmbedding, type Hit, type VectorStore } from '../../search/store.ts';
 import type { GqlContext } from '../context.ts';
-import { checkCursor, LIMITS } from '../limits.ts';
+import { searchOffset } from '../argument-limits.ts';
 import { node, pageSize, readerFor, requireScope, targetedScope, type Connection } from '../resolvers.ts';
 import type { ReadScope } from '../../content/types.ts';
 import { DateTimeScalar } from '../scalars.ts';
@@ -216,21 +216,6 @@ export function semanticMutations(principal: KeyPrincipal): GraphQLFieldConfigMa
   };
 }
 
-function offsetOf(after: unknown): number {
-  if (!after) return 0;
-  const c = decodeCursor(checkCursor(after as string));
-  if (
-    c.length !== 2 ||
-    c[0] !== 's' ||
-    !Number.isSafeInteger(c[1]) ||
-    (c[1] as number) < 0 ||
-    (c[1] as number) > LIMITS.maxSearchOffset
-  ) {
-    throw new BadUserInput('Invalid cursor', { field: 'after' });
-  }
-  return c[1] as number;
-}
-
 /** Whether a search field call asks for SEMANTIC or HYBRID (else the full-text path serves it). */
 export function wantsSemantic(args: Record<string, any>): boolean {
   return args.mode === 'SEMANTIC' || args.mode === 'HYBRID';
@@ -260,7 +245,7 @@ export async function semanticSearchConnection(
     );
   const scope = await targetedScope(ctx, args);
   const first = pageSize(args.first);
-  const offset = offsetOf(args.after);
+  const offset = searchOffset(args.after);
   const t = await target(ctx, args.vector, args.embeddingModel);
   const keys = models.map((m) => m.key);
   const pool = Math.min(MAX_CANDIDATES, Math.max(100, offset + first + 1));
