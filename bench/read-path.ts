@@ -50,9 +50,12 @@ const running = await startServer(
   }),
 );
 const report = (s: string) => process.stderr.write(`${s}\n`);
+// seedProject writes its config folder under tmpdir(): removed with the rest at the end.
+let configDir: string | undefined;
 try {
   const apiUrl = running.apiUrl!;
   const seeded = await seedProject(apiUrl, rootToken, db.url);
+  configDir = seeded.configDir;
   await seedArticles(apiUrl, seeded);
   await pushTrustedRead(apiUrl, seeded);
   const server = { requestIP: () => ({ address: '127.0.0.1', family: 'IPv4', port: 1 }) } as never;
@@ -141,5 +144,6 @@ try {
 } finally {
   await running.stop();
   rmSync(dataDir, { recursive: true, force: true });
+  if (configDir) rmSync(configDir, { recursive: true, force: true });
   await db.close();
 }
