@@ -17,6 +17,7 @@ import {
   isLive,
   MAX_HEADER,
   originAllowed,
+  type CachedKey,
   type HeaderSource,
   type KeyResolver,
 } from './resolve.ts';
@@ -170,17 +171,32 @@ export class Gate {
    * GraphQL route counts after it has read the body, since a batch counts each operation).
    */
   async authenticate(req: GateRequest): Promise<RequestPrincipal> {
+    return this.authenticateNow(req);
+  }
+
+  /**
+   * authenticate() without a promise when everything it needs is in memory: a key value seen
+   * before and no token, or a token verified before (the hot path of a read; each promise on it
+   * was a microtask turn and an allocation). It may throw instead of rejecting.
+   */
+  authenticateNow(req: GateRequest): RequestPrincipal | Promise<RequestPrincipal> {
     // No API key but a member's session cookie: the Studio calling the public API as the member.
     if (this.#members && headerOf(req.headers, 'x-api-key') === null && paramOf(req.params, 'apiKey') === null) {
       const session = this.sessionToken(req);
-      if (session !== null) {
-        const project = headerOf(req.headers, 'x-project-id') ?? paramOf(req.params, 'projectId');
-        const key = await this.#members.principal(session, project === null ? null : project.trim());
-        if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
-        return { key, customer: null };
-      }
+      if (session !== null) return this.#member(req, session);
     }
-    const key = await this.authenticateKey(req);
+    const key = this.keyNow(req);
+    return key instanceof Promise ? key.then((k) => this.#withCustomer(req, k)) : this.#withCustomer(req, key);
+  }
+
+  async #member(req: GateRequest, session: string): Promise<RequestPrincipal> {
+    const project = headerOf(req.headers, 'x-project-id') ?? paramOf(req.params, 'projectId');
+    const key = await this.#members!.principal(session, project === null ? null : project.trim());
+    if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
+    return { key, customer: null };
+  }
+
+  #withCustomer(req: GateRequest, key: KeyPrincipal): RequestPrincipal | Promise<RequestPrincipal> {
     if (req.request && this.#onAuthenticated) this.#onAuthenticated(req.request, key);
     const auth = headerOf(req.headers, 'authorization');
     // An Authorization header that is no Bearer token is a token that does not verify.
@@ -190,7 +206,7 @@ export class Gate {
     if (!this.#customers) throw new Unauthenticated(AUTH_REQUIRED);
     // A token this process verified before comes back synchronously: no promise on the hot path.
     const customer = this.#customers(token, key);
-    return { key, customer: customer instanceof Promise ? await customer : customer };
+    return customer instanceof Promise ? customer.then((c) => ({ key, customer: c })) : { key, customer };
   }
 
   /**
@@ -198,12 +214,30 @@ export class Gate {
    * and returns the rate-limit headers, or throws RATE_LIMITED carrying them and Retry-After.
    */
   async charge(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): Promise<Record<string, string>> {
-    const decision = await this.take(key, cost);
-    const headers = rateLimitHeaders(decision);
-    if (decision.allowed) return headers;
+    return this.chargeNow(key, cost);
+  }
+
+  /** charge() without a promise but for the key's first request of a window in this process. May throw. */
+  chargeNow(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): Record<string, string> | Promise<Record<string, string>> {
+    const d = this.allowNow(key, cost);
+    return d instanceof Promise ? d.then(rateLimitHeaders) : rateLimitHeaders(d);
+  }
+
+  /**
+   * The decision of an allowed request, for adapters that make the rate-limit headers themselves
+   * (GraphQL over HTTP, from prepared headers); throws RATE_LIMITED as charge() does. No promise
+   * but for the key's first request of a window in this process.
+   */
+  allowNow(key: Pick<KeyPrincipal, 'keyId'>, cost = 1): RateDecision | Promise<RateDecision> {
+    const decision = this.take(key, cost);
+    return decision instanceof Promise ? decision.then((d) => this.#allowed(d)) : this.#allowed(decision);
+  }
+
+  #allowed(decision: RateDecision): RateDecision {
+    if (decision.allowed) return decision;
     this.#refusals++;
     const err = rateLimitError(decision);
-    err.headers = { ...headers, 'retry-after': String(decision.retryAfter) };
+    err.headers = { ...rateLimitHeaders(decision), 'retry-after': String(decision.retryAfter) };
     throw err;
   }
 
@@ -221,21 +255,32 @@ export class Gate {
    * PERMISSION_DENIED `Insufficient permissions`; tenant keys need X-Project-Id (resolve.ts).
    */
   async authenticateKey(req: GateRequest): Promise<KeyPrincipal> {
-    const { headers, params } = req;
-    const value = headerOf(headers, 'x-api-key') ?? paramOf(params, 'apiKey');
+    return this.keyNow(req);
+  }
+
+  /** authenticateKey() without a promise for a key value seen before (two Map reads). May throw. */
+  keyNow(req: GateRequest): KeyPrincipal | Promise<KeyPrincipal> {
+    const value = headerOf(req.headers, 'x-api-key') ?? paramOf(req.params, 'apiKey');
     if (!value) throw new Unauthenticated(AUTH_REQUIRED);
-    const resolver = this.keys;
     // Hot path: a header value seen before maps straight to its cached entry (two Map reads, no
     // regex, no SHA-256). Only values that resolved to a stored key are remembered.
-    let entry = resolver.peekValue(value);
-    if (!entry) {
-      if (value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
-      const trimmed = value.trim();
-      if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
-      const hash = hashSecret(trimmed);
-      entry = resolver.peek(hash) ?? (await resolver.lookupHash(hash));
-      if (entry.row) resolver.rememberValue(value, hash);
-    }
+    const entry = this.keys.peekValue(value);
+    return entry ? this.#principalOf(req, entry) : this.#lookupKey(req, value);
+  }
+
+  async #lookupKey(req: GateRequest, value: string): Promise<KeyPrincipal> {
+    if (value.length > MAX_HEADER) throw new Unauthenticated(AUTH_REQUIRED);
+    const trimmed = value.trim();
+    if (!kindOfKey(trimmed)) throw new Unauthenticated(AUTH_REQUIRED);
+    const hash = hashSecret(trimmed);
+    const resolver = this.keys;
+    const entry = resolver.peek(hash) ?? (await resolver.lookupHash(hash));
+    if (entry.row) resolver.rememberValue(value, hash);
+    return this.#principalOf(req, entry);
+  }
+
+  #principalOf(req: GateRequest, entry: CachedKey): KeyPrincipal {
+    const { headers, params } = req;
     const row = entry.row;
     if (!row || !isLive(row)) throw new Unauthenticated(AUTH_REQUIRED);
     if (!isPublicKey(row.kind)) {
@@ -250,9 +295,9 @@ export class Gate {
       }
     }
     // Project-bound keys ignore X-Project-Id entirely: only tenant keys read it.
-    if (!isTenantKey(row.kind)) return resolver.principalOf(entry, null);
+    if (!isTenantKey(row.kind)) return this.keys.principalOf(entry, null);
     const project = headerOf(headers, 'x-project-id') ?? paramOf(params, 'projectId');
-    return resolver.principalOf(entry, project === null ? null : project.trim());
+    return this.keys.principalOf(entry, project === null ? null : project.trim());
   }
 
   /** Flushes the rate limiter's last counts and lets go of the bus; part of Service.close. */

@@ -69,7 +69,7 @@ function projectFor(row: StoredKey, projectHeader: string | null | undefined): s
   return projectHeader;
 }
 
-interface CachedKey {
+export interface CachedKey {
   /** null: no such key (negative entry, short-lived). */
   row: StoredKey | null;
   loadedAt: number;

@@ -116,13 +116,29 @@ export function toNode(row: ContentRow, model: ModelDef | undefined, scope: Read
   };
   if (scope.release !== undefined) node._release = scope.release;
   if (model) {
-    for (const f of model.fields) {
-      if (SYSTEM_FIELDS.has(f.key)) continue;
+    for (const f of readFieldsOf(model)) {
       let v = data[f.key];
       // Enum defaults apply on read too, so records written before a default existed show it.
-      if (v === undefined && f.type === 'enum' && f.config?.default !== undefined) v = f.config.default;
+      if (v === undefined) v = f.fallback;
       node[f.key] = v ?? null;
     }
   }
   return node;
+}
+
+/**
+ * A model's fields as toNode reads them (system fields left out, an enum's default beside it),
+ * made once per model definition: a page of records filtered and looked up the same list per
+ * record (~0.5 µs of an uncached read of ten; bench/NOTES.md, issue 31).
+ */
+const readFields = new WeakMap<ModelDef, readonly { key: string; fallback: unknown }[]>();
+function readFieldsOf(model: ModelDef): readonly { key: string; fallback: unknown }[] {
+  let list = readFields.get(model);
+  if (!list) {
+    list = model.fields
+      .filter((f) => !SYSTEM_FIELDS.has(f.key))
+      .map((f) => ({ key: f.key, fallback: f.type === 'enum' ? f.config?.default : undefined }));
+    readFields.set(model, list);
+  }
+  return list;
 }

@@ -4,6 +4,7 @@ import type { ProjectActor, ProjectSnapshot } from '../projects/actor.ts';
 import { apqGet, apqPut, DOCUMENT_LIMITS, sha256Hex } from '../documents/store.ts';
 import type { Sql } from '../store/db.ts';
 import { Lru, processCacheBudget } from './lru.ts';
+import { prepareFor, prepareTrusted, type DocumentCaches, type Prepared } from './prepare.ts';
 
 /**
  * Which document a GraphQL request runs under its key's document policy (docs/documents.md): its
@@ -15,11 +16,12 @@ import { Lru, processCacheBudget } from './lru.ts';
 /** What a request names (the fields of execute.ts GraphqlRequest this reads). */
 export interface NamedRequest {
   query: string;
+  operationName?: string | null;
   documentId?: string | null;
   persisted?: boolean;
 }
 
-/** Where it runs (execute.ts Target, the parts this reads). */
+/** Where it runs (schema-entries.ts Target, the parts this reads). */
 export interface DocumentTarget {
   actor: ProjectActor;
   snapshot: ProjectSnapshot;
@@ -77,6 +79,35 @@ export function resolveDocument(
   }
   if (policy !== 'apq') throw new PersistedQueryNotFound('PersistedQueryNotFound', { documentId: `sha256:${hash}` });
   return lookupApq(deps, target, hash);
+}
+
+/** The document a request runs, and its prepared form for the target's schema view. */
+export interface RequestDocument {
+  doc: Resolved;
+  prepared: Prepared;
+}
+
+/**
+ * The document step of an execution: which document (resolveDocument), then prepared for the
+ * view (a memo lookup for a known document; a trusted one by hash, compiled ahead). Sync but for
+ * the APQ store.
+ */
+export function requestDocument(
+  deps: { sql: Sql },
+  target: DocumentTarget & { entry: DocumentCaches },
+  principal: KeyPrincipal,
+  req: NamedRequest,
+): RequestDocument | Promise<RequestDocument> {
+  const found = resolveDocument(deps, target, principal, req);
+  if (found instanceof Promise) return found.then((doc) => withPrepared(target, req, doc));
+  return withPrepared(target, req, found);
+}
+
+function withPrepared(target: { entry: DocumentCaches }, req: NamedRequest, doc: Resolved): RequestDocument {
+  const prepared = doc.trusted
+    ? prepareTrusted(target, doc.trusted, doc.query, req.operationName ?? null)
+    : prepareFor(target, doc.query === req.query ? req : { query: doc.query, operationName: req.operationName });
+  return { doc, prepared };
 }
 
 /** Per project, APQ documents this process has seen: hash → text (bounded like every GraphQL cache). */

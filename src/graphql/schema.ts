@@ -66,7 +66,7 @@ export function visibleModels(snapshot: ProjectSnapshot, principal: KeyPrincipal
 }
 
 /**
- * `grants`: what a customer token's stamped scopes add through a public key (execute.ts
+ * `grants`: what a customer token's stamped scopes add through a public key (grants.ts
  * `customerGrants`): the models they may write (create and update of their own records, the
  * only record mutations through a public key) and the operations they may execute.
  */

@@ -16,7 +16,8 @@ import {
   type TrustedDocument,
 } from '../documents/store.ts';
 import type { GraphqlDeps } from './context.ts';
-import { checkDocument, prepareTrusted, schemaEntryFor, type Target } from './execute.ts';
+import { checkDocument, prepareTrusted } from './prepare.ts';
+import { schemaEntryFor, type Target } from './schema-entries.ts';
 import { buildSchema } from './schema.ts';
 
 /**

@@ -6,7 +6,7 @@ import { fileRoutes, UPLOAD_OVERHEAD, UPLOAD_PATH, UPLOADS_PATH } from './files.
 import { controlRoutes } from './control.ts';
 import { keyRoutes } from './api-keys.ts';
 import { configRoutes } from './config.ts';
-import { graphqlRoutes } from './graphql.ts';
+import { directGraphqlRoutes, graphqlRoutes } from './graphql.ts';
 import { identityRoutes } from './identity.ts';
 import { oidcRoutes } from './oidc.ts';
 import { operationRoutes } from './operations.ts';
@@ -30,7 +30,14 @@ export function buildApi(svc: Service, hub?: RealtimeHub) {
   const { requests } = svc;
   // Bun drops a WebSocket frame past maxPayloadLength (close 1009) before buffering it; below
   // that, /graphql/ws refuses frames over the body limit with 4413 (src/http/graphql-ws.ts).
-  const app = new Elysia({ name: 'svc.api', websocket: { maxPayloadLength: 2 * MAX_WS_FRAME_BYTES } })
+  const app = new Elysia({
+    name: 'svc.api',
+    websocket: { maxPayloadLength: 2 * MAX_WS_FRAME_BYTES },
+    // POST and GET /graphql go from Bun's router straight to their handler, past Elysia's
+    // pipeline, and do themselves what the hooks below do (src/http/graphql.ts). Elysia's
+    // routes for the path stay, for app.handle().
+    serve: { routes: directGraphqlRoutes(svc) },
+  })
     // Every request is counted and logged once, whatever answered it (a route, an error, a 404).
     .onRequest(({ request }) => requests.start(request))
     .onAfterResponse({ as: 'global' }, ({ request, route, set, responseValue, headers, params, server }) => {

@@ -22,6 +22,12 @@ export interface Served {
   ms: number;
 }
 
+/** A route's counters, resolved once (RequestLog.meter). */
+export interface RouteMeter {
+  /** Counts, times (from `start(request)`) and logs one answered request. */
+  done(request: Request, method: string, path: string, status: number): void;
+}
+
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
@@ -43,6 +49,8 @@ export class RequestLog {
   readonly #counters = new Map<string, { inc(n?: number): void }>();
   readonly #timers = new Map<string, { observe(v: number): void }>();
   #buffer = '';
+  #lastMs = -1;
+  #lastTime = '';
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -82,7 +90,8 @@ export class RequestLog {
 
   /** Who made the request, as the gate resolved it (adapters call this after the gate). */
   noteCaller(request: Request, key: { keyId: string; projectId: string }): void {
-    (request as Tracked)[CALLER] = { keyId: key.keyId, projectId: key.projectId };
+    // The principal itself (cached per key), not a copy: one allocation less per request.
+    (request as Tracked)[CALLER] = key;
   }
 
   done(request: Request, served: Served): void {
@@ -95,18 +104,40 @@ export class RequestLog {
     let t = this.#timers.get(tk);
     if (!t) this.#timers.set(tk, (t = this.#latency.child(surface, route)));
     t.observe(ms / 1000);
-    if (this.#mode === 'off') return;
+    if (this.#mode !== 'off') this.#log(request, served.method, served.path, surface, route, status, ms);
+  }
+
+  /**
+   * The counters of one route, for an adapter that answers it outside Elysia (the direct
+   * GraphQL route, http/graphql-direct.ts): `done` then costs no key strings per request.
+   */
+  meter(surface: string, route: string): RouteMeter {
+    const latency = this.#latency.child(surface, route);
+    const byStatus = new Map<number, { inc(n?: number): void }>();
+    return {
+      done: (request, method, path, status) => {
+        const ms = this.elapsed(request);
+        let c = byStatus.get(status);
+        if (!c) byStatus.set(status, (c = this.#count.child(surface, route, String(status))));
+        c.inc();
+        latency.observe(ms / 1000);
+        if (this.#mode !== 'off') this.#log(request, method, path, surface, route, status, ms);
+      },
+    };
+  }
+
+  #log(request: Request, method: string, path: string, surface: string, route: string, status: number, ms: number) {
     const given = request.headers.get('x-request-id');
     const id = given !== null && REQUEST_ID.test(given) ? given : randomUUID();
     const who = (request as Tracked)[CALLER];
-    const time = new Date().toISOString();
+    const time = this.#time();
     const line =
       this.#mode === 'json'
         ? JSON.stringify({
             time,
             requestId: id,
-            method: served.method,
-            path: served.path,
+            method,
+            path,
             surface,
             route,
             status,
@@ -114,13 +145,23 @@ export class RequestLog {
             projectId: who?.projectId ?? null,
             keyId: who?.keyId ?? null,
           })
-        : `${time} ${served.method} ${served.path} ${status} ${ms.toFixed(1)}ms${who ? ` project=${who.projectId} key=${who.keyId}` : ''} id=${id}`;
+        : `${time} ${method} ${path} ${status} ${ms.toFixed(1)}ms${who ? ` project=${who.projectId} key=${who.keyId}` : ''} id=${id}`;
     this.#buffer += line + '\n';
     if (this.#buffer.length >= FLUSH_BYTES) this.flush();
     else if (!this.#timer) {
       this.#timer = setTimeout(() => this.flush(), FLUSH_MS);
       this.#timer.unref?.();
     }
+  }
+
+  /** The ISO time of now, made once per millisecond (a Date and its toISOString were ~0.3–0.6 µs a request). */
+  #time(): string {
+    const now = Date.now();
+    if (now !== this.#lastMs) {
+      this.#lastMs = now;
+      this.#lastTime = new Date(now).toISOString();
+    }
+    return this.#lastTime;
   }
 
   flush(): void {

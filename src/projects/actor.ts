@@ -16,7 +16,7 @@ export interface ProjectSnapshot {
   fleetSchemaVersion: number | null;
   /**
    * Set for fleet members: projects with the same shape key serve the same GraphQL API, so they
-   * share generated schemas and compiled queries (src/graphql/execute.ts). Null: per project.
+   * share generated schemas and compiled queries (src/graphql/schema-entries.ts). Null: per project.
    */
   shapeKey: string | null;
   settings: Record<string, unknown>;

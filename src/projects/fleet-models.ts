@@ -64,7 +64,7 @@ export function fleetModels(sql: Sql, groupId: string, version: number): Promise
 /**
  * What identifies the GraphQL API shape of a fleet member: its group version plus its own
  * operations (they add `execute<Op>` fields). Members with equal shape keys share generated
- * schemas and compiled queries (src/graphql/execute.ts).
+ * schemas and compiled queries (src/graphql/schema-entries.ts).
  */
 export function fleetShapeKey(
   groupId: string,

@@ -3,7 +3,7 @@ import { bootstrapProject, cli, startTestServer, type TestServer } from '../supp
 import { eventually } from '../support/eventually.ts';
 import { folder } from '../config/support.ts';
 import { apiKey, gql, PRODUCT, provision, publish, schemaFolder } from './support.ts';
-import { targetOf } from '../../src/graphql/execute.ts';
+import { targetOf } from '../../src/graphql/schema-entries.ts';
 
 let a: TestServer;
 let b: TestServer;

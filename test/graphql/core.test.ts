@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { GraphQLError } from 'graphql';
-import { contextFor, execute, prepareFor, targetOf, variablesFor } from '../../src/graphql/execute.ts';
+import { contextFor, execute } from '../../src/graphql/execute.ts';
+import { prepareFor, variablesFor } from '../../src/graphql/prepare.ts';
+import { targetOf } from '../../src/graphql/schema-entries.ts';
 import { maskErrors } from '../../src/graphql/errors.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
