@@ -22,11 +22,17 @@ import net from 'node:net';
  * this socket by its TLS socket and the watch falls away: such a pool has only the loops' tick
  * deadlines (store/tick.ts).
  */
-export function pgSocket(options: { host: string[]; port: number[]; path?: string | false }): net.Socket {
-  const socket = options.path ? net.connect(options.path) : net.connect(options.port[0]!, options.host[0]!);
-  const where = options.path || `${options.host[0]}:${options.port[0]}`;
+export function pgSocket(options: PoolOptions): net.Socket {
+  // A URL of several hosts (`postgres://a,b/db`): each new socket tries the next, as postgres.js does
+  // with the sockets it makes itself (it leaves a custom socket's host to the socket's maker).
+  const i = nextHost.get(options) ?? 0;
+  nextHost.set(options, (i + 1) % Math.max(1, options.port.length));
+  const host = options.host[i]!;
+  const port = options.port[i]!;
+  const socket = options.path ? net.connect(options.path) : net.connect(port, host);
+  const where = options.path || `${host}:${port}`;
   // postgres.js names these in its connection errors; it sets them itself on sockets it makes.
-  Object.assign(socket, { host: options.host[0], port: options.port[0] });
+  Object.assign(socket, { host, port });
   let pending: Buffer = Buffer.alloc(0);
   const watch = (chunk: Buffer) => {
     pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
@@ -52,6 +58,9 @@ export function pgSocket(options: { host: string[]; port: number[]; path?: strin
   socket.on('end', closedEarly);
   return socket;
 }
+
+type PoolOptions = { host: string[]; port: number[]; path?: string | false };
+const nextHost = new WeakMap<PoolOptions, number>();
 
 const READY_FOR_QUERY = 0x5a; // 'Z'
 const CANCEL_REQUEST_BYTES = 16;
