@@ -1,8 +1,9 @@
 import type { Sql } from '../store/db.ts';
 import { FailureLog } from '../store/failure-log.ts';
 import { ROUND_DEADLINE_MS, withDeadline } from '../store/tick.ts';
-import { parseLsn } from '../store/replicas.ts';
+import { parseLsn } from '../store/lsn.ts';
 import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery } from './contract.ts';
+import { frames, type Message } from './notify-wire.ts';
 
 /**
  * The default transport: PostgreSQL LISTEN/NOTIFY on the deployment's own database. A NOTIFY
@@ -23,8 +24,6 @@ import type { BusEvent, BusHealth, BusTransport, Literal, TransportSink, TxQuery
 /** The LISTEN/NOTIFY channel of the bus. */
 export const BUS_CHANNEL = 'svc_bus';
 const CHANNEL = BUS_CHANNEL;
-/** NOTIFY payloads must stay under 8,000 bytes; leave room for the envelope. */
-const PAYLOAD_BUDGET = 7_500;
 /** Outbox rows sent per relay transaction. */
 const RELAY_BATCH = 1_000;
 /**
@@ -37,17 +36,6 @@ const RELAY_BATCH = 1_000;
 const VACUUM_EVERY_MS = 1_000;
 /** Stored payloads (events too large for a NOTIFY) are kept this long for late readers. */
 const PAYLOAD_KEEP_MS = 10 * 60_000;
-
-interface Message {
-  origin: string;
-  /** The primary's flushed WAL position when the relay sent it, at or past the events' commits (sql/053_bus_relay_lsn.sql). */
-  lsn?: string;
-  events?: BusEvent[];
-  /** Ids in `bus_payloads` of events too large for a NOTIFY (sql/011_bus_payloads.sql). */
-  refs?: string[];
-}
-
-type Frame = { payload: string } | { stored: string; head: string };
 
 export interface ListenOptions {
   watchdogMs?: number;
@@ -377,30 +365,4 @@ export class PostgresTransport implements BusTransport {
     await this.#inbound;
     this.#unlisten = undefined;
   }
-}
-
-/** NOTIFY payloads in order; an event too large for one is `stored` and announced by its row id. */
-function frames(origin: string, events: readonly BusEvent[]): Frame[] {
-  const head = `{"origin":${JSON.stringify(origin)},`;
-  const out: Frame[] = [];
-  let chunk: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (chunk.length) out.push({ payload: `${head}"events":[${chunk.join(',')}]}` });
-    chunk = [];
-    size = 0;
-  };
-  for (const e of events) {
-    const text = JSON.stringify(e);
-    if (text.length > PAYLOAD_BUDGET) {
-      flush();
-      out.push({ stored: text, head });
-      continue;
-    }
-    if (size + text.length > PAYLOAD_BUDGET) flush();
-    chunk.push(text);
-    size += text.length + 1;
-  }
-  flush();
-  return out;
 }

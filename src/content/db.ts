@@ -1,6 +1,6 @@
 import { SQL } from 'bun';
 import type { ContentSql, Sql } from '../store/db.ts';
-import { RoutedReads } from '../store/replicas.ts';
+import { RoutedReads } from '../store/routed-reads.ts';
 
 /** Where a content read runs: a pool, or a replica route (store/replicas.ts) that falls back to the primary. */
 export type Reader = Sql | ContentSql | RoutedReads;

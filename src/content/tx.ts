@@ -3,7 +3,7 @@ import type { ContentSql } from '../store/db.ts';
 import type { RecordAction } from './types.ts';
 import type { ModelDef } from '../projects/types.ts';
 import { inline, literal } from './sql-literal.ts';
-import { parseLsn } from '../store/replicas.ts';
+import { parseLsn } from '../store/lsn.ts';
 import { clientError, dbError, type ErrorReading } from './db-errors.ts';
 import { executeText, preparedName, UNDEFINED_PSTATEMENT } from './prepared.ts';
 

@@ -1,5 +1,6 @@
 import { BadUserInput } from '../errors.ts';
-import { formatLsn, parseLsn, type ReadReplicas } from '../store/replicas.ts';
+import { formatLsn, parseLsn } from '../store/lsn.ts';
+import type { ReadReplicas } from '../store/replicas.ts';
 
 /**
  * Read-your-writes over HTTP (docs/scaling.md): a write's response names the position its commit

@@ -3,7 +3,7 @@ import { ActorRegistry } from '../actors/registry.ts';
 import { ChannelActor, parseStreamId, streamId, type TopicPublisher } from './channel.ts';
 import { parseChannel, type Channel } from './protocol/channels.ts';
 import type { EventFrame } from './protocol/frames.ts';
-import { formatLsn } from '../store/replicas.ts';
+import { formatLsn } from '../store/lsn.ts';
 
 /**
  * A process's realtime state: one ChannelActor per live channel (created on first subscriber,

@@ -1,4 +1,7 @@
 import { connectContentSql, type ContentSql, type Sql } from './db.ts';
+import { formatLsn, parseLsn } from './lsn.ts';
+import { Replica, RoutedReads, LiveReads, type ReplicaState } from './routed-reads.ts';
+import { withDeadline } from './tick.ts';
 
 /**
  * Content reads from PostgreSQL streaming replicas (`DATABASE_READ_URL`, docs/scaling.md).
@@ -17,8 +20,6 @@ import { connectContentSql, type ContentSql, type Sql } from './db.ts';
  * LSN reads from the primary until the next poll, whose primary position is then the floor.
  * Deciding costs a map lookup and a compare per request: no query.
  */
-export type ReplicaState = 'up' | 'lagging' | 'down';
-
 export interface ReplicaOptions {
   urls: string[];
   /** Out of rotation past this lag (SVC_REPLICA_MAX_LAG_MS). */
@@ -31,103 +32,8 @@ export interface ReplicaOptions {
   pool: number;
 }
 
-/** `X/Y` (pg_lsn's text) as a number: exact below 2^53 bytes of WAL (8 PiB). */
-export function parseLsn(text: string | null | undefined): number {
-  if (typeof text !== 'string') return 0;
-  const m = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text.trim());
-  if (!m) return 0;
-  return parseInt(m[1]!, 16) * 2 ** 32 + parseInt(m[2]!, 16);
-}
-
-export function formatLsn(n: number): string {
-  const hi = Math.floor(n / 2 ** 32);
-  const lo = n - hi * 2 ** 32;
-  return `${hi.toString(16).toUpperCase()}/${lo.toString(16).toUpperCase()}`;
-}
-
-/** The most a presented LSN may be ahead of the primary's last known position and still be waited for. */
+/** The most primary positions kept for measuring lag (one per poll that saw the WAL move). */
 const MAX_SAMPLES = 4096;
-
-/**
- * SQLSTATEs that are the replica's trouble, not the statement's: connection (08), conflict with
- * recovery (40001), operator intervention such as a shutdown (57), server resources (53).
- */
-const RETRY_ON_PRIMARY = /^(08|40001|57|53)/;
-
-function sqlState(err: unknown): string | undefined {
-  const e = err as { errno?: unknown; code?: unknown };
-  if (typeof e?.errno === 'string' && /^[0-9A-Z]{5}$/.test(e.errno)) return e.errno;
-  if (typeof e?.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
-  return undefined;
-}
-
-/**
- * A pool content reads can run on (content/db.ts `run` takes it beside a plain pool): the
- * replica's, falling back to the primary's when the replica fails it (down, shutting down, the
- * read cancelled by replay), so a replica that dies under a read costs the read a second round
- * trip, never an error. A statement's own error is the client's, as on the primary.
- */
-export class RoutedReads {
-  constructor(
-    readonly replica: Replica | undefined,
-    private readonly owner: ReadReplicas,
-    /** Set for a read that must wait for a replica to reach this position first. */
-    private readonly waitFor?: number,
-  ) {}
-
-  async run<T>(text: string, params: unknown[]): Promise<T[]> {
-    let replica = this.replica;
-    if (!replica && this.waitFor !== undefined) replica = await this.owner.waitFor(this.waitFor);
-    if (!replica) return this.owner.primary.unsafe(text, params as never[]) as unknown as Promise<T[]>;
-    try {
-      return (await replica.sql.unsafe(text, params as never[])) as unknown as T[];
-    } catch (err) {
-      // The statement's own error (a bad pattern in a filter…) would fail on the primary too.
-      const state = sqlState(err);
-      if (state && !RETRY_ON_PRIMARY.test(state)) throw err;
-      // The replica's: unreachable, shutting down, or the read cancelled by replay.
-      if (!state || !state.startsWith('40')) this.owner.failed(replica, err);
-      return this.owner.primary.unsafe(text, params as never[]) as unknown as Promise<T[]>;
-    }
-  }
-}
-
-/**
- * Reads of a long-lived context (a subscription's, resolved again for every event): routed
- * afresh for each statement, so each event's reads honour the floor its change raised.
- */
-class LiveReads extends RoutedReads {
-  constructor(
-    private readonly projectId: string,
-    private readonly replicas: ReadReplicas,
-  ) {
-    super(undefined, replicas);
-  }
-
-  override run<T>(text: string, params: unknown[]): Promise<T[]> {
-    return this.replicas.route(this.projectId).run<T>(text, params);
-  }
-}
-
-export class Replica {
-  state: ReplicaState = 'down';
-  replayLsn = 0;
-  lagMs = 0;
-  lagBytes = 0;
-  /** Reads served (counted when chosen) and reads that fell back to the primary after failing here. */
-  reads = 0;
-  fallbacks = 0;
-  lastError: string | undefined;
-  polling = false;
-  readonly reader: RoutedReads;
-  constructor(
-    readonly name: string,
-    readonly sql: ContentSql,
-    owner: ReadReplicas,
-  ) {
-    this.reader = new RoutedReads(this, owner);
-  }
-}
 
 /** `host:port/db` of a URL, without credentials (health, metrics, logs). */
 export function replicaName(url: string): string {
@@ -302,9 +208,10 @@ export class ReadReplicas {
     const pending = this.#pending;
     this.#pending = new Set();
     try {
-      const [row] = await withTimeout(
+      const [row] = await withDeadline(
         this.#control<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`,
         timeout,
+        "the primary's WAL position",
       );
       const lsn = parseLsn(row?.lsn);
       const now = Date.now();
@@ -331,11 +238,12 @@ export class ReadReplicas {
     if (r.polling) return;
     r.polling = true;
     try {
-      const [row] = await withTimeout(
+      const [row] = await withDeadline(
         r.sql.unsafe(
           'select pg_last_wal_replay_lsn()::text as lsn, pg_is_in_recovery() as standby',
         ) as unknown as Promise<{ lsn: string | null; standby: boolean }[]>,
         timeout,
+        'the replay position',
       );
       if (!row?.standby) {
         r.state = 'down';
@@ -406,12 +314,4 @@ export class ReadReplicas {
       ...(r.lastError ? { error: r.lastError } : {}),
     }));
   }
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))),
-  ]).finally(() => clearTimeout(timer));
 }

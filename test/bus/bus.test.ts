@@ -6,7 +6,7 @@ import { migratedDatabase, serverUrl } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { literal } from '../../src/content/tx.ts';
 import { PostgresTransport } from '../../src/bus/postgres.ts';
-import { parseLsn } from '../../src/store/replicas.ts';
+import { parseLsn } from '../../src/store/lsn.ts';
 
 let url: string;
 let sqlA: Sql;

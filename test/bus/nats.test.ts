@@ -7,7 +7,7 @@ import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
 import { startNats, type TestNats } from '../support/nats.ts';
-import { parseLsn } from '../../src/store/replicas.ts';
+import { parseLsn } from '../../src/store/lsn.ts';
 import { literal } from '../../src/content/tx.ts';
 
 /**

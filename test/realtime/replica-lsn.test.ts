@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { eventually } from '../support/eventually.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
-import { parseLsn } from '../../src/store/replicas.ts';
+import { parseLsn } from '../../src/store/lsn.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
 import { sse } from './support.ts';
 

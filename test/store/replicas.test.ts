@@ -7,7 +7,7 @@ import { replicatedDatabase, skipStandby, startStandbyPair, type StandbyPair } f
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
-import { formatLsn, parseLsn } from '../../src/store/replicas.ts';
+import { formatLsn, parseLsn } from '../../src/store/lsn.ts';
 import { readSettings } from '../../src/env.ts';
 import type { ModelDef } from '../../src/projects/types.ts';
 

@@ -25,7 +25,7 @@ import type {
 import { NarrowListener } from './narrow.ts';
 import { readBack } from './readback.ts';
 import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, stampLsn, type Wire } from './wire.ts';
-import { parseLsn } from '../../store/replicas.ts';
+import { parseLsn } from '../../store/lsn.ts';
 
 export { parseBusUrl, subjectOf } from './wire.ts';
 
