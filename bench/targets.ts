@@ -50,6 +50,7 @@ export async function startService(
   const child = startChild(process.execPath, [...prof.args, join(ROOT, 'src', 'main.ts')], {
     label: 'svc',
     cwd: ROOT,
+    logFile: join(dataDir, 'service.log'),
     env: {
       DATABASE_URL: databaseUrl,
       SVC_DATA_DIR: dataDir,
