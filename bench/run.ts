@@ -179,6 +179,19 @@ async function preflight(endpoint: string, body: string, headers: Record<string,
   return text;
 }
 
+/** The headers the service answers the read with, less those every server writes itself. */
+async function answerHeaders(endpoint: string, key: string): Promise<[string, string][]> {
+  const res = await fetch(endpoint, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: body(READ_DOC),
+    signal: AbortSignal.timeout(15_000),
+  });
+  await res.arrayBuffer();
+  const own = new Set(['date', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+  return [...res.headers].filter(([k]) => !own.has(k.toLowerCase()));
+}
+
 async function measure(
   name: string,
   shape: Row['shape'],
@@ -335,6 +348,12 @@ async function runService(
       await pushTrustedRead(svc.url, seeded);
     readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
     writeFileSync(readBytes.file, text);
+    // ceiling-static answers with the same headers too (Cache-Control, Vary, the rate-limit
+    // headers CONTRACT §5 asks of every keyed answer): the same response, not a lighter one.
+    writeFileSync(
+      `${readBytes.file}.headers.json`,
+      JSON.stringify(await answerHeaders(svc.endpoint, seeded.publicKey)),
+    );
   } catch (err) {
     const reason = (err as Error).message;
     if (!svc || !seeded) throw err;
