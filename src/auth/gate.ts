@@ -181,11 +181,12 @@ export class Gate {
    */
   authenticateNow(req: GateRequest): RequestPrincipal | Promise<RequestPrincipal> {
     // No API key but a member's session cookie: the Studio calling the public API as the member.
-    if (this.#members && headerOf(req.headers, 'x-api-key') === null && paramOf(req.params, 'apiKey') === null) {
+    const value = headerOf(req.headers, 'x-api-key') ?? paramOf(req.params, 'apiKey');
+    if (this.#members && value === null) {
       const session = this.sessionToken(req);
       if (session !== null) return this.#member(req, session);
     }
-    const key = this.keyNow(req);
+    const key = this.keyNow(req, value);
     return key instanceof Promise ? key.then((k) => this.#withCustomer(req, k)) : this.#withCustomer(req, key);
   }
 
@@ -259,8 +260,10 @@ export class Gate {
   }
 
   /** authenticateKey() without a promise for a key value seen before (two Map reads). May throw. */
-  keyNow(req: GateRequest): KeyPrincipal | Promise<KeyPrincipal> {
-    const value = headerOf(req.headers, 'x-api-key') ?? paramOf(req.params, 'apiKey');
+  keyNow(
+    req: GateRequest,
+    value = headerOf(req.headers, 'x-api-key') ?? paramOf(req.params, 'apiKey'),
+  ): KeyPrincipal | Promise<KeyPrincipal> {
     if (!value) throw new Unauthenticated(AUTH_REQUIRED);
     // Hot path: a header value seen before maps straight to its cached entry (two Map reads, no
     // regex, no SHA-256). Only values that resolved to a stored key are remembered.

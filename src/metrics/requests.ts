@@ -206,8 +206,12 @@ export class RequestLog {
   }
 }
 
-/** At most this many requests' lines wait for a write (~30 KB of text lines). */
-const LOG_BATCH = 256;
+/**
+ * At most this many requests' lines wait for a write (~150 KB of text lines): the columns hold
+ * what the request already held (its caller, path and method, its own request id), so a larger
+ * batch costs fewer writes and keeps nothing extra alive.
+ */
+const LOG_BATCH = 1024;
 
 /** The parts of the lines not yet written, by column. */
 class Batch {
