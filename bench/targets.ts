@@ -26,7 +26,9 @@ function profileArgs(name: string | undefined): { args: string[]; file?: string 
   mkdirSync(OUT_DIR, { recursive: true });
   const file = `${name}-${new Date().toISOString().replace(/[:.]/g, '-')}.cpuprofile`;
   // BENCH_PROF_INTERVAL_US: a finer sampling interval than Bun's default 1 ms (100 µs sees the pieces of a 20 µs request).
-  const interval = process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : [];
+  const interval = process.env.BENCH_PROF_INTERVAL_US
+    ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`]
+    : [];
   return {
     args: ['--cpu-prof', ...interval, `--cpu-prof-dir=${OUT_DIR}`, `--cpu-prof-name=${file}`],
     file: join(OUT_DIR, file),
