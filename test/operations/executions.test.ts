@@ -426,7 +426,9 @@ describe('execution events', () => {
       expect((await callback(id, { progressPct: 80, progressMessage: 'encoding' })).status).toBe(200);
       expect((await callback(id, { status: 'completed', result: { ok: 1 } })).status).toBe(200);
       const mine = () => all.got.filter((g) => g.data.id === id);
-      await eventually(() => mine().length === 6 && one.got.length === 3 && sub.length === 3, 10_000);
+      // At least what is expected, then exactly that: a missing or an extra event fails below with
+      // the streams as received (CI saw this wait run out once, on a loaded box, with no detail).
+      await eventually(() => mine().length >= 6 && one.got.length >= 3 && sub.length >= 3, 20_000).catch(() => {});
       expect(mine().map((g) => `${g.event} ${g.data.progressPct}`)).toEqual([
         'job.pending null',
         'job.dispatched null',
