@@ -9,7 +9,6 @@ import {
   type ConsumerMessages,
   type JetStreamClient,
   type NatsConnection,
-  type Subscription,
 } from 'nats';
 import type { Sql } from '../../store/db.ts';
 import type {
@@ -23,6 +22,7 @@ import type {
   TxQuery,
 } from '../contract.ts';
 import { NarrowListener } from './narrow.ts';
+import { NatsRooms } from './rooms.ts';
 import { readBack } from './readback.ts';
 import { decodeWire, outboxIdOf, parseBusUrl, projectToken, relativeSubject, stampLsn, type Wire } from './wire.ts';
 import { parseLsn } from '../../store/lsn.ts';
@@ -98,7 +98,7 @@ export class NatsTransport implements BusTransport {
   #soon: ReturnType<typeof setTimeout> | undefined;
   #ready: Promise<void> | undefined;
   /** Room subjects this process hears (collaboration), kept across the first connect. */
-  readonly #rooms = new Map<string, { sub: Subscription | undefined; listeners: Set<(data: Uint8Array) => void> }>();
+  readonly #rooms: NatsRooms;
 
   constructor(url: string, sql: Sql, opts: NatsTransportOptions = {}) {
     const parsed = parseBusUrl(url);
@@ -108,6 +108,11 @@ export class NatsTransport implements BusTransport {
     this.#stream = opts.stream ?? parsed.stream;
     this.#maxAgeMs = opts.maxAgeMs ?? 10 * 60_000;
     this.#narrow = opts.narrow ?? false;
+    this.#rooms = new NatsRooms(this.#prefix, () => this.#connected);
+  }
+
+  get roomWire(): RoomWire {
+    return this.#rooms;
   }
 
   async start(origin: string, sink: TransportSink): Promise<void> {
@@ -140,9 +145,7 @@ export class NatsTransport implements BusTransport {
     if (this.#stopped) return void (await nc.close());
     this.#nc = nc;
     this.#connected = true;
-    // Rooms opened before the first connect; later ones subscribe at once (and nats.js
-    // re-subscribes all of them after a reconnect).
-    for (const [room, r] of this.#rooms) r.sub ??= this.#roomSub(nc, room, r.listeners);
+    this.#rooms.attach(nc);
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === Events.Disconnect) {
@@ -256,47 +259,6 @@ export class NatsTransport implements BusTransport {
       REPLAY_SCAN,
     );
     return complete && found ? out : null;
-  }
-
-  readonly roomWire: RoomWire = {
-    publish: (room, data) => {
-      if (!this.#nc || !this.#connected) return;
-      try {
-        this.#nc.publish(this.#roomSubject(room), data);
-      } catch {
-        // Closed or draining: the rooms re-sync when the link is back.
-      }
-    },
-    subscribe: (room, onMessage) => {
-      let r = this.#rooms.get(room);
-      if (!r) {
-        r = { sub: undefined, listeners: new Set() };
-        this.#rooms.set(room, r);
-        if (this.#nc) r.sub = this.#roomSub(this.#nc, room, r.listeners);
-      }
-      r.listeners.add(onMessage);
-      const entry = r;
-      return () => {
-        entry.listeners.delete(onMessage);
-        if (entry.listeners.size > 0 || this.#rooms.get(room) !== entry) return;
-        this.#rooms.delete(room);
-        entry.sub?.unsubscribe();
-      };
-    },
-  };
-
-  /** Outside the stream's `<prefix>.>`: room traffic is neither stored nor read by consumers. */
-  #roomSubject(room: string): string {
-    return `${this.#prefix}_rooms.${projectToken(room)}`;
-  }
-
-  #roomSub(nc: NatsConnection, room: string, listeners: Set<(data: Uint8Array) => void>): Subscription {
-    return nc.subscribe(this.#roomSubject(room), {
-      callback: (err, m) => {
-        if (err) return;
-        for (const l of listeners) l(m.data);
-      },
-    });
   }
 
   get lagMs(): number {
