@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { replicatedDatabase, skipStandby, startStandbyPair, type StandbyPair } from '../support/standby.ts';
+import { skipStandby, type StandbyPair } from '../support/standby.ts';
+import { replicaFixture, POST, type ReplicaFixture } from '../support/replica-fixture.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { spawnService } from '../support/process.ts';
 import { eventually } from '../support/eventually.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { ALL_SECRET, gqlProject } from '../graphql/helpers.ts';
 import { parseLsn } from '../../src/store/lsn.ts';
-import type { ModelDef } from '../../src/projects/types.ts';
 import { sse } from './support.ts';
 
 /**
@@ -15,7 +14,6 @@ import { sse } from './support.ts';
  * subscriber that refetches through any process — one that has not heard the event yet
  * included — can present it as `x-svc-lsn` and never reads the content from before the change.
  */
-const POST = [{ key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text', required: true }] }] as ModelDef[];
 const LSN = /^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/;
 
 async function gql(base: string, key: string, query: string, variables: unknown, headers: Record<string, string> = {}) {
@@ -33,33 +31,22 @@ describe.skipIf(skipStandby())('realtime events with read replicas', () => {
   let pair: StandbyPair;
   let server: TestServer;
   let other: { proc: Subprocess; url: string } | undefined;
-  let p: GqlProject;
   let sk: string;
   let pk: string;
   let id: string;
 
+  let fixture: ReplicaFixture | undefined;
+
   beforeAll(async () => {
-    pair = await startStandbyPair();
-    const { primaryDb, standbyDb } = await replicatedDatabase(pair, 'svc_rt_lsn');
-    const env = { DATABASE_READ_URL: standbyDb, SVC_REPLICA_POLL_MS: '50', SVC_REPLICA_WAIT_MS: '200' };
-    server = await startTestServer({ DATABASE_URL: primaryDb, ...env });
-    p = await gqlProject(server, POST);
-    sk = await p.key('sk', ALL_SECRET);
-    pk = await p.key('pk', ['records:read']);
-    id = (await p.gql(sk, 'mutation { createPost(data: { title: "v0" }) { _id } }')).body.data.createPost._id;
-    await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
-    other = await spawnService(
-      { DATABASE_URL: primaryDb, ...env, SVC_LOG: 'off', SVC_DATA_DIR: server.dataDir },
-      { role: 'api', cwd: `${import.meta.dir}/../..` },
-    );
+    fixture = await replicaFixture('svc_rt_lsn', (standbyDb) => ({
+      DATABASE_READ_URL: standbyDb,
+      SVC_REPLICA_POLL_MS: '50',
+      SVC_REPLICA_WAIT_MS: '200',
+    }));
+    ({ pair, server, other, sk, pk, id } = fixture);
   }, 240_000);
 
-  afterAll(async () => {
-    other?.proc.kill();
-    await other?.proc.exited;
-    await server?.stop();
-    await pair?.stop();
-  }, 60_000);
+  afterAll(() => fixture?.stop(), 60_000);
 
   test("SSE events of another process's publish carry data.lsn at or past its commit; presented, reads through either process see it with the standby paused", async () => {
     const stream = sse(server.gatewayUrl, 'changes:post', { apiKey: pk });

@@ -3,13 +3,12 @@ import fc from 'fast-check';
 import { createClient } from 'graphql-ws';
 import postgres from 'postgres';
 import type { Subprocess } from 'bun';
-import { replicatedDatabase, skipStandby, startStandbyPair, type StandbyPair } from '../support/standby.ts';
+import { skipStandby, type StandbyPair } from '../support/standby.ts';
+import { replicaFixture, POST, type ReplicaFixture } from '../support/replica-fixture.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { formatLsn, parseLsn } from '../../src/store/lsn.ts';
 import { readSettings } from '../../src/env.ts';
-import type { ModelDef } from '../../src/projects/types.ts';
 
 /**
  * DATABASE_READ_URL against a real hot standby (test/support/standby.ts: our own primary and a
@@ -17,9 +16,6 @@ import type { ModelDef } from '../../src/projects/types.ts';
  * a read after a write never sees the state before it, even with the standby's replay paused;
  * a replica past SVC_REPLICA_MAX_LAG_MS or killed leaves rotation and no request fails.
  */
-const POST: ModelDef[] = [
-  { key: 'post', name: 'Post', fields: [{ key: 'title', type: 'text', required: true }] },
-] as ModelDef[];
 const skip = skipStandby();
 
 /** Retries `check` (assertions may throw) until it passes or `ms` pass; then throws its last error. */
@@ -72,35 +68,19 @@ describe.skipIf(skip)('read replicas (a real hot standby)', () => {
     return lsn!;
   };
 
+  let fixture: ReplicaFixture | undefined;
+
   beforeAll(async () => {
-    pair = await startStandbyPair();
-    // The standby replays the CREATE DATABASE before it can be connected to.
-    ({ primaryDb, standbyDb } = await replicatedDatabase(pair, 'svc_replicas'));
-    const env = {
+    fixture = await replicaFixture('svc_replicas', (standbyDb) => ({
       DATABASE_READ_URL: standbyDb,
       SVC_REPLICA_MAX_LAG_MS: '600',
       SVC_REPLICA_POLL_MS: '50',
       SVC_REPLICA_WAIT_MS: '200',
-    };
-    server = await startTestServer({ DATABASE_URL: primaryDb, ...env });
-    p = await gqlProject(server, POST);
-    sk = await p.key('sk', ALL_SECRET);
-    pk = await p.key('pk', ['records:read']);
-    const c = await p.gql(sk, 'mutation { createPost(data: { title: "v0" }) { _id } }');
-    id = c.body.data.createPost._id;
-    await p.gql(sk, 'mutation($id: ID!) { publishPostVersion(_id: $id) { _id } }', { id });
-    other = await spawnService(
-      { DATABASE_URL: primaryDb, ...env, SVC_LOG: 'off', SVC_DATA_DIR: server.dataDir },
-      { role: 'api', cwd: `${import.meta.dir}/../..` },
-    );
+    }));
+    ({ pair, primaryDb, standbyDb, server, other, p, sk, pk, id } = fixture);
   }, 240_000);
 
-  afterAll(async () => {
-    other?.proc.kill();
-    await other?.proc.exited;
-    await server?.stop();
-    await pair?.stop();
-  }, 60_000);
+  afterAll(() => fixture?.stop(), 60_000);
 
   test('published reads go to the standby once it has replayed the writes; /health and /metrics show it', async () => {
     await until(() => expect(replica().state).toBe('up'), 20_000);
