@@ -112,69 +112,45 @@ type NodeMaker = (
   variantId: string,
 ) => RecordNode;
 
-const bareNode: NodeMaker = (row, data, scope, t, variantId) => ({
-  _id: row.id,
-  _modelKey: row.model_key,
-  _createdAt: row.created_at,
-  _updatedAt: row.updated_at,
-  _publishedAt: row.published_at,
-  _hasDraft: row.has_draft,
-  naturalKey: row.natural_key,
-  content: data,
-  _stage: scope.stage,
-  _locale: scope.locale,
-  _targeting: t,
-  _variantId: variantId,
-  _owner: row.owner_customer_id,
-});
-
 /**
  * A model's node maker: one object literal with the system properties and every field, made
  * once per model definition (as graphql-jit makes its queries), so every node of a model has one
  * shape from the start. Filled field by field (`node[key] = v`), a node of ten fields changed
  * shape ten times and grew its property storage twice (~3 % of an uncached read's server CPU;
- * bench/NOTES.md, issue 31). Field keys are written as JSON string literals; a key that an
- * object literal would not write as a plain property (`__proto__`) keeps the loop.
+ * bench/NOTES.md, issue 31). Field keys are names (config KEY_RE: a letter, then letters, digits
+ * and _), written as JSON string literals.
  */
 const nodeMakers = new WeakMap<ModelDef, NodeMaker>();
 function nodeMakerOf(model: ModelDef): NodeMaker {
   let make = nodeMakers.get(model);
-  if (make) return make;
-  const fields = readFieldsOf(model);
-  if (fields.some((f) => f.key === '__proto__')) {
-    make = (row, data, scope, t, variantId) => {
-      const node = bareNode(row, data, scope, t, variantId);
-      for (const f of fields) {
-        let v = data[f.key];
-        if (v === undefined) v = f.fallback;
-        node[f.key] = v ?? null;
-      }
-      return node;
-    };
-  } else {
-    // Enum defaults apply on read too, so records written before a default existed show it.
-    const props = fields
-      .map((f, i) => {
-        const k = JSON.stringify(f.key);
-        return `${k}: (v = data[${k}]) === undefined ? (fb[${i}] ?? null) : (v ?? null)`;
-      })
-      .join(',\n');
-    make = new Function(
-      'fb',
-      `return function node(row, data, scope, t, variantId) {
-        let v;
-        return {
-          _id: row.id, _modelKey: row.model_key, _createdAt: row.created_at, _updatedAt: row.updated_at,
-          _publishedAt: row.published_at, _hasDraft: row.has_draft, naturalKey: row.natural_key,
-          content: data, _stage: scope.stage, _locale: scope.locale, _targeting: t,
-          _variantId: variantId, _owner: row.owner_customer_id${props ? `,\n${props}` : ''}
-        };
-      };`,
-    )(fields.map((f) => f.fallback)) as NodeMaker;
-  }
-  nodeMakers.set(model, make);
+  if (!make) nodeMakers.set(model, (make = nodeMaker(readFieldsOf(model))));
   return make;
 }
+
+/** A node of the system properties and, after them, `fields` (none: a record of an unknown model). */
+function nodeMaker(fields: readonly { key: string; fallback: unknown }[]): NodeMaker {
+  // Enum defaults apply on read too, so records written before a default existed show it.
+  const props = fields
+    .map((f, i) => {
+      const k = JSON.stringify(f.key);
+      return `,\n${k}: (v = data[${k}]) === undefined ? (fb[${i}] ?? null) : (v ?? null)`;
+    })
+    .join('');
+  return new Function(
+    'fb',
+    `return function node(row, data, scope, t, variantId) {
+      let v;
+      return {
+        _id: row.id, _modelKey: row.model_key, _createdAt: row.created_at, _updatedAt: row.updated_at,
+        _publishedAt: row.published_at, _hasDraft: row.has_draft, naturalKey: row.natural_key,
+        content: data, _stage: scope.stage, _locale: scope.locale, _targeting: t,
+        _variantId: variantId, _owner: row.owner_customer_id${props}
+      };
+    };`,
+  )(fields.map((f) => f.fallback)) as NodeMaker;
+}
+
+const bareNode = nodeMaker([]);
 
 /**
  * A model's fields as toNode reads them (system fields left out, an enum's default beside it),
