@@ -21,7 +21,7 @@ export interface Child {
  * `logFile`: the child's stdout and stderr go to that file instead of a pipe to this process.
  * For the service under load: its request log is ~5 MB/s at 40,000 requests/s, and a pipe to the
  * harness made the service wait on (and the harness wake for) every chunk, on the cores the
- * measured processes share; a file costs the service one write per 64 KB batch and the harness
+ * measured processes share; a file costs the service one write per batch of lines and the harness
  * nothing (read once, for an error message). The references print no such log.
  */
 export function startChild(

@@ -167,6 +167,18 @@ function planFor(
 
 /** One request first: the target must answer this document with data and no errors. */
 async function preflight(endpoint: string, body: string, headers: Record<string, string>): Promise<string> {
+  return (await preflightAnswer(endpoint, body, headers)).text;
+}
+
+/** Headers every server writes itself: left out of those ceiling-static copies. */
+const OWN_HEADERS = new Set(['date', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** preflight(), with the answer's headers (less those every server writes itself). */
+async function preflightAnswer(
+  endpoint: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ text: string; headers: [string, string][] }> {
   const res = await fetch(endpoint, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -176,20 +188,7 @@ async function preflight(endpoint: string, body: string, headers: Record<string,
   const text = await res.text();
   if (res.status === 404) throw new Error(`POST ${new URL(endpoint).pathname} → 404`);
   if (res.status !== 200 || text.includes('"errors"')) throw new Error(`HTTP ${res.status}: ${text.slice(0, 140)}`);
-  return text;
-}
-
-/** The headers the service answers the read with, less those every server writes itself. */
-async function answerHeaders(endpoint: string, key: string): Promise<[string, string][]> {
-  const res = await fetch(endpoint, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: body(READ_DOC),
-    signal: AbortSignal.timeout(15_000),
-  });
-  await res.arrayBuffer();
-  const own = new Set(['date', 'content-length', 'connection', 'keep-alive', 'transfer-encoding']);
-  return [...res.headers].filter(([k]) => !own.has(k.toLowerCase()));
+  return { text, headers: [...res.headers].filter(([k]) => !OWN_HEADERS.has(k.toLowerCase())) };
 }
 
 async function measure(
@@ -342,18 +341,15 @@ async function runService(
     fleetSeed = seeded;
     notes.push(...seeded.notes);
     await seedArticles(svc.url, seeded);
-    const text = await preflight(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
+    const read = await preflightAnswer(svc.endpoint, body(READ_DOC), { 'x-api-key': seeded.publicKey });
     // Trusted-document rows (bench/trusted.ts): the read document, pushed once.
     if (wanted.some((w) => (TRUSTED_SCENARIOS as readonly string[]).includes(w)))
       await pushTrustedRead(svc.url, seeded);
     readBytes.file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), 'read.json');
-    writeFileSync(readBytes.file, text);
+    writeFileSync(readBytes.file, read.text);
     // ceiling-static answers with the same headers too (Cache-Control, Vary, the rate-limit
-    // headers CONTRACT §5 asks of every keyed answer): the same response, not a lighter one.
-    writeFileSync(
-      `${readBytes.file}.headers.json`,
-      JSON.stringify(await answerHeaders(svc.endpoint, seeded.publicKey)),
-    );
+    // headers of every keyed answer): the same response, not a lighter one.
+    writeFileSync(`${readBytes.file}.headers.json`, JSON.stringify(read.headers));
   } catch (err) {
     const reason = (err as Error).message;
     if (!svc || !seeded) throw err;
