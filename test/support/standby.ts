@@ -68,7 +68,13 @@ function asPostgres(cmd: string, args: string[]): string {
   return execFileSync(file, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
 }
 
-async function waitUp(url: string, ms = 60_000): Promise<void> {
+/** Polls `select 1` on `url` until it answers; after `ms`, throws `failure` with the last error. */
+async function waitUp(
+  url: string,
+  ms = 60_000,
+  failure = `PostgreSQL at ${url} did not come up`,
+  pauseMs = 200,
+): Promise<void> {
   const end = Date.now() + ms;
   for (;;) {
     const c = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
@@ -76,11 +82,11 @@ async function waitUp(url: string, ms = 60_000): Promise<void> {
       await c`select 1`;
       return;
     } catch (err) {
-      if (Date.now() > end) throw new Error(`PostgreSQL at ${url} did not come up: ${(err as Error).message}`);
+      if (Date.now() > end) throw new Error(`${failure}: ${(err as Error).message}`);
     } finally {
       await c.end({ timeout: 1 }).catch(() => {});
     }
-    await Bun.sleep(200);
+    await Bun.sleep(pauseMs);
   }
 }
 
@@ -229,18 +235,6 @@ export async function replicatedDatabase(
     await admin.end();
   }
   const standbyDb = onDatabase(pair.standbyUrl, name);
-  const end = Date.now() + 30_000;
-  for (;;) {
-    const c = postgres(standbyDb, { max: 1, connect_timeout: 2, onnotice: () => {} });
-    try {
-      await c`select 1`;
-      break;
-    } catch (err) {
-      if (Date.now() > end) throw new Error(`the standby never showed database ${name}: ${(err as Error).message}`);
-    } finally {
-      await c.end({ timeout: 1 }).catch(() => {});
-    }
-    await Bun.sleep(100);
-  }
+  await waitUp(standbyDb, 30_000, `the standby never showed database ${name}`, 100);
   return { primaryDb: onDatabase(pair.primaryUrl, name), standbyDb };
 }
