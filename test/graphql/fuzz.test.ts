@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { buildClientSchema, getIntrospectionQuery, printSchema, type GraphQLSchema } from 'graphql';
-import { insertApiKey } from '../../src/auth/api-keys.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
 import { deepJson } from '../support/deep-json.ts';
@@ -58,17 +57,7 @@ beforeAll(async () => {
   server = await startTestServer();
   p = await gqlProject(server, fuzzModels(), 'fuzz');
   // High rate limits: ten thousand documents plus as many normal reads in one hour window.
-  const key = async (kind: 'pk' | 'sk', scopes: string[]) =>
-    (
-      await insertApiKey(server.svc.sql, {
-        tenantId: p.tenantId,
-        projectId: p.projectId,
-        kind,
-        name: `fuzz-${kind}`,
-        scopes,
-        rateLimit: 10_000_000,
-      })
-    ).key;
+  const key = (kind: 'pk' | 'sk', scopes: string[]) => p.key(kind, scopes, null, 10_000_000);
   pk = await key('pk', ['records:read', 'search:read']);
   sk = await key('sk', ALL_SECRET);
   const person = await p.gql(sk, `mutation { createPerson(data: { name: "Ada" }) { _id } }`);

@@ -10,7 +10,8 @@ export interface GqlProject {
   tenantId: string;
   /** The tenant owner's control key (`svc` commands that need one). */
   ownerKey: string;
-  key(kind: KeyKind, scopes: string[], allowedModels?: string[] | null): Promise<string>;
+  /** `rateLimit`: requests per hour (suites that send thousands of requests raise it). */
+  key(kind: KeyKind, scopes: string[], allowedModels?: string[] | null, rateLimit?: number): Promise<string>;
   gql(
     key: string,
     query: string,
@@ -35,7 +36,7 @@ export async function gqlProject(server: TestServer, models: ModelDef[], name = 
     projectId,
     tenantId,
     ownerKey,
-    async key(kind, scopes, allowedModels = null) {
+    async key(kind, scopes, allowedModels = null, rateLimit) {
       const k = await insertApiKey(server.svc.sql, {
         tenantId,
         projectId,
@@ -43,6 +44,7 @@ export async function gqlProject(server: TestServer, models: ModelDef[], name = 
         name: `k${Math.random()}`,
         scopes,
         allowedModels,
+        ...(rateLimit === undefined ? {} : { rateLimit }),
       });
       return k.key;
     },

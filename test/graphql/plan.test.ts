@@ -9,7 +9,6 @@ import {
   type GraphQLObjectType,
   type GraphQLSchema,
 } from 'graphql';
-import { insertApiKey } from '../../src/auth/api-keys.ts';
 import type { KeyPrincipal } from '../../src/auth/principal.ts';
 import { contextFor, execute } from '../../src/graphql/execute.ts';
 import { maskErrors } from '../../src/graphql/errors.ts';
@@ -66,17 +65,7 @@ const articleData = fc.record(
 beforeAll(async () => {
   server = await startTestServer();
   p = await gqlProject(server, MODELS);
-  const key = async (kind: 'pk' | 'sk', scopes: string[]) =>
-    (
-      await insertApiKey(server.svc.sql, {
-        tenantId: p.tenantId,
-        projectId: p.projectId,
-        kind,
-        name: `plan-${kind}`,
-        scopes,
-        rateLimit: 10_000_000,
-      })
-    ).key;
+  const key = (kind: 'pk' | 'sk', scopes: string[]) => p.key(kind, scopes, null, 10_000_000);
   const pk = await key('pk', ['records:read', 'search:read']);
   sk = await key('sk', ALL_SECRET);
   pkPrincipal = await principal(pk);
