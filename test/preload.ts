@@ -5,6 +5,7 @@ import { afterAll } from 'bun:test';
 import { startEmbedded } from '../src/store/embedded.ts';
 import { dropCreatedDatabases, READ_SERVER_ENV, replicaTally } from './support/db.ts';
 import { removeAllTempDirs } from './support/tmp.ts';
+import { stopLeakedServers } from './support/leaks.ts';
 
 /**
  * Runs once before the suite: with DATABASE_URL unset, the suite runs against the embedded
@@ -15,6 +16,15 @@ import { removeAllTempDirs } from './support/tmp.ts';
  */
 // Temporary folders a test did not remove itself (it failed before its cleanup) go at the end.
 afterAll(() => removeAllTempDirs());
+
+/**
+ * Test servers a file left running are stopped before the suite's database goes, and named: a
+ * file that passed must stop what it started.
+ */
+async function stopLeaks(): Promise<void> {
+  const files = await stopLeakedServers();
+  if (files.length) console.error(`test servers left running, stopped after the last file: ${files.join(', ')}`);
+}
 
 // One log line per request would bury the test output; the request-log tests turn it on.
 process.env.SVC_LOG ??= 'off';
@@ -41,13 +51,17 @@ if (process.env.DATABASE_READ_URL) {
 if (process.env.DATABASE_URL) {
   // A shared server: the suite's own databases go when it is over (~80 DROP DATABASE … WITH
   // (FORCE); on a loaded shared server that took over two minutes).
-  afterAll(() => dropCreatedDatabases(), 600_000);
+  afterAll(async () => {
+    await stopLeaks();
+    await dropCreatedDatabases();
+  }, 600_000);
 } else {
   const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
   const server = await startEmbedded(dir, { throwaway: dir });
   process.env.DATABASE_URL = server.url;
   process.env.SVC_TEST_EMBEDDED_DIR = dir;
   afterAll(async () => {
+    await stopLeaks();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }, 60_000);

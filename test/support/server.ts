@@ -4,6 +4,7 @@ import type { CollabOptions } from '../../src/collab/rooms.ts';
 import { freshDatabase, readUrlFor, replicaTally } from './db.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { removeTempDir, tempDir } from './tmp.ts';
+import { trackServer } from './leaks.ts';
 
 export interface TestServer extends Running {
   apiUrl: string;
@@ -38,7 +39,9 @@ export async function startTestServer(
     DATABASE_URL: databaseUrl,
   });
   const running = await startServer(settings, collab);
+  const stopped = trackServer(() => stop());
   const stop = async (): Promise<void> => {
+    stopped();
     const replicas = readUrl ? running.svc?.replicas : undefined;
     if (replicas) {
       const t = replicaTally();
