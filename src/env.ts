@@ -22,6 +22,12 @@ export interface Settings {
   /** `SVC_RESPONSE_CACHE=off` serves every read from PostgreSQL (benchmarks, debugging). */
   responseCache: boolean;
   /**
+   * Start-up warm-up (`SVC_WARMUP_MS`, default 500; 0 off): how long a process that serves the API
+   * may spend reading its pushed trusted documents through its own GraphQL handler before its
+   * port opens (http/warmup.ts).
+   */
+  warmupMs: number;
+  /**
    * Connections of the content read pool (`SVC_READ_POOL`). Reads are single statements that
    * Bun's client pipelines, so about one connection per core is fastest: on 2 cores, 2
    * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
@@ -223,6 +229,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     rootToken: env.SVC_ROOT_TOKEN || undefined,
     production: env.SVC_ENV === 'production',
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
+    warmupMs: int(env.SVC_WARMUP_MS, 500, 'SVC_WARMUP_MS', 0, 10_000),
     readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
     scheduledActionsTickMs: int(env.SVC_SCHEDULED_ACTIONS_TICK_MS, 250, 'SVC_SCHEDULED_ACTIONS_TICK_MS', 10, 60_000),
     realtimeConnectionsPerIdentity: count(

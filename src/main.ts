@@ -32,6 +32,11 @@ async function main(): Promise<void> {
   if (running.gatewayUrl) console.log(`  Realtime: ${settings.realtimeUrl}`);
   console.log(`  Database: ${svc.embedded ? `embedded PostgreSQL in ${svc.embedded.dir}` : 'DATABASE_URL'}`);
   if (svc.embedded?.note) console.log(`            (${svc.embedded.note})`);
+  const w = running.warmup;
+  if (w?.requests)
+    console.log(
+      `  Warm-up:  ${w.requests} reads of ${w.reads} trusted documents in ${Math.round(w.ms)} ms (SVC_WARMUP_MS)`,
+    );
   if (svc.rootTokenNotice) console.log(`  Root token (shown once): ${svc.rootTokenNotice}`);
   else console.log(`  Root token: ${settings.rootToken ? 'from SVC_ROOT_TOKEN' : `${settings.dataDir}/root-token`}`);
 

@@ -10,11 +10,14 @@ import type { CollabOptions } from './collab/rooms.ts';
 import { joinAuth } from './collab/auth.ts';
 import { onSessionRevoked, verifyAccessToken } from './identity/tokens.ts';
 import { metricsModule } from './http/metrics.ts';
+import { warmUp, type WarmUp } from './http/warmup.ts';
 
 export interface Running {
   svc: Service;
   apiUrl: string | undefined;
   gatewayUrl: string | undefined;
+  /** What the start-up warm-up did before the API port opened (http/warmup.ts); absent when off. */
+  warmup?: WarmUp;
   /** Stops accepting, lets in-flight requests finish, then closes the database. */
   stop(): Promise<void>;
 }
@@ -58,8 +61,10 @@ export async function startServer(settings: Settings, collabOptions: CollabOptio
   );
   // A logout or revoked session closes that session's realtime connections (4403).
   const stopRevocations = onSessionRevoked(svc, (e) => hub.sessionRevoked(e.sessionId));
+  let warmup: WarmUp | undefined;
   try {
     if (runsApi) {
+      if (settings.warmupMs > 0) warmup = await warmUp(svc, { budgetMs: settings.warmupMs });
       const app = buildApi(svc, hub).listen({ port: settings.port, hostname: settings.host });
       api = app.server ?? undefined;
       // PORT=0 (tests, benches): callbacks must name the port actually bound.
@@ -101,6 +106,7 @@ export async function startServer(settings: Settings, collabOptions: CollabOptio
   let stopping: Promise<void> | undefined;
   return {
     svc,
+    ...(warmup ? { warmup } : {}),
     apiUrl: api ? `http://${settings.host}:${api.port}` : undefined,
     gatewayUrl: gateway ? `http://${settings.host}:${gateway.server.port}` : undefined,
     stop() {

@@ -66,7 +66,7 @@ export function resolveDocument(
   if (text !== null && sha256Hex(text) !== hash) throw new BadUserInput('provided sha does not match query');
   const doc = target.snapshot.documents.get(hash);
   if (doc) {
-    countHit(target.snapshot.id, hash);
+    if (principal.keyId !== WARM_UP_KEY_ID) countHit(target.snapshot.id, hash);
     return { query: doc.body, trusted: hash };
   }
   if (policy === 'trusted-only') {
@@ -154,6 +154,9 @@ async function lookupApq(deps: { sql: Sql }, target: DocumentTarget, hash: strin
   }
   return { query: text, trusted: null };
 }
+
+/** The key id of the start-up warm-up's requests (http/warmup.ts): no client's, never counted. */
+export const WARM_UP_KEY_ID = 'warm-up';
 
 /* ----------------------------------------------------------------------------------------------
  * Hits by document id for /metrics: at most MAX_LABELS distinct ids (the first seen), the rest

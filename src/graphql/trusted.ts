@@ -161,7 +161,7 @@ function yieldTurn(): Promise<void> {
   return new Promise((r) => setImmediate(r));
 }
 
-async function keyViews(deps: Pick<GraphqlDeps, 'sql'>, snapshot: ProjectSnapshot): Promise<KeyPrincipal[]> {
+export async function keyViews(deps: Pick<GraphqlDeps, 'sql'>, snapshot: ProjectSnapshot): Promise<KeyPrincipal[]> {
   const rows = await deps.sql<
     { id: string; kind: KeyPrincipal['kind']; scopes: string[]; allowed_models: string[] | null }[]
   >`

@@ -33,7 +33,9 @@ export type GraphqlHandler = (
  * cached) waits for nothing but its body: the gate, the charge and the core answer without a
  * promise when they can (authenticateNow, chargeNow, executeNow).
  */
-export function graphqlHandler(deps: GraphqlDeps & { gate: Gate }): GraphqlHandler {
+export function graphqlHandler(
+  deps: GraphqlDeps & { gate: Pick<Gate, 'authenticateNow' | 'allowNow'> },
+): GraphqlHandler {
   const { gate } = deps;
   const production = deps.settings.production;
   return async (request, method, clientIp, answered) => {
