@@ -146,6 +146,15 @@ export function syncStep2Frame(doc: Y.Doc, stateVector: Uint8Array): Uint8Array 
   return encoding.toUint8Array(e);
 }
 
+/** Sync step 2 carrying an update encoded before (RoomSync's kept full state). */
+export function syncStep2FrameOf(update: Uint8Array): Uint8Array {
+  const e = encoding.createEncoder();
+  encoding.writeVarUint(e, MESSAGE_SYNC);
+  encoding.writeVarUint(e, syncProtocol.messageYjsSyncStep2);
+  encoding.writeVarUint8Array(e, update);
+  return encoding.toUint8Array(e);
+}
+
 export function updateFrame(update: Uint8Array): Uint8Array {
   const e = encoding.createEncoder();
   encoding.writeVarUint(e, MESSAGE_SYNC);

@@ -8,12 +8,25 @@ import {
   permissionDeniedFrame,
   syncStep1Frame,
   syncStep2Frame,
+  syncStep2FrameOf,
   updateFrame,
 } from './protocol.ts';
 import { refusedPlaces, skipUpdate } from './guard.ts';
 import { checkSize, DocSize, SIZE_LIMITS } from './size.ts';
 import { changed, isConn, type Conn } from './room-host.ts';
 import { contentMap, touchedFields } from './content.ts';
+
+/** The kept full state (RoomSync #full): for documents of at least this many bytes of Yjs state. */
+const FULL_MIN_BYTES = 256 * 1024;
+/** Dropped once the updates made since it was encoded pass this many bytes… */
+const FULL_MAX_SINCE = 1024 * 1024;
+/** …or this long after the last joiner it served. */
+const FULL_IDLE_MS = 60_000;
+
+/** The state vector of a document with nothing in it (a single zero: no clients). */
+function isEmptyStateVector(sv: Uint8Array): boolean {
+  return sv.length === 1 && sv[0] === 0;
+}
 
 /** What a room's document side needs of the room (room.ts). */
 export interface RoomSyncHost {
@@ -74,6 +87,15 @@ export class RoomSync {
   /** An update failed half-way: nothing more is applied, sent or saved from this document. */
   #broken = false;
   /**
+   * The whole document as one update, kept for joiners that have nothing yet (a new editor, the
+   * Studio opening the record), with the updates made since, in order: encoding a heavily edited
+   * document near the 4 MiB limit held the event loop ~100 ms per such joiner (3.7 MB of 200,000
+   * items, docs/collab.md). Kept for documents past FULL_MIN_BYTES only; dropped once the updates
+   * since pass FULL_MAX_SINCE bytes, after FULL_IDLE_MS without such a joiner, and when the
+   * document changes outside #changed (a load).
+   */
+  #full: { update: Uint8Array; since: Uint8Array[]; sinceBytes: number; usedAt: number } | null = null;
+  /**
    * The fields a change touched, handed to the host synchronously (it copies what it keeps): one
    * set per path, reused, rather than one per keystroke.
    */
@@ -131,7 +153,8 @@ export class RoomSync {
     const f = parseFrame(data);
     switch (f.type) {
       case 'sync-step1':
-        conn.ws.send(syncStep2Frame(this.doc, f.stateVector));
+        if (isEmptyStateVector(f.stateVector) && this.size.bytes >= FULL_MIN_BYTES) this.#sendFull(conn);
+        else conn.ws.send(syncStep2Frame(this.doc, f.stateVector));
         return;
       case 'sync-step2':
       case 'update': {
@@ -179,7 +202,12 @@ export class RoomSync {
    */
   #afterTransaction(tr: Y.Transaction): void {
     const origin = tr.origin;
-    if (origin === 'load' || this.#broken || !changed(tr)) return;
+    if (origin === 'load' || this.#broken) {
+      // Changed without passing #changed: the kept full state would miss it.
+      if (changed(tr)) this.#full = null;
+      return;
+    }
+    if (!changed(tr)) return;
     const sender = origin instanceof Skipped ? origin.conn : isConn(origin) ? origin : null;
     const incoming = this.#incoming;
     // Bytes being applied: sent and saved only once Yjs has applied all of them (#apply).
@@ -208,6 +236,7 @@ export class RoomSync {
     fields: ReadonlySet<string>,
   ): void {
     this.size.grew(update.byteLength);
+    this.#keep(update);
     this.#host.changed(
       origin === 'remote' ? this.#remoteEditor : sender && !(origin instanceof Skipped) ? sender.userId : null,
       update,
@@ -273,6 +302,28 @@ export class RoomSync {
       origin.ws.publish(this.#host.key, frame);
     } else this.#host.publish(frame);
     if (origin !== 'remote' && this.#host.peers.size > 0) this.#host.relay(1, update, null);
+  }
+
+  /**
+   * A joiner with nothing yet (an empty state vector) gets the kept full state and the updates
+   * made since, in order, encoded once for all such joiners (see #full); the updates published
+   * after it reach its socket after these frames.
+   */
+  #sendFull(conn: Conn): void {
+    let full = this.#full;
+    if (!full) full = this.#full = { update: Y.encodeStateAsUpdate(this.doc), since: [], sinceBytes: 0, usedAt: 0 };
+    full.usedAt = Date.now();
+    conn.ws.send(syncStep2FrameOf(full.update));
+    for (const u of full.since) conn.ws.send(updateFrame(u));
+  }
+
+  /** Notes a change for the kept full state, or drops it when it is no longer worth keeping. */
+  #keep(update: Uint8Array): void {
+    const full = this.#full;
+    if (!full) return;
+    full.since.push(update);
+    full.sinceBytes += update.byteLength;
+    if (full.sinceBytes > FULL_MAX_SINCE || Date.now() - full.usedAt > FULL_IDLE_MS) this.#full = null;
   }
 
   /** Relays the whole document and every presence to the room's other processes. */
