@@ -1,9 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import * as Y from 'yjs';
-import type { TestServer } from '../support/server.ts';
-import { startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { MODELS, editor, roomOf, synced, twoProcesses, type Editor } from './support.ts';
+import { collabFile, roomOf, synced, twoProcesses, type Editor } from './support.ts';
 
 /**
  * Joiners with nothing yet (a new editor, the Studio opening a record) of a large document are
@@ -12,26 +10,11 @@ import { MODELS, editor, roomOf, synced, twoProcesses, type Editor } from './sup
  * still get exactly the document the editors have, through every way the kept state is used,
  * renewed and dropped.
  */
-let server: TestServer;
-let p: GqlProject;
-let key: string;
-const open: Editor[] = [];
-const ed = (room: string) => {
-  const e = editor(server.gatewayUrl, room, { apiKey: key });
-  open.push(e);
-  return e;
-};
-
-beforeAll(async () => {
-  ({ server, p, sk: key } = await startSecretProject(MODELS, 'fresh-join'));
-}, 60_000);
-afterAll(async () => {
-  for (const e of open) e.close();
-  await server.stop();
-}, 60_000);
+const file = collabFile('fresh-join');
+const ed = (room: string) => file.ed(room);
 
 async function note(): Promise<string> {
-  const r = await p.gql(key, 'mutation { createNote(data: { title: "Big" }) { _id } }');
+  const r = await file.p.gql(file.key, 'mutation { createNote(data: { title: "Big" }) { _id } }');
   return r.body.data.createNote._id;
 }
 

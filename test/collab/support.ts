@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'bun:test';
 import * as Y from 'yjs';
 import { WebsocketProvider } from 'y-websocket';
 import type { ModelDef } from '../../src/projects/types.ts';
@@ -5,7 +6,7 @@ import { join } from 'node:path';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { ALL_SECRET, gqlProject, startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import type { Sql } from '../../src/store/db.ts';
 import { loadStored } from '../../src/collab/log-store.ts';
 import type { CollabOptions } from '../../src/collab/rooms.ts';
@@ -60,6 +61,36 @@ export function editor(gatewayUrl: string, room: string, params: Record<string, 
       doc.destroy();
     },
   };
+}
+
+/**
+ * For a test file's top level: a test server with a project of MODELS and its secret key (set
+ * before the file's tests run), and `ed` joining editors with that key (or `params`), all closed
+ * and the server stopped after the file.
+ */
+export function collabFile(projectName: string): {
+  server: TestServer;
+  p: GqlProject;
+  key: string;
+  ed(room: string, params?: Record<string, string>): Editor;
+} {
+  const open: Editor[] = [];
+  const file = {
+    ed(room: string, params: Record<string, string> = { apiKey: file.key }) {
+      const e = editor(file.server.gatewayUrl, room, params);
+      open.push(e);
+      return e;
+    },
+  } as ReturnType<typeof collabFile>;
+  beforeAll(async () => {
+    const made = await startSecretProject(MODELS, projectName);
+    Object.assign(file, { server: made.server, p: made.p, key: made.sk });
+  }, 60_000);
+  afterAll(async () => {
+    for (const e of open) e.close();
+    await file.server?.stop();
+  }, 60_000);
+  return file;
 }
 
 export async function synced(...eds: Editor[]): Promise<void> {
