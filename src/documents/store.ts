@@ -124,6 +124,13 @@ export async function loadTrusted(sql: Sql, projectId: string): Promise<TrustedD
     limit ${DOCUMENT_LIMITS.maxTrusted}`;
 }
 
+/** Projects that hold trusted documents, those that pushed last first (start-up compile and warm-up). */
+export async function projectsWithTrusted(sql: Sql, limit: number): Promise<string[]> {
+  const rows = await sql<{ project_id: string }[]>`
+    select project_id from documents where kind = 'trusted' group by project_id order by max(created_at) desc limit ${limit}`;
+  return rows.map((r) => r.project_id);
+}
+
 export async function listTrusted(sql: Sql, projectId: string): Promise<ListedDocument[]> {
   const rows = await sql<{ hash: string; bytes: number; valid: boolean; problem: string | null; created_at: Date }[]>`
     select hash, bytes, valid, problem, created_at from documents where project_id = ${projectId} and kind = 'trusted' order by created_at, hash`;

@@ -143,9 +143,18 @@ export function stored(body: string, cacheControl: string): Executed {
   };
 }
 
-const trustedKeys = new WeakMap<object, { fingerprint: string; hash: string; op: string; key: string }>();
-/** The digest of a text document's last read without variables, per prepared document (one per view, text and name). */
-const textKeys = new WeakMap<object, { fingerprint: string; query: string; op: string; key: string }>();
+/**
+ * The response key of a read without variables, remembered per prepared document (one per view,
+ * document and operation name) with what it was made of, checked part by part on use: a hot
+ * read then builds no key string and hashes nothing. `source` is the trusted document's hash or
+ * the text (compared by content: a request's text is a new string each time). A SHA-256 of the
+ * text per hit was ~8 % of a cached text read's server CPU; the trusted key's ~120-character
+ * string ~0.2 µs (bench/NOTES.md, issue 31).
+ */
+const knownKeys = new WeakMap<
+  object,
+  { fingerprint: string; trusted: boolean; source: string; op: string; key: string }
+>();
 
 /** What a response key is made of: the request's operation and variables, and the document it resolved to. */
 export interface KeyedRead {
@@ -165,26 +174,22 @@ export function responseKey(
   doc: { query: string; trusted: string | null },
   prepared?: object,
 ): string {
-  if (doc.trusted && !req.variables) {
+  if (!req.variables) {
     const op = req.operationName ?? '';
-    // Remembered per prepared document (one per view, hash and name) with what it was made of,
-    // so a hot read builds no ~120-character string and hashes none (the same string's hash is
-    // kept): ~0.2 µs of a cached read (bench/NOTES.md, issue 31). Checked part by part on use.
-    const known = prepared ? trustedKeys.get(prepared) : undefined;
-    if (known && known.fingerprint === fingerprint && known.hash === doc.trusted && known.op === op) return known.key;
-    const key = `t\0${fingerprint}\0${doc.trusted}\0${op}`;
-    if (prepared) trustedKeys.set(prepared, { fingerprint, hash: doc.trusted, op, key });
-    return key;
-  }
-  if (!doc.trusted && !req.variables && prepared) {
-    // The same digest, remembered per prepared document with what it was made of and checked
-    // part by part on use (the text by content: a request's text is a new string each time): a
-    // SHA-256 of the document per hit was ~8 % of a cached text read's server CPU (bench/NOTES.md).
-    const op = req.operationName ?? '';
-    const known = textKeys.get(prepared);
-    if (known && known.fingerprint === fingerprint && known.op === op && known.query === doc.query) return known.key;
-    const key = digest(fingerprint, op, doc.query, '', '');
-    textKeys.set(prepared, { fingerprint, query: doc.query, op, key });
+    const trusted = !!doc.trusted;
+    const source = trusted ? doc.trusted! : doc.query;
+    const known = prepared ? knownKeys.get(prepared) : undefined;
+    if (
+      known &&
+      known.fingerprint === fingerprint &&
+      known.trusted === trusted &&
+      known.op === op &&
+      known.source === source
+    )
+      return known.key;
+    // A trusted document's key needs no digest: fingerprint, hash and name (never the document).
+    const key = trusted ? `t\0${fingerprint}\0${source}\0${op}` : digest(fingerprint, op, source, '', '');
+    if (prepared) knownKeys.set(prepared, { fingerprint, trusted, source, op, key });
     return key;
   }
   return digest(
@@ -192,7 +197,7 @@ export function responseKey(
     req.operationName ?? '',
     doc.trusted ?? doc.query,
     doc.trusted ? '\u0001' : '',
-    req.variables ? JSON.stringify(req.variables) : '',
+    JSON.stringify(req.variables),
   );
 }
 

@@ -8,6 +8,7 @@ import {
   entryPath,
   HASH_RE,
   listTrusted,
+  projectsWithTrusted,
   removeTrusted,
   saveTrusted,
   setValidity,
@@ -228,10 +229,9 @@ export async function warmAll(
   deps: GraphqlDeps,
   opts: { maxProjects?: number; budgetMs?: number } = {},
 ): Promise<void> {
-  const rows = await deps.sql<{ project_id: string }[]>`
-    select project_id from documents where kind = 'trusted' group by project_id order by max(created_at) desc limit ${opts.maxProjects ?? 1_000}`;
+  const projects = await projectsWithTrusted(deps.sql, opts.maxProjects ?? 1_000);
   const work = (async () => {
-    for (const r of rows) await warmProject(deps, r.project_id).catch(() => 0);
+    for (const id of projects) await warmProject(deps, id).catch(() => 0);
   })();
   await Promise.race([work, new Promise((r) => setTimeout(r, opts.budgetMs ?? 10_000).unref?.())]);
 }

@@ -1,4 +1,5 @@
 import type { KeyPrincipal } from '../auth/principal.ts';
+import { projectsWithTrusted } from '../documents/store.ts';
 import type { GraphqlDeps } from './context.ts';
 import { pluralField } from './context.ts';
 import { WARM_UP_KEY_ID } from './document-policy.ts';
@@ -26,11 +27,9 @@ export interface WarmRead {
 const MAX_READS = 64;
 
 export async function warmReads(deps: GraphqlDeps, maxProjects = 16): Promise<WarmRead[]> {
-  const rows = await deps.sql<{ project_id: string }[]>`
-    select project_id from documents where kind = 'trusted' group by project_id order by max(created_at) desc limit ${maxProjects}`;
   const out: WarmRead[] = [];
-  for (const { project_id } of rows) {
-    const actor = await deps.projects.get(project_id).catch(() => null);
+  for (const id of await projectsWithTrusted(deps.sql, maxProjects)) {
+    const actor = await deps.projects.get(id).catch(() => null);
     if (!actor || actor.snapshot.documents.size === 0) continue;
     const snapshot = actor.snapshot;
     const views = await keyViews(deps, snapshot);

@@ -16,11 +16,13 @@ export async function freePort(): Promise<number> {
   const from = 10_000;
   if (low - from >= 1_000) {
     for (let i = 0; i < 50; i++) {
-      const port = from + Math.floor(Math.random() * (low - from));
-      if (await bindable(port)) return port;
+      const port = await listenOnce(from + Math.floor(Math.random() * (low - from)));
+      if (port !== null) return port;
     }
   }
-  return listenAny();
+  const any = await listenOnce(0);
+  if (any === null) throw new Error('no TCP port free on 127.0.0.1');
+  return any;
 }
 
 function ephemeralRange(): [number, number] {
@@ -33,22 +35,15 @@ function ephemeralRange(): [number, number] {
   return [0, 0];
 }
 
-function bindable(port: number): Promise<boolean> {
+/** Listens on `port` (0: one the OS picks) on 127.0.0.1 and closes again: the port, or null if taken. */
+function listenOnce(port: number): Promise<number | null> {
   return new Promise((resolve) => {
     const srv = createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}
-
-function listenAny(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
+    srv.once('error', () => resolve(null));
+    srv.listen(port, '127.0.0.1', () => {
       const addr = srv.address();
-      const p = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolvePort(p));
+      const bound = typeof addr === 'object' && addr ? addr.port : port;
+      srv.close(() => resolve(bound));
     });
   });
 }
