@@ -102,7 +102,9 @@ export async function openService(settings: Settings, collabOptions: CollabOptio
   let embedded: EmbeddedServer | undefined;
   let url = settings.databaseUrl;
   if (!url) {
-    embedded = await startEmbedded(settings.dataDir);
+    // Not a port the listeners are about to bind: picked while they are still free, PostgreSQL
+    // could take one (a restart on the same PORT met it).
+    embedded = await startEmbedded(settings.dataDir, { avoidPorts: [settings.port, settings.realtimePort] });
     url = embedded.url;
   }
   const sql = connect(url, { pool: 'control' });

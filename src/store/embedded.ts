@@ -26,6 +26,8 @@ export interface EmbeddedServer {
 
 export interface EmbeddedOptions {
   port?: number;
+  /** Ports the server must not take when it picks its own (the service's listeners, about to bind). */
+  avoidPorts?: readonly number[];
   /**
    * A cluster thrown away after use (the test suite's): no fsync, and `stop` is an immediate
    * shutdown (no checkpoint). The watchdog deletes this folder after stopping an orphaned server.
@@ -165,7 +167,7 @@ export async function startEmbedded(dataDir: string, opts: EmbeddedOptions = {})
   } catch (err) {
     throw new Error(`embedded PostgreSQL could not be set up in ${dir}: ${(err as Error).message}`);
   }
-  const port = opts.port ?? (await freePort());
+  const port = opts.port ?? (await freePort(opts.avoidPorts));
   // Its own process group: a Ctrl-C meant for svc must not stop the database under requests
   // that are still being answered. The watchdog below ends it if svc dies first.
   const args = [

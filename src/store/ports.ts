@@ -9,20 +9,25 @@ import { createServer } from 'node:net';
  * outgoing connection's local port comes from, so between this check and the real listen any
  * connection the process (or another) opens may take it — a suite opening thousands of database
  * and HTTP connections met EADDRINUSE that way. Ports are tried at random below that range
- * (Linux: `ip_local_port_range`, 32768–60999 by default), where only listeners live.
+ * (Linux: `ip_local_port_range`, 32768–60999 by default), where only listeners live. `avoid`:
+ * ports never answered, free or not (listeners of this process about to bind them).
  */
-export async function freePort(): Promise<number> {
+export async function freePort(avoid: readonly number[] = []): Promise<number> {
   const [low] = ephemeralRange();
   const from = 10_000;
   if (low - from >= 1_000) {
     for (let i = 0; i < 50; i++) {
-      const port = await listenOnce(from + Math.floor(Math.random() * (low - from)));
+      const candidate = from + Math.floor(Math.random() * (low - from));
+      if (avoid.includes(candidate)) continue;
+      const port = await listenOnce(candidate);
       if (port !== null) return port;
     }
   }
-  const any = await listenOnce(0);
-  if (any === null) throw new Error('no TCP port free on 127.0.0.1');
-  return any;
+  for (let i = 0; i < 10; i++) {
+    const any = await listenOnce(0);
+    if (any !== null && !avoid.includes(any)) return any;
+  }
+  throw new Error('no TCP port free on 127.0.0.1');
 }
 
 function ephemeralRange(): [number, number] {

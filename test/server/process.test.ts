@@ -15,15 +15,23 @@ function start(env: Record<string, string | undefined>) {
   return Bun.spawn([process.execPath, 'src/main.ts'], { cwd: ROOT, env: clean, stdout: 'pipe', stderr: 'pipe' });
 }
 
-async function waitHealthy(url: string, ms = 30_000): Promise<void> {
+/**
+ * Until `url` answers 200. A process that exits first, or is not healthy in time, fails the test
+ * with what it printed (it is killed then).
+ */
+async function waitHealthy(url: string, proc: ReturnType<typeof start>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
-  while (Date.now() < end) {
+  while (Date.now() < end && proc.exitCode === null) {
     try {
       if ((await fetch(url)).ok) return;
     } catch {}
     await Bun.sleep(100);
   }
-  throw new Error(`${url} never became healthy`);
+  const exited = proc.exitCode;
+  if (exited === null) proc.kill('SIGKILL');
+  const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  const printed = `${out}\n${err}`.trim().split('\n').slice(-15).join('\n');
+  throw new Error(`${url} never became healthy (${exited === null ? 'still running' : `exit ${exited}`}):\n${printed}`);
 }
 
 function children(pid: number): number[] {
@@ -44,7 +52,7 @@ describe('process lifecycle', () => {
       REALTIME_PORT: String(rport),
       SVC_ROOT_TOKEN: undefined,
     });
-    await waitHealthy(`http://127.0.0.1:${port}/health`);
+    await waitHealthy(`http://127.0.0.1:${port}/health`, proc);
     expect(await (await fetch(`http://127.0.0.1:${rport}/health`)).json()).toEqual({ status: 'ok' });
     expect(await (await fetch(`http://127.0.0.1:${rport}/api/realtime/status`)).json()).toEqual({
       channels: 0,
@@ -71,7 +79,7 @@ describe('process lifecycle', () => {
       SVC_ROOT_TOKEN: 'rt_reuse_test',
     };
     const first = start(env);
-    await waitHealthy(`http://127.0.0.1:${port}/health`);
+    await waitHealthy(`http://127.0.0.1:${port}/health`, first);
     const created = await fetch(`http://127.0.0.1:${port}/v1/control/tenants`, {
       method: 'POST',
       headers: { authorization: 'Bearer rt_reuse_test', 'content-type': 'application/json' },
@@ -81,7 +89,7 @@ describe('process lifecycle', () => {
     first.kill('SIGTERM');
     await first.exited;
     const second = start(env);
-    await waitHealthy(`http://127.0.0.1:${port}/health`);
+    await waitHealthy(`http://127.0.0.1:${port}/health`, second);
     const who = await fetch(`http://127.0.0.1:${port}/v1/control/whoami`, {
       headers: { authorization: `Bearer ${controlKey}` },
     });
