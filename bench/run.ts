@@ -30,7 +30,14 @@ import { RESULTS_DIR, writeResultsMarkdown } from './results-md.ts';
 import { peerNode } from './peers.ts';
 import { parseCompare, runCompare } from './compare.ts';
 import { seedArticles, seedListings, seedProject, rotationKeys, gql, type Seeded } from './seed.ts';
-import { REFERENCES, startReference, startService, type ReferenceName, type Target } from './targets.ts';
+import {
+  readStatements,
+  REFERENCES,
+  startReference,
+  startService,
+  type ReferenceName,
+  type Target,
+} from './targets.ts';
 import { runOperations } from './operations-scenario.ts';
 import { runFiles } from './files-scenario.ts';
 import { runLoginLoad } from './login-load.ts';
@@ -477,11 +484,26 @@ async function runService(
         profile: o.profile === 'read-uncached' ? o.profile : undefined,
       });
       await preflight(un.endpoint, body(READ_DOC), pub);
+      const shared = async (row: string, run: () => Promise<void>) => {
+        const before = await readStatements(un!);
+        await run();
+        const after = await readStatements(un!);
+        if (!before || !after || after.statements === before.statements) return;
+        const statements = after.statements - before.statements;
+        const reads = statements + after.coalesced - before.coalesced;
+        notes.push(
+          `${row}: ${(reads / statements).toFixed(2)} reads per statement (${reads} reads, ${statements} statements; identical reads waiting for the pool share one, SVC_READ_COALESCE)`,
+        );
+      };
       if (wanted.includes('read-uncached'))
-        await measure('read-uncached', 'read', false, un, planFor(o, un.endpoint, body(READ_DOC), [pub]));
+        await shared('read-uncached', () =>
+          measure('read-uncached', 'read', false, un!, planFor(o, un!.endpoint, body(READ_DOC), [pub])),
+        );
       if (wanted.includes('read-trusted-uncached')) {
         await preflight(un.endpoint, TRUSTED_BODY, pub);
-        await measure('read-trusted-uncached', 'read', false, un, planFor(o, un.endpoint, TRUSTED_BODY, [pub]));
+        await shared('read-trusted-uncached', () =>
+          measure('read-trusted-uncached', 'read', false, un!, planFor(o, un!.endpoint, TRUSTED_BODY, [pub])),
+        );
       }
       if (customerToken && wanted.includes('read-uncached')) await runCustomerAb(o, un, s, customerToken);
     } catch (err) {

@@ -179,3 +179,22 @@ export async function startReference(
     stop: () => stopTarget(child),
   };
 }
+
+/**
+ * Read statements a service process has sent and reads that shared one (its /metrics, summed
+ * over its read pools; src/store/coalesce.ts): the uncached rows say how many reads a statement
+ * answered, since identical reads waiting for the pool share one. Undefined if unreadable.
+ */
+export async function readStatements(t: Target): Promise<{ statements: number; coalesced: number } | undefined> {
+  try {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const sum = (name: string) =>
+      text
+        .split('\n')
+        .filter((l) => l.startsWith(`${name}{`))
+        .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    return { statements: sum('svc_read_statements_total'), coalesced: sum('svc_read_coalesced_total') };
+  } catch {
+    return undefined;
+  }
+}

@@ -33,6 +33,11 @@ export interface Settings {
    * connections served 11,400 uncached reads/s where 10 served 9,100 (docs/decisions.md).
    */
   readPool: number;
+  /**
+   * `SVC_READ_COALESCE` (`on`, the default, or `off`): identical reads waiting for the read pool
+   * share one statement that starts after all of them arrived (store/coalesce.ts).
+   */
+  readCoalesce: boolean;
   /** How often due scheduled publishes and releases are looked for (`SVC_SCHEDULED_ACTIONS_TICK_MS`, ms; default 250: within a second of `at`). */
   scheduledActionsTickMs: number;
   /** Realtime caps (docs/realtime.md): connections per identity, channels per connection. */
@@ -172,10 +177,11 @@ function count(value: string | undefined, fallback: number, name: string): numbe
   return n;
 }
 
-function studioSetting(value: string | undefined): boolean {
-  if (value === undefined || value === '' || value === 'on') return true;
+function onOff(value: string | undefined, fallback: boolean, name: string): boolean {
+  if (value === undefined || value === '') return fallback;
+  if (value === 'on') return true;
   if (value === 'off') return false;
-  throw new Error(`SVC_STUDIO must be on or off, got "${value}"`);
+  throw new Error(`${name} must be on or off, got "${value}"`);
 }
 
 function readCaFile(file: string): string {
@@ -231,6 +237,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     responseCache: env.SVC_RESPONSE_CACHE !== 'off',
     warmupMs: int(env.SVC_WARMUP_MS, 500, 'SVC_WARMUP_MS', 0, 10_000),
     readPool: positive(env.SVC_READ_POOL, Math.max(2, availableParallelism()), 'SVC_READ_POOL'),
+    readCoalesce: onOff(env.SVC_READ_COALESCE, true, 'SVC_READ_COALESCE'),
     scheduledActionsTickMs: int(env.SVC_SCHEDULED_ACTIONS_TICK_MS, 250, 'SVC_SCHEDULED_ACTIONS_TICK_MS', 10, 60_000),
     realtimeConnectionsPerIdentity: count(
       env.SVC_REALTIME_CONNECTIONS_PER_IDENTITY,
@@ -249,7 +256,7 @@ export function readSettings(env: Record<string, string | undefined> = process.e
     busUrl: busUrl(env.SVC_BUS_URL),
     filesMaxBytes: byteCount(env.SVC_FILES_MAX_BYTES, 50 * 1024 * 1024, 'SVC_FILES_MAX_BYTES'),
     files: readFilesSettings(env),
-    studio: studioSetting(env.SVC_STUDIO),
+    studio: onOff(env.SVC_STUDIO, true, 'SVC_STUDIO'),
     billingStripeSecrets: (env.SVC_BILLING_STRIPE_SECRET ?? '')
       .split(',')
       .map((s) => s.trim())

@@ -1,5 +1,6 @@
 import { SQL } from 'bun';
 import type { ContentSql, Sql } from '../store/db.ts';
+import { read } from '../store/coalesce.ts';
 import { RoutedReads } from '../store/routed-reads.ts';
 
 /** Where a content read runs: a pool, or a replica route (store/replicas.ts) that falls back to the primary. */
@@ -19,7 +20,7 @@ export function observeQueries(fn: Observer | undefined): void {
 export function run<T>(sql: Reader, text: string, params: unknown[]): Promise<T[]> {
   observer?.(text);
   if (sql instanceof RoutedReads) return sql.run<T>(text, params).catch(withSqlState);
-  if (sql instanceof SQL) return (sql.unsafe(text, params) as unknown as Promise<T[]>).catch(withSqlState);
+  if (sql instanceof SQL) return read<T>(sql, text, params).catch(withSqlState);
   return sql.unsafe(text, params as never[], { prepare: true }) as unknown as Promise<T[]>;
 }
 

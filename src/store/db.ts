@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { SQL } from 'bun';
 import { PG_BACKOFF, pgSocket } from './pg-socket.ts';
+import { coalesceReads } from './coalesce.ts';
 
 export type Sql = postgres.Sql<Record<string, never>>;
 
@@ -118,7 +119,10 @@ export async function ping(sql: Sql, url: string): Promise<void> {
  */
 export type ContentSql = InstanceType<typeof SQL>;
 
-export function connectContentSql(url: string, opts: { max?: number; pool?: string } = {}): ContentSql {
+export function connectContentSql(
+  url: string,
+  opts: { max?: number; pool?: string; coalesce?: boolean } = {},
+): ContentSql {
   // Bun passes `connection` as startup parameters, like postgres.js.
   const options = {
     url,
@@ -127,5 +131,8 @@ export function connectContentSql(url: string, opts: { max?: number; pool?: stri
     connectionTimeout: 5,
     connection: { application_name: poolName(opts.pool ?? 'content') },
   };
-  return new SQL(options as ConstructorParameters<typeof SQL>[0]);
+  const pool = new SQL(options as ConstructorParameters<typeof SQL>[0]);
+  // Two statements deep per connection: Bun's client pipelines (store/coalesce.ts).
+  if (opts.coalesce) coalesceReads(pool, 2 * options.max);
+  return pool;
 }

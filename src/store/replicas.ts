@@ -30,6 +30,8 @@ export interface ReplicaOptions {
   waitMs: number;
   /** Connections per replica pool (as SVC_READ_POOL for the primary's). */
   pool: number;
+  /** Coalesce identical reads on each replica's pool (store/coalesce.ts). */
+  coalesce?: boolean;
 }
 
 /** The most primary positions kept for measuring lag (one per poll that saw the WAL move). */
@@ -80,7 +82,12 @@ export class ReadReplicas {
     this.#opts = opts;
     this.#primaryReader = new RoutedReads(undefined, this);
     this.replicas = opts.urls.map(
-      (url, i) => new Replica(replicaName(url), connectContentSql(url, { max: opts.pool, pool: `replica${i}` }), this),
+      (url, i) =>
+        new Replica(
+          replicaName(url),
+          connectContentSql(url, { max: opts.pool, pool: `replica${i}`, coalesce: opts.coalesce }),
+          this,
+        ),
     );
   }
 

@@ -1,3 +1,4 @@
+import { read } from './coalesce.ts';
 import type { ContentSql } from './db.ts';
 
 export type ReplicaState = 'up' | 'lagging' | 'down';
@@ -40,16 +41,16 @@ export class RoutedReads {
   async run<T>(text: string, params: unknown[]): Promise<T[]> {
     let replica = this.replica;
     if (!replica && this.waitFor !== undefined) replica = await this.owner.waitFor(this.waitFor);
-    if (!replica) return this.owner.primary.unsafe(text, params as never[]) as unknown as Promise<T[]>;
+    if (!replica) return read<T>(this.owner.primary, text, params);
     try {
-      return (await replica.sql.unsafe(text, params as never[])) as unknown as T[];
+      return await read<T>(replica.sql, text, params);
     } catch (err) {
       // The statement's own error (a bad pattern in a filter…) would fail on the primary too.
       const state = sqlState(err);
       if (state && !RETRY_ON_PRIMARY.test(state)) throw err;
       // The replica's: unreachable, shutting down, or the read cancelled by replay.
       if (!state || !state.startsWith('40')) this.owner.failed(replica, err);
-      return this.owner.primary.unsafe(text, params as never[]) as unknown as Promise<T[]>;
+      return read<T>(this.owner.primary, text, params);
     }
   }
 }
