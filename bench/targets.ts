@@ -185,7 +185,9 @@ export async function startReference(
  * over its read pools; src/store/coalesce.ts): the uncached rows say how many reads a statement
  * answered, since identical reads waiting for the pool share one. Undefined if unreadable.
  */
-export async function readStatements(t: Target): Promise<{ statements: number; coalesced: number } | undefined> {
+export async function readStatements(
+  t: Pick<Target, 'url'>,
+): Promise<{ statements: number; coalesced: number } | undefined> {
   try {
     const text = await (await fetch(`${t.url}/metrics`)).text();
     const sum = (name: string) =>

@@ -1,4 +1,7 @@
-import type { ContentSql } from './db.ts';
+/** A pool as this module uses it: Bun.SQL's `unsafe` (store/db.ts `ContentSql`, which imports this). */
+export interface ReadPool {
+  unsafe(text: string, values?: never[]): unknown;
+}
 
 /**
  * Read coalescing on a content read pool (`SVC_READ_COALESCE`, on by default; docs/decisions.md).
@@ -22,6 +25,10 @@ import type { ContentSql } from './db.ts';
  * the same, and nothing that reads them writes to them (test/store/coalesce.test.ts compares
  * concurrent answers with sequential ones). Only reads go through here (content/db.ts `run` on a
  * read pool, store/routed-reads.ts); a transaction's statements never do.
+ *
+ * Bounds: a waiting statement is one entry (its key: text and parameters, which its reads hold
+ * anyway) with its reads' callbacks, so what waits here grows with the reads in flight, as the
+ * client's own queue did; one pass over the waiting skips at most `maxInFlight` of them.
  */
 
 interface Joiner {
@@ -54,7 +61,7 @@ export class ReadCoalescer {
   readonly #waiting = new Map<string, Waiting>();
 
   constructor(
-    readonly pool: ContentSql,
+    readonly pool: ReadPool,
     readonly maxInFlight: number,
   ) {}
 
@@ -142,7 +149,7 @@ function plain(params: readonly unknown[], depth = 0): boolean {
 const coalescers = new WeakMap<object, ReadCoalescer>();
 
 /** Coalesces the reads sent to `pool` through `read` from now on. */
-export function coalesceReads(pool: ContentSql, maxInFlight: number): ReadCoalescer {
+export function coalesceReads(pool: ReadPool, maxInFlight: number): ReadCoalescer {
   const c = new ReadCoalescer(pool, maxInFlight);
   coalescers.set(pool, c);
   return c;
@@ -153,7 +160,7 @@ export function coalescerOf(pool: object): ReadCoalescer | undefined {
 }
 
 /** A read statement on a pool: coalesced when the pool's reads are (`coalesceReads`), else sent. */
-export function read<T>(pool: ContentSql, text: string, params: unknown[]): Promise<T[]> {
+export function read<T>(pool: ReadPool, text: string, params: unknown[]): Promise<T[]> {
   const c = coalescers.get(pool);
   return c ? c.run<T>(text, params) : (pool.unsafe(text, params as never[]) as unknown as Promise<T[]>);
 }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { readStatements } from '../../bench/targets.ts';
 
 /**
  * Read coalescing through the API, on two processes with the response cache off (every read
@@ -65,15 +66,11 @@ async function gqlAt(url: string, key: string, query: string, variables?: Record
   return res.json();
 }
 
-/** A process's read statements and coalesced reads, summed over its pools. */
+/** A process's read statements and coalesced reads, summed over its pools (its /metrics). */
 async function readCounts(url: string): Promise<{ statements: number; coalesced: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const sum = (name: string) =>
-    text
-      .split('\n')
-      .filter((l) => l.startsWith(`${name}{`))
-      .reduce((n, l) => n + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-  return { statements: sum('svc_read_statements_total'), coalesced: sum('svc_read_coalesced_total') };
+  const counts = await readStatements({ url });
+  if (!counts) throw new Error(`no /metrics at ${url}`);
+  return counts;
 }
 
 describe('read coalescing across two processes', () => {
