@@ -56,6 +56,7 @@ import {
   trustedRatios,
 } from './trusted.ts';
 import { runReadReplica } from './read-replica.ts';
+import { interleave, pairRounds, type PairSide } from './interleave.ts';
 
 export const SCENARIOS = [
   'read-cached',
@@ -312,6 +313,51 @@ async function runReference(o: Options, name: ReferenceName, readBytes: { file?:
   }
 }
 
+/** A row of an interleaved pair (bench/interleave.ts): measured like any read row, its req/s returned. */
+function readSide(
+  o: Options,
+  name: string,
+  target: Target,
+  b: string,
+  headers: Record<string, string>,
+  reference = false,
+): PairSide {
+  return {
+    name,
+    run: async (row) => {
+      await measure(row, 'read', reference, target, planFor(o, target.endpoint, b, [headers]));
+      return rows.find((r) => r.name === row)?.result?.rps;
+    },
+  };
+}
+
+/**
+ * `scenario` and the reference `name` (started for it, beside the scenario's process) in turns
+ * (bench/interleave.ts): the figures its target is judged on.
+ */
+async function pairWith(
+  o: Options,
+  name: ReferenceName,
+  scenario: PairSide,
+  readBytes: { file?: string },
+  target: number,
+): Promise<void> {
+  let ref: Target | undefined;
+  try {
+    ref = await startReference(name, { databaseUrl: db?.url, bodyFile: readBytes.file });
+    await preflight(ref.endpoint, body(READ_DOC), {});
+    const r = await interleave(scenario, readSide(o, name, ref, body(READ_DOC), {}, true), pairRounds(o.quick), target);
+    Object.assign(extraFigures, r.figures);
+    notes.push(r.note);
+  } catch (err) {
+    notes.push(
+      `${scenario.name} ÷ ${name}, interleaved: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`,
+    );
+  } finally {
+    await ref?.stop();
+  }
+}
+
 async function runService(
   o: Options,
   wanted: Scenario[],
@@ -461,6 +507,8 @@ async function runService(
         unavailable[name] = (err as Error).message;
       }
     }
+    if (wanted.includes('read-trusted') && !unavailable['read-trusted'])
+      await pairWith(o, 'ceiling-static', readSide(o, 'read-trusted', svc, TRUSTED_BODY, pub), readBytes, 0.85);
   } finally {
     await svc.stop();
     if (svc.profile) profiles.push(svc.profile);
@@ -504,6 +552,7 @@ async function runService(
         await shared('read-trusted-uncached', () =>
           measure('read-trusted-uncached', 'read', false, un!, planFor(o, un!.endpoint, TRUSTED_BODY, [pub])),
         );
+        await pairWith(o, 'ceiling-jit', readSide(o, 'read-trusted-uncached', un, TRUSTED_BODY, pub), readBytes, 0.5);
       }
       if (customerToken && wanted.includes('read-uncached')) await runCustomerAb(o, un, s, customerToken);
     } catch (err) {

@@ -184,9 +184,10 @@ export async function runFirstAfterRestart(
 /** The rows' ratios to their references (the table's ratio columns do not include ceiling-static). */
 export function trustedRatios(rows: readonly { name: string; result?: { rps: number } }[]): string[] {
   const rps = (n: string) => rows.find((r) => r.name === n)?.result?.rps;
+  // The targets are judged on the interleaved pairs (bench/interleave.ts), noted beside these.
   const pairs: [string, string, number][] = [
-    ['read-trusted', 'ceiling-static', 0.85],
-    ['read-trusted-uncached', 'ceiling-jit', 0.5],
+    ['read-trusted', 'ceiling-static', 0],
+    ['read-trusted-uncached', 'ceiling-jit', 0],
     ['revalidate-304', 'ceiling-static', 0],
   ];
   const out: string[] = [];

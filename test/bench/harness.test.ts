@@ -7,6 +7,7 @@ import { evaluate, type ResultFile } from '../../bench/results.ts';
 import { readResults, resultsMarkdown } from '../../bench/results-md.ts';
 import { tableLines, ERROR_MARK } from '../../bench/report.ts';
 import { collabFigures } from '../../bench/collab.ts';
+import { interleave, type PairSide } from '../../bench/interleave.ts';
 import { perTestDirs } from '../support/tmp.ts';
 
 /** Each test's folders, removed after it. */
@@ -238,6 +239,48 @@ describe('results as data', () => {
     // 100/150 = 0.67 ≥ 0.5, but the figure had failed requests.
     expect(byId.get('read-uncached/ceiling-jit')).toMatchObject({ errors: 2, met: false });
     expect(byId.has('write/postgraphile')).toBe(false);
+  });
+
+  test('interleaved pairs: turns flipped each round, a failed round left out of both sides, targets on the ratio of the means', async () => {
+    const calls: string[] = [];
+    // The box drifts: every call is slower than the last; the scenario runs at 0.8 of the reference.
+    let drift = 1;
+    const side = (name: string, speed: number, failOn?: string): PairSide => ({
+      name,
+      run: async (row) => {
+        calls.push(row);
+        drift *= 0.9;
+        return row === failOn ? undefined : 1000 * speed * drift;
+      },
+    });
+    const r = await interleave(
+      side('read-trusted', 0.8, 'read-trusted/i3:read-trusted'),
+      side('ceiling-static', 1),
+      4,
+      0.85,
+    );
+    expect(calls).toEqual([
+      'read-trusted/i1:read-trusted',
+      'ceiling-static/i1:read-trusted',
+      'ceiling-static/i2:read-trusted',
+      'read-trusted/i2:read-trusted',
+      'read-trusted/i3:read-trusted',
+      'ceiling-static/i3:read-trusted',
+      'ceiling-static/i4:read-trusted',
+      'read-trusted/i4:read-trusted',
+    ]);
+    expect(r.note).toMatch(/^read-trusted ÷ ceiling-static, interleaved \(3 rounds, order flipped each round\): /);
+    const figures = r.figures;
+    const ratio =
+      figures['read-trusted/interleaved']!.value / figures['ceiling-static/interleaved:read-trusted']!.value;
+    // Drift falls on both sides alike: the ratio of the means stays near 0.8 though each call is 10 % slower.
+    expect(ratio).toBeGreaterThan(0.75);
+    expect(ratio).toBeLessThan(0.85);
+    const s = evaluate(figures);
+    expect(s.find((x) => x.id === 'read-trusted/ceiling-static (interleaved)')).toMatchObject({
+      target: '≥ 0.85 ×',
+      met: false,
+    });
   });
 
   test('RESULTS.md is generated from the newest result of each scenario', () => {
