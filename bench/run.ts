@@ -332,27 +332,29 @@ function readSide(
 }
 
 /**
- * `scenario` and the reference `name` (started for it, beside the scenario's process) in turns
- * (bench/interleave.ts): the figures its target is judged on.
+ * Each scenario and the reference `name` (started once for them, beside the scenarios' process)
+ * in turns (bench/interleave.ts): the figures their targets are judged on.
  */
 async function pairWith(
   o: Options,
   name: ReferenceName,
-  scenario: PairSide,
+  scenarios: readonly { side: PairSide; target: number }[],
   readBytes: { file?: string },
-  target: number,
 ): Promise<void> {
+  if (scenarios.length === 0) return;
   let ref: Target | undefined;
   try {
     ref = await startReference(name, { databaseUrl: db?.url, bodyFile: readBytes.file });
     await preflight(ref.endpoint, body(READ_DOC), {});
-    const r = await interleave(scenario, readSide(o, name, ref, body(READ_DOC), {}, true), pairRounds(o.quick), target);
-    Object.assign(extraFigures, r.figures);
-    notes.push(r.note);
+    const reference = readSide(o, name, ref, body(READ_DOC), {}, true);
+    for (const { side, target } of scenarios) {
+      const r = await interleave(side, reference, pairRounds(o.quick), target);
+      Object.assign(extraFigures, r.figures);
+      notes.push(r.note);
+    }
   } catch (err) {
-    notes.push(
-      `${scenario.name} ÷ ${name}, interleaved: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`,
-    );
+    const names = scenarios.map((x) => x.side.name).join(', ');
+    notes.push(`${names} ÷ ${name}, interleaved: failed: ${(err as Error).message.split('\n')[0]!.slice(0, 160)}`);
   } finally {
     await ref?.stop();
   }
@@ -507,8 +509,19 @@ async function runService(
         unavailable[name] = (err as Error).message;
       }
     }
-    if (wanted.includes('read-trusted') && !unavailable['read-trusted'])
-      await pairWith(o, 'ceiling-static', readSide(o, 'read-trusted', svc, TRUSTED_BODY, pub), readBytes, 0.85);
+    // The rows with targets against ceiling-static again, in turns with it.
+    const paired: [Scenario, string, number][] = [
+      ['read-cached', body(READ_DOC), 0.8],
+      ['read-trusted', TRUSTED_BODY, 0.85],
+    ];
+    await pairWith(
+      o,
+      'ceiling-static',
+      paired
+        .filter(([n]) => wanted.includes(n) && !unavailable[n] && rows.some((r) => r.name === n && r.result))
+        .map(([n, b, target]) => ({ side: readSide(o, n, svc!, b, pub), target })),
+      readBytes,
+    );
   } finally {
     await svc.stop();
     if (svc.profile) profiles.push(svc.profile);
@@ -552,8 +565,20 @@ async function runService(
         await shared('read-trusted-uncached', () =>
           measure('read-trusted-uncached', 'read', false, un!, planFor(o, un!.endpoint, TRUSTED_BODY, [pub])),
         );
-        await pairWith(o, 'ceiling-jit', readSide(o, 'read-trusted-uncached', un, TRUSTED_BODY, pub), readBytes, 0.5);
       }
+      // The rows with targets against ceiling-jit again, in turns with it.
+      const paired: [Scenario, string, number][] = [
+        ['read-uncached', body(READ_DOC), 0.5],
+        ['read-trusted-uncached', TRUSTED_BODY, 0.5],
+      ];
+      await pairWith(
+        o,
+        'ceiling-jit',
+        paired
+          .filter(([n]) => wanted.includes(n) && rows.some((r) => r.name === n && r.result))
+          .map(([n, b, target]) => ({ side: readSide(o, n, un!, b, pub), target })),
+        readBytes,
+      );
       if (customerToken && wanted.includes('read-uncached')) await runCustomerAb(o, un, s, customerToken);
     } catch (err) {
       unavailable['read-uncached'] = (err as Error).message;
