@@ -63,10 +63,58 @@ export async function freshDatabase(label = 't'): Promise<string> {
   return u.toString();
 }
 
+/**
+ * A migrated database to copy (`create database … template`), made once per run: migrating a
+ * database took 330–390 ms here and copying one 70–140 ms, for each of the ~200 databases a run
+ * makes. Closed to connections once migrated (a copy fails while anyone, autovacuum included, is
+ * connected to its template); dropped with the rest at the end. On globalThis: one per run.
+ */
+function migratedTemplate(): Promise<string> {
+  const key = Symbol.for('svc.test.migratedTemplate');
+  const g = globalThis as Record<symbol, Promise<string> | undefined>;
+  return (g[key] ??= (async () => {
+    const url = await freshDatabase('tpl');
+    const name = new URL(url).pathname.slice(1);
+    const sql = connect(url, { max: 1 });
+    try {
+      await migrate(sql);
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+    const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`alter database "${name}" with allow_connections false`);
+    } finally {
+      await admin.end();
+    }
+    return name;
+  })());
+}
+
+/**
+ * A database already migrated to this checkout's schema (a copy of the run's template): what a
+ * service started on it finds as if it had migrated it itself.
+ */
+export async function freshMigratedDatabase(label = 't'): Promise<string> {
+  const template = await migratedTemplate();
+  const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+  try {
+    await admin.unsafe(`create database "${name}" template "${template}"`);
+    created.push(name);
+  } finally {
+    await admin.end();
+  }
+  const u = new URL(serverUrl());
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
 /** A fresh, migrated database and a connection to it. */
 export async function migratedDatabase(label?: string): Promise<{ url: string; sql: Sql }> {
-  const url = await freshDatabase(label);
+  const url = await freshMigratedDatabase(label);
   const sql = connect(url, { max: 4 });
+  // Nothing left to apply: the template is this checkout's schema (checked, never assumed).
   await migrate(sql);
   return { url, sql };
 }

@@ -1,7 +1,7 @@
 import { readSettings } from '../../src/env.ts';
 import { startServer, type Running } from '../../src/server.ts';
 import type { CollabOptions } from '../../src/collab/rooms.ts';
-import { freshDatabase, readUrlFor, replicaTally } from './db.ts';
+import { freshMigratedDatabase, readUrlFor, replicaTally } from './db.ts';
 import { runCli } from '../../src/cli/main.ts';
 import { removeTempDir, tempDir } from './tmp.ts';
 import { trackServer } from './leaks.ts';
@@ -22,7 +22,7 @@ export async function startTestServer(
   env: Record<string, string> = {},
   collab: CollabOptions = {},
 ): Promise<TestServer> {
-  const databaseUrl = env.DATABASE_URL ?? (await freshDatabase('srv'));
+  const databaseUrl = env.DATABASE_URL ?? (await freshMigratedDatabase('srv'));
   // The suite on a primary and standby (.ci/replicas): published reads from the standby, unless
   // the test names its own (an empty DATABASE_READ_URL: none).
   const readUrl = 'DATABASE_READ_URL' in env ? undefined : readUrlFor(databaseUrl);
