@@ -167,7 +167,8 @@ export function parseAuditQuery(q: Record<string, string | undefined>): {
   after: string | null;
 } {
   const since = q.since ? new Date(q.since) : null;
-  if (since && Number.isNaN(since.getTime()))
+  // Years past 9999 parse in JavaScript (`+275760-09-13T00:00:00.000Z`) but not in PostgreSQL.
+  if (since && (Number.isNaN(since.getTime()) || since.getUTCFullYear() < 1 || since.getUTCFullYear() > 9999))
     throw new BadUserInput('since must be an ISO 8601 date and time', { field: 'since' });
   const first = q.first === undefined || q.first === '' ? 100 : Number(q.first);
   if (!Number.isSafeInteger(first) || first < 1 || first > MAX_PAGE)

@@ -329,6 +329,16 @@ describe('Errors table', () => {
     }
   });
 
+  test('an expiry past the year 9999 is refused with BAD_USER_INPUT, never a 500', async () => {
+    for (const at of ['+275760-09-13T00:00:00.000Z', '+010000-01-01T00:00:00.000Z']) {
+      const r = await tryCreateKey(server, s.ownerKey, ...pub(), '--expires-at', at);
+      expect(r.code).not.toBe(0);
+      expect(r.err).toContain('400 BAD_USER_INPUT: expiresAt must be before the year 10000');
+    }
+    const ok = await tryCreateKey(server, s.ownerKey, ...pub(), '--expires-at', '9999-12-31T00:00:00.000Z');
+    expect(ok.code).toBe(0);
+  });
+
   test('an enabled-again key works again', async () => {
     const k = await createKey(server, s.ownerKey, ...pub());
     await cli(server, s.ownerKey, 'api-keys', 'disable', k.id);

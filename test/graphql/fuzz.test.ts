@@ -17,7 +17,7 @@ import { documentArbitrary, fuzzModels, type FuzzDocument } from './fuzz/documen
  */
 const SEED =
   process.env.FUZZ_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.FUZZ_SEED ?? 20261126);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
+const RUNS = Number(process.env.FUZZ_RUNS ?? process.env.GRAPHQL_FUZZ_RUNS ?? 10_000);
 const SHRINK = process.env.FUZZ_SHRINK === '1';
 /**
  * Two bounds. Wall clock per answer, generous: the CI box is shared and other work stalls us for
