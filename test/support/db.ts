@@ -48,12 +48,12 @@ export function replicaTally(): ReplicaTally {
 /** Databases this run created, dropped once the suite is over (test/preload.ts). */
 const created: string[] = [];
 
-/** Creates an empty database on the suite's server and returns its URL; each test file gets its own. */
-export async function freshDatabase(label = 't'): Promise<string> {
+/** A new database on the suite's server (a copy of `template` if given); its URL. */
+async function createDatabase(label: string, template?: string): Promise<string> {
   const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
   const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`create database "${name}"`);
+    await admin.unsafe(`create database "${name}"${template ? ` template "${template}"` : ''}`);
     created.push(name);
   } finally {
     await admin.end();
@@ -61,6 +61,11 @@ export async function freshDatabase(label = 't'): Promise<string> {
   const u = new URL(serverUrl());
   u.pathname = `/${name}`;
   return u.toString();
+}
+
+/** Creates an empty database on the suite's server and returns its URL; each test file gets its own. */
+export function freshDatabase(label = 't'): Promise<string> {
+  return createDatabase(label);
 }
 
 /**
@@ -96,18 +101,7 @@ function migratedTemplate(): Promise<string> {
  * service started on it finds as if it had migrated it itself.
  */
 export async function freshMigratedDatabase(label = 't'): Promise<string> {
-  const template = await migratedTemplate();
-  const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database "${name}" template "${template}"`);
-    created.push(name);
-  } finally {
-    await admin.end();
-  }
-  const u = new URL(serverUrl());
-  u.pathname = `/${name}`;
-  return u.toString();
+  return createDatabase(label, await migratedTemplate());
 }
 
 /** A fresh, migrated database and a connection to it. */
