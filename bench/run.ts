@@ -332,15 +332,21 @@ function readSide(
 }
 
 /**
- * Each scenario and the reference `name` (started once for them, beside the scenarios' process)
- * in turns (bench/interleave.ts): the figures their targets are judged on.
+ * Each of `rows` this run measured on `svc` ([name, body, target]) and the reference `name`
+ * (started once for them, beside `svc`) in turns (bench/interleave.ts): the figures their targets
+ * are judged on.
  */
 async function pairWith(
   o: Options,
   name: ReferenceName,
-  scenarios: readonly { side: PairSide; target: number }[],
+  svc: Target,
+  headers: Record<string, string>,
+  candidates: readonly [row: Scenario, body: string, target: number][],
   readBytes: { file?: string },
 ): Promise<void> {
+  const scenarios = candidates
+    .filter(([n]) => rows.some((r) => r.name === n && r.result))
+    .map(([n, b, target]) => ({ side: readSide(o, n, svc, b, headers), target }));
   if (scenarios.length === 0) return;
   let ref: Target | undefined;
   try {
@@ -510,16 +516,15 @@ async function runService(
       }
     }
     // The rows with targets against ceiling-static again, in turns with it.
-    const paired: [Scenario, string, number][] = [
-      ['read-cached', body(READ_DOC), 0.8],
-      ['read-trusted', TRUSTED_BODY, 0.85],
-    ];
     await pairWith(
       o,
       'ceiling-static',
-      paired
-        .filter(([n]) => wanted.includes(n) && !unavailable[n] && rows.some((r) => r.name === n && r.result))
-        .map(([n, b, target]) => ({ side: readSide(o, n, svc!, b, pub), target })),
+      svc,
+      pub,
+      [
+        ['read-cached', body(READ_DOC), 0.8],
+        ['read-trusted', TRUSTED_BODY, 0.85],
+      ],
       readBytes,
     );
   } finally {
@@ -567,16 +572,15 @@ async function runService(
         );
       }
       // The rows with targets against ceiling-jit again, in turns with it.
-      const paired: [Scenario, string, number][] = [
-        ['read-uncached', body(READ_DOC), 0.5],
-        ['read-trusted-uncached', TRUSTED_BODY, 0.5],
-      ];
       await pairWith(
         o,
         'ceiling-jit',
-        paired
-          .filter(([n]) => wanted.includes(n) && rows.some((r) => r.name === n && r.result))
-          .map(([n, b, target]) => ({ side: readSide(o, n, un!, b, pub), target })),
+        un,
+        pub,
+        [
+          ['read-uncached', body(READ_DOC), 0.5],
+          ['read-trusted-uncached', TRUSTED_BODY, 0.5],
+        ],
         readBytes,
       );
       if (customerToken && wanted.includes('read-uncached')) await runCustomerAb(o, un, s, customerToken);

@@ -7,7 +7,7 @@ import { graphqlCacheStats } from './graphql/lru.ts';
 import type { MetricsRegistry } from './metrics/registry.ts';
 import { poolConnections } from './store/pools.ts';
 import type { ReadReplicas } from './store/replicas.ts';
-import { coalescerOf } from './store/coalesce.ts';
+import { coalescerOf, type ReadCoalescer } from './store/coalesce.ts';
 import type { ContentSql } from './store/db.ts';
 
 /**
@@ -124,25 +124,26 @@ export function registerReplicaMetrics(m: MetricsRegistry, replicas: ReadReplica
 }
 
 /**
- * Read coalescing by pool (store/coalesce.ts): reads asked, statements sent, reads that shared a
- * statement with an earlier identical one, and reads waiting now. Nothing when it is off.
+ * Read coalescing by pool (store/coalesce.ts): statements sent, reads that shared a statement
+ * with an earlier identical one (reads asked: the two summed), and reads waiting now. Nothing
+ * when it is off.
  */
 export function registerReadMetrics(m: MetricsRegistry, pools: readonly (readonly [string, ContentSql])[]): void {
-  const each = (f: (s: { reads: number; statements: number; coalesced: number; waiting: number }) => number) =>
+  const each = (f: (c: ReadCoalescer) => number) =>
     pools.flatMap(([name, pool]) => {
       const c = coalescerOf(pool);
-      return c ? [[[name], f({ ...c.stats, waiting: c.waiting })] as const] : [];
+      return c ? [[[name], f(c)] as const] : [];
     });
-  m.counterFrom('svc_read_statements_total', 'Read statements sent, by pool.', () => each((s) => s.statements), [
+  m.counterFrom('svc_read_statements_total', 'Read statements sent, by pool.', () => each((c) => c.stats.statements), [
     'pool',
   ]);
   m.counterFrom(
     'svc_read_coalesced_total',
     'Reads answered by a statement shared with an identical read that arrived first, by pool.',
-    () => each((s) => s.coalesced),
+    () => each((c) => c.stats.coalesced),
     ['pool'],
   );
-  m.gauge('svc_read_waiting', 'Reads waiting for their statement to start, by pool.', () => each((s) => s.waiting), [
+  m.gauge('svc_read_waiting', 'Reads waiting for their statement to start, by pool.', () => each((c) => c.waiting), [
     'pool',
   ]);
 }

@@ -43,17 +43,16 @@ interface Waiting {
   joiners: Joiner[];
 }
 
+/** The reads asked of the pool are `statements + coalesced`. */
 export interface CoalesceStats {
-  /** Reads asked of the pool. */
-  reads: number;
-  /** Statements sent for them. */
+  /** Statements sent. */
   statements: number;
   /** Reads answered by a statement shared with an earlier identical read. */
   coalesced: number;
 }
 
 export class ReadCoalescer {
-  readonly stats: CoalesceStats = { reads: 0, statements: 0, coalesced: 0 };
+  readonly stats: CoalesceStats = { statements: 0, coalesced: 0 };
   #inFlight = 0;
   /** Keys of the statements running now. */
   readonly #running = new Set<string>();
@@ -73,12 +72,11 @@ export class ReadCoalescer {
   }
 
   run<T>(text: string, params: unknown[]): Promise<T[]> {
-    this.stats.reads++;
     // NUL cannot occur in a statement's text: no text and parameters run into another's.
     const key = plain(params) ? `${text}\u0000${JSON.stringify(params)}` : undefined;
     if (key === undefined) {
       this.stats.statements++;
-      return this.pool.unsafe(text, params as never[]) as unknown as Promise<T[]>;
+      return send<T>(this.pool, text, params);
     }
     let w = this.#waiting.get(key);
     if (w) this.stats.coalesced++;
@@ -100,7 +98,7 @@ export class ReadCoalescer {
     };
     let p: Promise<unknown[]>;
     try {
-      p = this.pool.unsafe(text, params as never[]) as unknown as Promise<unknown[]>;
+      p = send(this.pool, text, params);
     } catch (err) {
       p = Promise.reject(err);
     }
@@ -162,5 +160,10 @@ export function coalescerOf(pool: object): ReadCoalescer | undefined {
 /** A read statement on a pool: coalesced when the pool's reads are (`coalesceReads`), else sent. */
 export function read<T>(pool: ReadPool, text: string, params: unknown[]): Promise<T[]> {
   const c = coalescers.get(pool);
-  return c ? c.run<T>(text, params) : (pool.unsafe(text, params as never[]) as unknown as Promise<T[]>);
+  return c ? c.run<T>(text, params) : send<T>(pool, text, params);
+}
+
+/** The statement sent as it is, on its own. */
+function send<T>(pool: ReadPool, text: string, params: unknown[]): Promise<T[]> {
+  return pool.unsafe(text, params as never[]) as unknown as Promise<T[]>;
 }

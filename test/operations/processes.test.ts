@@ -6,7 +6,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
-import { waitForReady } from '../support/process.ts';
+import { gqlAt, waitForReady } from '../support/process.ts';
 import { createExecution } from '../../src/operations/store.ts';
 
 /**
@@ -83,15 +83,6 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
     if (Date.now() > end) throw new Error(`condition not met within ${ms} ms`);
     await Bun.sleep(20);
   }
-}
-
-async function gqlAt(apiUrl: string, key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${apiUrl}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query, variables }),
-  });
-  return res.json();
 }
 
 describe('operations across processes', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { spawnService } from '../support/process.ts';
+import { gqlAt, spawnService } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { readStatements } from '../../bench/targets.ts';
 
@@ -56,15 +56,6 @@ afterAll(async () => {
   await b?.proc.exited;
   await a?.stop();
 });
-
-async function gqlAt(url: string, key: string, query: string, variables?: Record<string, unknown>): Promise<any> {
-  const res = await fetch(`${url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ query, variables }),
-  });
-  return res.json();
-}
 
 /** A process's read statements and coalesced reads, summed over its pools (its /metrics). */
 async function readCounts(url: string): Promise<{ statements: number; coalesced: number }> {

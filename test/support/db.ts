@@ -48,16 +48,21 @@ export function replicaTally(): ReplicaTally {
 /** Databases this run created, dropped once the suite is over (test/preload.ts). */
 const created: string[] = [];
 
-/** A new database on the suite's server (a copy of `template` if given); its URL. */
-async function createDatabase(label: string, template?: string): Promise<string> {
-  const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
+/** `fn` on a connection of its own to the suite's server's `postgres` database, closed after. */
+async function withAdmin<T>(fn: (admin: postgres.Sql) => Promise<T>, max = 1): Promise<T> {
+  const admin = postgres(serverUrl(), { max, onnotice: () => {} });
   try {
-    await admin.unsafe(`create database "${name}"${template ? ` template "${template}"` : ''}`);
-    created.push(name);
+    return await fn(admin);
   } finally {
     await admin.end();
   }
+}
+
+/** A new database on the suite's server (a copy of `template` if given); its URL. */
+async function createDatabase(label: string, template?: string): Promise<string> {
+  const name = `svc_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
+  await withAdmin((admin) => admin.unsafe(`create database "${name}"${template ? ` template "${template}"` : ''}`));
+  created.push(name);
   const u = new URL(serverUrl());
   u.pathname = `/${name}`;
   return u.toString();
@@ -86,12 +91,7 @@ function migratedTemplate(): Promise<string> {
     } finally {
       await sql.end({ timeout: 5 });
     }
-    const admin = postgres(serverUrl(), { max: 1, onnotice: () => {} });
-    try {
-      await admin.unsafe(`alter database "${name}" with allow_connections false`);
-    } finally {
-      await admin.end();
-    }
+    await withAdmin((admin) => admin.unsafe(`alter database "${name}" with allow_connections false`));
     return name;
   })());
 }
@@ -120,12 +120,10 @@ export async function migratedDatabase(label?: string): Promise<{ url: string; s
 export async function dropCreatedDatabases(): Promise<void> {
   if (!created.length) return;
   // Concurrently: each DROP DATABASE waits for a checkpoint (seconds on a busy shared server), and concurrent drops share them.
-  const admin = postgres(serverUrl(), { max: 8, onnotice: () => {} });
-  try {
-    await Promise.all(
-      created.splice(0).map((name) => admin.unsafe(`drop database if exists "${name}" with (force)`).catch(() => {})),
-    );
-  } finally {
-    await admin.end();
-  }
+  const names = created.splice(0);
+  await withAdmin(
+    (admin) =>
+      Promise.all(names.map((n) => admin.unsafe(`drop database if exists "${n}" with (force)`).catch(() => {}))),
+    8,
+  );
 }

@@ -69,3 +69,18 @@ export async function spawnService(
   }
   throw new Error(`${opts.role} process exited before it was healthy: ${last.trim().split('\n').slice(-3).join(' ')}`);
 }
+
+/** POST /graphql to a process (any of a multi-process test's): the parsed body, errors and all. */
+export async function gqlAt(
+  url: string,
+  key: string,
+  query: string,
+  variables?: Record<string, unknown>,
+): Promise<any> {
+  const res = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ query, variables }),
+  });
+  return res.json();
+}
