@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, readSync, fstatSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, fstatSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 
 /**
@@ -81,6 +83,30 @@ export function startChild(
       clearTimeout(t);
     },
   };
+}
+
+/** A bench script (a path under bench/) in its own child process, its input a JSON file named on its command line. */
+export function startScript(script: string, input: unknown, label: string): Child {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-bench-')), `${label}.json`);
+  writeFileSync(file, JSON.stringify(input));
+  return startChild(process.execPath, [join(import.meta.dir, script), file], {
+    label,
+    cwd: join(import.meta.dir, '..'),
+  });
+}
+
+/**
+ * What a bench script started as `child` prints as one line `<marker> {json}`, read once the child
+ * has exited (SIGKILL after timeoutMs); undefined when it printed none (child.tail() says why).
+ */
+export async function childResult<T>(child: Child, marker: string, timeoutMs: number): Promise<T | undefined> {
+  let out = '';
+  child.proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  const timer = setTimeout(() => void child.stop('SIGKILL', 0), timeoutMs);
+  await new Promise<void>((r) => (child.exited() ? r() : child.proc.once('exit', () => r())));
+  clearTimeout(timer);
+  const m = new RegExp(`${marker} (\\{.*\\})`).exec(out);
+  return m ? (JSON.parse(m[1]!) as T) : undefined;
 }
 
 /** Stops every live child (SIGTERM, then SIGKILL after a grace period). */
