@@ -1,6 +1,6 @@
 /**
  * `auth-cost`: what authenticating a request costs, measured in-process (issue 5 "Speed").
- * Run by bench/run.ts as its own child process, beside the service, on the bench database:
+ * Run by bench/auth-rows.ts as its own child process, beside the service, on the bench database:
  *
  *   bun bench/auth-cost.ts <input.json>     input: { databaseUrl, tenantId, projectId, publicKey }
  *

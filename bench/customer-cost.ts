@@ -1,7 +1,7 @@
 /**
  * `auth-customer`, in-process part (issue 12 "Speed"): what a customer token adds to an
  * uncached read, measured in CPU time rather than over HTTP, where two load runs on this shared
- * box differ by more than the whole target. Run by bench/run.ts as its own child process beside
+ * box differ by more than the whole target. Run by bench/auth-rows.ts as its own child process beside
  * the service, on the bench database:
  *
  *   bun bench/customer-cost.ts <input.json>     input: { databaseUrl, publicKey, token }

@@ -1,5 +1,5 @@
 /**
- * The `operations` scenario's driver, run as its own process (bench/run.ts starts it). Input
+ * The `operations` scenario's driver, run as its own process (bench/operations-scenario.ts starts it). Input
  * JSON file: { graphql, sse, apiKey, endpoint, count, connections }.
  *  1. reference: `count` POSTs straight to the endpoint from Bun, `connections` at a time;
  *  2. the service: `count` executeOperation mutations, `connections` at a time, while an SSE

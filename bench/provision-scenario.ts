@@ -5,7 +5,7 @@ import type { Seeded } from './seed.ts';
  * Scenario `provision` (issue 18), part one: provision PROJECTS projects into one fleet group
  * at concurrency CONCURRENCY (projects/s, p50/p99 per provision), beside a reference in the same
  * run: the same number of bare `POST /v1/control/projects` at the same concurrency (what a
- * project costs without the composed, recorded steps). Part two (bench/run.ts measures it with
+ * project costs without the composed, recorded steps). Part two (bench/provision-rows.ts measures it with
  * the usual load generator): a key-only read rotating over every provisioned project against
  * the same read on one project, with the fleet schema cache's entries read from /metrics.
  */

@@ -1,5 +1,5 @@
 /**
- * Trusted-document rows (issue 31; docs/documents.md), kept in their own file so bench/run.ts only
+ * Trusted-document rows (issue 31; docs/documents.md), kept in their own file so bench/service-rows.ts only
  * dispatches to them:
  *  - `read-trusted`: the read of `read-cached` sent as `{ documentId }` (no text, hash or parse on
  *    the path), response-cached; compare with ceiling-static (target ≥ 0.85×).
