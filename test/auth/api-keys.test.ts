@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect as tcpConnect } from 'node:net';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { hashSecret } from '../../src/ids.ts';
-import { createKey, setup, tryCreateKey, whoami, type Setup } from './support.ts';
+import { addMember, cliCreateKey, createKey, setup, tryCreateKey, whoami, type Setup } from './support.ts';
 
 let server: TestServer;
 let s: Setup;
@@ -14,21 +14,28 @@ afterAll(() => server.stop());
 
 const AUTH = { error: 'UNAUTHENTICATED', message: 'Authentication required' };
 const DENIED = { error: 'PERMISSION_DENIED', message: 'Insufficient permissions' };
-const pub = (...scopes: string[]) => [
+/** CLI arguments of a project-bound key of `type` (records:read unless scopes are given). */
+const bound =
+  (type: 'public' | 'secret') =>
+  (...scopes: string[]) => [
+    '--type',
+    type,
+    '--scopes',
+    (scopes.length ? scopes : ['records:read']).join(','),
+    '--project',
+    s.projectId,
+  ];
+const pub = bound('public');
+const sec = bound('secret');
+/** CLI arguments of a tenant key of `type` allowed on `projects` (comma-separated) with `scopes`. */
+const tenant = (type: 'public' | 'secret', projects: string, scopes: string) => [
   '--type',
-  'public',
+  type,
+  '--tenant',
+  '--projects',
+  projects,
   '--scopes',
-  (scopes.length ? scopes : ['records:read']).join(','),
-  '--project',
-  s.projectId,
-];
-const sec = (...scopes: string[]) => [
-  '--type',
-  'secret',
-  '--scopes',
-  (scopes.length ? scopes : ['records:read']).join(','),
-  '--project',
-  s.projectId,
+  scopes,
 ];
 
 /** A second project of the same tenant, for allow-list tests. */
@@ -75,47 +82,17 @@ describe('API keys table', () => {
   });
 
   test('pk_t_: public, tenant-scoped, browser-safe, limited to the public read-only subset', async () => {
-    const k = await createKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'public',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'records:read',
-    );
+    const k = await createKey(server, s.ownerKey, ...tenant('public', s.projectId, 'records:read'));
     expect(k.key).toMatch(/^pk_t_[0-9a-f]{48}$/);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://shop.example' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ kind: 'pk_t', projectId: s.projectId });
-    const bad = await tryCreateKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'public',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'records:write',
-    );
+    const bad = await tryCreateKey(server, s.ownerKey, ...tenant('public', s.projectId, 'records:write'));
     expect(bad.err).toContain('scope "records:write" cannot be granted to a public key');
   });
 
   test('sk_t_: secret, tenant-scoped, rejected from a browser, may hold provision', async () => {
-    const k = await createKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'provision,records:read',
-    );
+    const k = await createKey(server, s.ownerKey, ...tenant('secret', s.projectId, 'provision,records:read'));
     expect(k.key).toMatch(/^sk_t_[0-9a-f]{48}$/);
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId })).status).toBe(200);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://x.example' });
@@ -159,17 +136,7 @@ describe('API keys rules', () => {
   test('rule 3: a tenant key needs X-Project-Id on its allow-list (400 missing, 403 not listed)', async () => {
     const listed = await secondProject('listed');
     const unlisted = await secondProject('unlisted');
-    const k = await createKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      `${s.projectId},${listed}`,
-      '--scopes',
-      'records:read',
-    );
+    const k = await createKey(server, s.ownerKey, ...tenant('secret', `${s.projectId},${listed}`, 'records:read'));
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': listed })).body.projectId).toBe(listed);
     const missing = await whoami(server, { 'x-api-key': k.key });
     expect(missing.status).toBe(400);
@@ -188,27 +155,11 @@ describe('API keys rules', () => {
     const bad = await tryCreateKey(
       server,
       s.ownerKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      `${s.projectId},${foreign}`,
-      '--scopes',
-      'records:read',
+      ...tenant('secret', `${s.projectId},${foreign}`, 'records:read'),
     );
     expect(bad.code).toBe(1);
     expect(bad.err).toContain(`projects: ${foreign} not found in this tenant`);
-    const k = await createKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'records:read',
-    );
+    const k = await createKey(server, s.ownerKey, ...tenant('secret', s.projectId, 'records:read'));
     const patch = await fetch(`${server.apiUrl}/v1/control/api-keys/${k.id}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${s.ownerKey}`, 'content-type': 'application/json' },
@@ -222,26 +173,10 @@ describe('API keys rules', () => {
     const k = await createKey(
       server,
       s.ownerKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'records:write,drafts:read,secrets:read.project',
+      ...tenant('secret', s.projectId, 'records:write,drafts:read,secrets:read.project'),
     );
     expect(k.key).toMatch(/^sk_t_/);
-    const bad = await tryCreateKey(
-      server,
-      s.ownerKey,
-      '--type',
-      'public',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'secrets:read.project',
-    );
+    const bad = await tryCreateKey(server, s.ownerKey, ...tenant('public', s.projectId, 'secrets:read.project'));
     expect(bad.err).toContain('cannot be granted to a public key');
   });
 
@@ -398,17 +333,10 @@ describe('Errors table', () => {
 
 describe('svc api-keys', () => {
   test('create prints { id, key } with --json and the value is never listed', async () => {
-    const r = await cli(
+    const r = await cliCreateKey(
       server,
       s.ownerKey,
-      'api-keys',
-      'create',
-      '--name',
-      'site',
-      '--type',
-      'public',
-      '--scopes',
-      'records:read',
+      { name: 'site', type: 'public', scopes: 'records:read' },
       '--models',
       'blogPost,author',
       '--project',
@@ -458,33 +386,9 @@ describe('svc api-keys', () => {
   });
 
   test('editors and viewers may not manage keys; a project admin may not create tenant keys', async () => {
-    const ed = await cli(
-      server,
-      s.ownerKey,
-      'members',
-      'add',
-      '--email',
-      'ed@k.test',
-      '--role',
-      'editor',
-      '--project',
-      s.projectId,
-      '--json',
-    );
+    const ed = await addMember(server, s.ownerKey, s.projectId, 'ed@k.test', 'editor');
     expect((await tryCreateKey(server, ed.json.controlKey, ...pub())).err).toContain('403');
-    const ad = await cli(
-      server,
-      s.ownerKey,
-      'members',
-      'add',
-      '--email',
-      'ad@k.test',
-      '--role',
-      'admin',
-      '--project',
-      s.projectId,
-      '--json',
-    );
+    const ad = await addMember(server, s.ownerKey, s.projectId, 'ad@k.test', 'admin');
     const own = await tryCreateKey(server, ad.json.controlKey, ...pub());
     expect(own.code).toBe(0);
     const listed = await cli(server, ad.json.controlKey, 'api-keys', 'list', '--json');
@@ -496,17 +400,7 @@ describe('svc api-keys', () => {
           k.projectId === s.projectId || k.projectIds.includes(s.projectId),
       ),
     ).toBe(true);
-    const t = await tryCreateKey(
-      server,
-      ad.json.controlKey,
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      s.projectId,
-      '--scopes',
-      'records:read',
-    );
+    const t = await tryCreateKey(server, ad.json.controlKey, ...tenant('secret', s.projectId, 'records:read'));
     expect(t.err).toContain('403');
   });
 

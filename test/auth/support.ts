@@ -39,3 +39,41 @@ export async function whoami(
   }
   return { status: res.status, body, headers: res.headers };
 }
+
+/** `svc api-keys create --name <name> --type <type> --scopes <scopes> …rest` as `token` (the CLI's result, failure and all). */
+export function cliCreateKey(
+  server: TestServer,
+  token: string,
+  key: { name: string; type: 'public' | 'secret'; scopes: string },
+  ...rest: string[]
+) {
+  return cli(
+    server,
+    token,
+    'api-keys',
+    'create',
+    '--name',
+    key.name,
+    '--type',
+    key.type,
+    '--scopes',
+    key.scopes,
+    ...rest,
+  );
+}
+
+/** `svc members add` of `email` with `role` on `projectId` as `token` (the CLI's result; its JSON holds `controlKey`). */
+export function addMember(server: TestServer, token: string, projectId: string, email: string, role: string) {
+  return cli(server, token, 'members', 'add', '--email', email, '--role', role, '--project', projectId, '--json');
+}
+
+/** A new member of `p`'s project with `role` (a unique email each call): its control key; throws what the CLI said on failure. */
+export async function memberKey(
+  server: TestServer,
+  p: { projectId: string; ownerKey: string },
+  role: string,
+): Promise<string> {
+  const m = await addMember(server, p.ownerKey, p.projectId, `${role}${Math.random()}@x.test`, role);
+  if (m.code !== 0) throw new Error(m.err);
+  return m.json.controlKey;
+}

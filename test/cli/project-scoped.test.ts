@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { folder, minimal } from '../config/support.ts';
 import { runCli } from '../../src/cli/main.ts';
+import { cliCreateKey, memberKey } from '../auth/support.ts';
+import { gqlAt } from '../support/process.ts';
 
 let server: TestServer;
 let p: { tenantId: string; projectId: string; ownerKey: string };
@@ -25,23 +27,21 @@ async function run(env: Record<string, string | undefined>, ...argv: string[]) {
   return { code, out, err, json };
 }
 
-async function member(role: string): Promise<string> {
-  const m = await cli(
-    server,
-    p.ownerKey,
-    'members',
-    'add',
-    '--email',
-    `${role}${Math.random()}@x.test`,
-    '--role',
-    role,
-    '--project',
-    p.projectId,
-    '--json',
-  );
-  if (m.code !== 0) throw new Error(m.err);
-  return m.json.controlKey;
-}
+/** `records save` of `file` (in the config folder) as `model`'s record `naturalKey`. */
+const save = (model: string, naturalKey: string, file: string) => [
+  'records',
+  'save',
+  '--model',
+  model,
+  '--natural-key',
+  naturalKey,
+  '--file',
+  file,
+  '--dir',
+  dir,
+];
+
+const member = (role: string) => memberKey(server, p, role);
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -68,17 +68,10 @@ afterAll(() => server.stop());
 
 describe("project-scoped commands use the folder's pinned project", () => {
   test('api-keys create without --tenant or --project makes a key of the pinned project', async () => {
-    const r = await cli(
+    const r = await cliCreateKey(
       server,
       p.ownerKey,
-      'api-keys',
-      'create',
-      '--name',
-      'site',
-      '--type',
-      'public',
-      '--scopes',
-      'records:read',
+      { name: 'site', type: 'public', scopes: 'records:read' },
       '--dir',
       dir,
       '--json',
@@ -93,17 +86,10 @@ describe("project-scoped commands use the folder's pinned project", () => {
   });
 
   test('outside a config folder, a project-bound key still needs a project', async () => {
-    const r = await cli(
+    const r = await cliCreateKey(
       server,
       p.ownerKey,
-      'api-keys',
-      'create',
-      '--name',
-      'site',
-      '--type',
-      'public',
-      '--scopes',
-      'records:read',
+      { name: 'site', type: 'public', scopes: 'records:read' },
       '--dir',
       folder({}),
     );
@@ -117,20 +103,7 @@ describe('svc records save|publish as the calling member', () => {
     const file = join(dir, 'home.json');
     for (const [i, key] of [p.ownerKey, await member('admin'), await member('editor')].entries()) {
       writeFileSync(file, JSON.stringify({ title: `Home ${i}` }));
-      const saved = await run(
-        { SVC_TOKEN: key },
-        'records',
-        'save',
-        '--model',
-        'page',
-        '--natural-key',
-        `home-${i}`,
-        '--file',
-        'home.json',
-        '--dir',
-        dir,
-        '--json',
-      );
+      const saved = await run({ SVC_TOKEN: key }, ...save('page', `home-${i}`, 'home.json'), '--json');
       expect(saved.err).toBe('');
       expect(saved.json).toEqual({ _id: expect.stringMatching(/^rec_/) });
       writeFileSync(file, JSON.stringify({ title: `Home ${i} again` }));
@@ -165,130 +138,51 @@ describe('svc records save|publish as the calling member', () => {
       );
       expect(pub.json).toEqual({ _id: saved.json._id, published: true });
     }
-    const pk = await cli(
+    const pk = await cliCreateKey(
       server,
       p.ownerKey,
-      'api-keys',
-      'create',
-      '--name',
-      'read',
-      '--type',
-      'public',
-      '--scopes',
-      'records:read',
+      { name: 'read', type: 'public', scopes: 'records:read' },
       '--dir',
       dir,
       '--json',
     );
-    const res = await fetch(`${server.apiUrl}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': pk.json.key },
-      body: JSON.stringify({ query: '{ page(naturalKey: "home-2") { title } }' }),
-    });
-    expect(((await res.json()) as any).data.page.title).toBe('Home 2 again');
+    const res = await gqlAt(server.apiUrl, pk.json.key, '{ page(naturalKey: "home-2") { title } }');
+    expect(res.data.page.title).toBe('Home 2 again');
   });
 
   test('a viewer may not save or publish; field access rules hold for members', async () => {
     const viewer = await member('viewer');
     writeFileSync(join(dir, 'v.json'), JSON.stringify({ title: 'V' }));
-    const r = await run(
-      { SVC_TOKEN: viewer },
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      'v',
-      '--file',
-      'v.json',
-      '--dir',
-      dir,
-    );
+    const r = await run({ SVC_TOKEN: viewer }, ...save('page', 'v', 'v.json'));
     expect(r.code).toBe(1);
     expect(r.err).toContain('403 PERMISSION_DENIED');
     writeFileSync(join(dir, 's.json'), JSON.stringify({ title: 'S', secret: 'x' }));
-    const s = await run(
-      { SVC_TOKEN: p.ownerKey },
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      's',
-      '--file',
-      's.json',
-      '--dir',
-      dir,
-    );
+    const s = await run({ SVC_TOKEN: p.ownerKey }, ...save('page', 's', 's.json'));
     expect(s.code).toBe(1);
     expect(s.err).toContain('403 PERMISSION_DENIED');
   });
 
   test('bad data is one line naming the field; an unknown model is named', async () => {
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({ title: 5 }));
-    const r = await run(
-      { SVC_TOKEN: p.ownerKey },
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      'bad',
-      '--file',
-      'bad.json',
-      '--dir',
-      dir,
-    );
+    const r = await run({ SVC_TOKEN: p.ownerKey }, ...save('page', 'bad', 'bad.json'));
     expect(r.code).toBe(1);
     expect(r.err).toContain('400 BAD_USER_INPUT');
     expect(r.err).toContain('title');
-    const m = await run(
-      { SVC_TOKEN: p.ownerKey },
-      'records',
-      'save',
-      '--model',
-      'nope',
-      '--natural-key',
-      'bad',
-      '--file',
-      'bad.json',
-      '--dir',
-      dir,
-    );
+    const m = await run({ SVC_TOKEN: p.ownerKey }, ...save('nope', 'bad', 'bad.json'));
     expect(m.err).toContain('model "nope" is not a model of this project');
   });
 
   test('a secret key in SVC_API_KEY is used even when SVC_TOKEN holds a control key', async () => {
-    const sk = await cli(
+    const sk = await cliCreateKey(
       server,
       p.ownerKey,
-      'api-keys',
-      'create',
-      '--name',
-      'cli',
-      '--type',
-      'secret',
-      '--scopes',
-      'records:read,records:write,records:publish,drafts:read',
+      { name: 'cli', type: 'secret', scopes: 'records:read,records:write,records:publish,drafts:read' },
       '--dir',
       dir,
       '--json',
     );
     writeFileSync(join(dir, 'k.json'), JSON.stringify({ title: 'K' }));
-    const r = await run(
-      { SVC_TOKEN: p.ownerKey, SVC_API_KEY: sk.json.key },
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      'k',
-      '--file',
-      'k.json',
-      '--dir',
-      dir,
-      '--json',
-    );
+    const r = await run({ SVC_TOKEN: p.ownerKey, SVC_API_KEY: sk.json.key }, ...save('page', 'k', 'k.json'), '--json');
     expect(r.err).toBe('');
     const rows = await server.svc.sql`select created_by from records where id = ${r.json._id}`;
     expect(rows[0]!.created_by).toBe(sk.json.id);

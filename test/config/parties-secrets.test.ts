@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { runCli } from '../../src/cli/main.ts';
+import { memberKey } from '../auth/support.ts';
 import { folder, minimal } from './support.ts';
 import { startDnsServer } from '../support/dns-server.ts';
 
@@ -20,23 +21,6 @@ const party = (extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 const write = (dir: string, config: unknown) => writeFileSync(join(dir, 'svc.config.json'), JSON.stringify(config));
-
-async function member(p: { projectId: string; ownerKey: string }, role: string): Promise<string> {
-  const m = await cli(
-    server,
-    p.ownerKey,
-    'members',
-    'add',
-    '--email',
-    `${role}${Math.random()}@x.test`,
-    '--role',
-    role,
-    '--project',
-    p.projectId,
-    '--json',
-  );
-  return m.json.controlKey;
-}
 
 describe('relying parties', () => {
   test('omitted allowedOrigins leaves the stored list, [] clears it, and parties are customer-lane', async () => {
@@ -85,7 +69,7 @@ describe('relying parties', () => {
     const p = await bootstrapProject(server, 'editor');
     const dir = folder({ 'svc.config.json': minimal(p, { relyingParties: [party()] }) });
     await push(p.ownerKey, dir);
-    const editor = await member(p, 'editor');
+    const editor = await memberKey(server, p, 'editor');
     write(
       dir,
       minimal(p, {
@@ -110,7 +94,7 @@ describe('relying parties', () => {
   test('creating a relying party needs relyingparties:write', async () => {
     const p = await bootstrapProject(server, 'rpw');
     const r = await push(
-      await member(p, 'editor'),
+      await memberKey(server, p, 'editor'),
       folder({ 'svc.config.json': minimal(p, { relyingParties: [party()] }) }),
     );
     expect(r.code).not.toBe(0);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
+import { memberKey } from '../auth/support.ts';
 import { folder, minimal, read } from './support.ts';
 
 let server: TestServer;
@@ -15,23 +16,6 @@ const count = async (table: string, projectId: string) =>
   Number(
     (await server.svc.sql.unsafe(`select count(*)::int as n from ${table} where project_id = $1`, [projectId]))[0]!.n,
   );
-
-async function member(p: { projectId: string; ownerKey: string }, role: string): Promise<string> {
-  const m = await cli(
-    server,
-    p.ownerKey,
-    'members',
-    'add',
-    '--email',
-    `${role}${Math.random()}@x.test`,
-    '--role',
-    role,
-    '--project',
-    p.projectId,
-    '--json',
-  );
-  return m.json.controlKey;
-}
 
 describe('push rules', () => {
   test('a config with ten mistakes gets ten errors and nothing is applied', async () => {
@@ -93,7 +77,7 @@ describe('push rules', () => {
 
   test('viewers cannot push', async () => {
     const p = await bootstrapProject(server, 'viewer');
-    const r = await push(await member(p, 'viewer'), folder({ 'svc.config.json': minimal(p) }));
+    const r = await push(await memberKey(server, p, 'viewer'), folder({ 'svc.config.json': minimal(p) }));
     expect(r.code).toBe(1);
     expect(r.err).toContain('403');
   });
