@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import postgres from 'postgres';
-import { EventBus, type BusEvent } from '../../src/bus/bus.ts';
+import { EventBus, type BusEvent, type TxQuery } from '../../src/bus/bus.ts';
 import { connect, type Sql } from '../../src/store/db.ts';
 import { migratedDatabase, serverUrl } from '../support/db.ts';
 import { eventually } from '../support/eventually.ts';
@@ -31,12 +31,29 @@ afterAll(async () => {
 
 const event = (projectId: string): BusEvent => ({ type: 'project.changed', projectId });
 
+/** Two processes' buses: `a` listening on sqlA and `b` on sqlB, with the given listener watchdog. */
+async function twoProcesses(watchdogMs = CALM_MS): Promise<[EventBus, EventBus]> {
+  const a = new EventBus();
+  const b = new EventBus();
+  await a.attach(sqlA, undefined, { watchdogMs });
+  await b.attach(sqlB, undefined, { watchdogMs });
+  return [a, b];
+}
+
+/** Detaches each bus in turn (as each test ends). */
+async function detach(...buses: EventBus[]): Promise<void> {
+  for (const bus of buses) await bus.detach();
+}
+
+/** `stage`'s query on transaction `tx`. */
+const inTx =
+  (tx: postgres.TransactionSql): TxQuery =>
+  (text, params) =>
+    tx.unsafe(text, params as never[]);
+
 describe('event bus', () => {
   test('an event published in one process reaches the other, and is not echoed back', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
     a.subscribe((e) => atA.push(e));
@@ -46,30 +63,22 @@ describe('event bus', () => {
     expect(atB).toEqual([event('p1')]);
     await Bun.sleep(100);
     expect(atA).toEqual([event('p1')]); // delivered locally once, not again by the echo
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   test('a batch of events crosses in order, split to fit the NOTIFY payload limit', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const atB: BusEvent[] = [];
     b.subscribe((e) => atB.push(e));
     const batch = Array.from({ length: 300 }, (_, i) => event(`p${i}`));
     await a.publishAll(batch);
     await eventually(() => atB.length === 300, 3000);
     expect(atB).toEqual(batch);
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   test('a listener lost while the database refused connections is re-created, and caches are told to start over', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: WATCHDOG_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: WATCHDOG_MS });
+    const [a, b] = await twoProcesses(WATCHDOG_MS);
     const atB: BusEvent[] = [];
     let restarts = 0;
     b.subscribe((e) => atB.push(e));
@@ -90,72 +99,59 @@ describe('event bus', () => {
     await eventually(() => restarts > 0, WATCHDOG_MS * 20);
     await a.publish(event('after'));
     await eventually(() => atB.some((e) => e.type === 'project.changed' && e.projectId === 'after'), WATCHDOG_MS * 20);
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   }, 20_000);
 
   test('staged events go out only if the transaction commits, to committed listeners of every process', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
     a.subscribeCommitted((e) => atA.push(e));
     b.subscribeCommitted((e) => atB.push(e));
     await sqlA
       .begin(async (tx) => {
-        await a.stage((t, p) => tx.unsafe(t, p as never[]), [event('rolled-back')]);
+        await a.stage(inTx(tx), [event('rolled-back')]);
         throw new Error('abort');
       })
       .catch(() => {});
-    await sqlA.begin((tx) => a.stage((t, p) => tx.unsafe(t, p as never[]), [event('kept')]));
+    await sqlA.begin((tx) => a.stage(inTx(tx), [event('kept')]));
     await eventually(() => atA.length === 1 && atB.length === 1, 2000);
     await Bun.sleep(100);
     expect(atA).toEqual([event('kept')]);
     expect(atB).toEqual([event('kept')]);
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   test('transactions of two processes are heard in commit order, not in staging order', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const heard: string[] = [];
     b.subscribeCommitted((e) => heard.push((e as { projectId: string }).projectId));
     // The first transaction stages first but commits last.
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const first = sqlA.begin(async (tx) => {
-      await a.stage((t, p) => tx.unsafe(t, p as never[]), [event('staged-first')]);
+      await a.stage(inTx(tx), [event('staged-first')]);
       await gate;
     });
     await Bun.sleep(50);
-    await sqlB.begin((tx) => b.stage((t, p) => tx.unsafe(t, p as never[]), [event('committed-first')]));
+    await sqlB.begin((tx) => b.stage(inTx(tx), [event('committed-first')]));
     release();
     await first;
     await eventually(() => heard.length === 2, 2000);
     expect(heard).toEqual(['committed-first', 'staged-first']);
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   test('an event larger than a NOTIFY crosses through bus_payloads, in order with its neighbours', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const atB: BusEvent[] = [];
     b.subscribeCommitted((e) => atB.push(e));
     const big: BusEvent = { type: 'custom', topic: 't', projectId: 'p', data: { blob: 'x'.repeat(20_000) } };
     await a.publishAll([event('before'), big, event('after')]);
-    await sqlA.begin((tx) => a.stage((t, p) => tx.unsafe(t, p as never[]), [big, event('tx-after')]));
+    await sqlA.begin((tx) => a.stage(inTx(tx), [big, event('tx-after')]));
     await eventually(() => atB.length === 5, 3000);
     expect(atB).toEqual([event('before'), big, event('after'), big, event('tx-after')]);
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   /** A record write's way: outbox rows in the transaction (`statements`), the relay after the commit (`deliverLocal`). */
@@ -180,10 +176,7 @@ describe('event bus', () => {
   }
 
   test('write events go through the outbox: after the commit, in order, to committed listeners of every process; a failed write sends none', async () => {
-    const a = new EventBus();
-    const b = new EventBus();
-    await a.attach(sqlA, undefined, { watchdogMs: CALM_MS });
-    await b.attach(sqlB, undefined, { watchdogMs: CALM_MS });
+    const [a, b] = await twoProcesses();
     const atA: BusEvent[] = [];
     const atB: BusEvent[] = [];
     const lsnB: (number | undefined)[] = [];
@@ -208,8 +201,7 @@ describe('event bus', () => {
     const [left] = await one<{ n: number }[]>`select count(*)::int as n from bus_notify_outbox`;
     expect(left!.n).toBe(0);
     await one.end();
-    await a.detach();
-    await b.detach();
+    await detach(a, b);
   });
 
   test('outbox rows a process committed but never relayed (it died) are sent by another process', async () => {
