@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Page } from 'playwright-core';
-import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { controlAs, signedInBrowser, type StudioBrowser } from './support.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { controlAs, pushedProject, signedInBrowser, type StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
+import { gqlAt } from '../support/process.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
 const CHROMIUM = need('chromium');
@@ -25,12 +26,7 @@ const control = (method: string, path: string, body?: unknown): Promise<any> =>
   controlAs(server, ownerKey, method, path, body);
 
 async function gql(query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const res = await fetch(`${server.apiUrl}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': sk },
-    body: JSON.stringify({ query, variables }),
-  });
-  const body = (await res.json()) as any;
+  const body = await gqlAt(server.apiUrl, sk, query, variables);
   if (body.errors) throw new Error(JSON.stringify(body.errors));
   return body.data;
 }
@@ -40,27 +36,18 @@ const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
 beforeAll(async () => {
   if (!CHROMIUM) return;
   server = await startTestServer();
-  const b = await bootstrapProject(server, 'editorial');
-  projectId = b.projectId;
-  ownerKey = b.ownerKey;
-  const pushed = await control('POST', `/projects/${projectId}/config`, {
-    config: {
-      key: 'editorial',
-      name: 'Editorial',
-      project: { id: projectId, tenantId: b.tenantId },
-      models: [
-        {
-          key: 'story',
-          name: 'Story',
-          fields: [
-            { key: 'title', type: 'text', label: 'Title', required: true },
-            { key: 'rank', type: 'number', label: 'Rank' },
-          ],
-        },
-      ],
-    },
-  });
-  if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
+  ({ projectId, ownerKey } = await pushedProject(server, 'editorial', 'Editorial', {
+    models: [
+      {
+        key: 'story',
+        name: 'Story',
+        fields: [
+          { key: 'title', type: 'text', label: 'Title', required: true },
+          { key: 'rank', type: 'number', label: 'Rank' },
+        ],
+      },
+    ],
+  }));
   sk = (await control('POST', '/api-keys', { name: 'server', type: 'secret', project: projectId, scopes: ['*'] })).key;
   ({ chrome, page } = await signedInBrowser(
     CHROMIUM,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Page } from 'playwright-core';
-import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { controlAs, coverPng, signedInBrowser, type StudioBrowser } from './support.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { controlAs, pushedProject, coverPng, signedInBrowser, type StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
@@ -37,26 +37,17 @@ beforeAll(async () => {
   if (!CHROMIUM) return;
   server = await startTestServer({ SVC_OPERATIONS_POLL_MS: '50' });
   endpoint = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => Response.json({ done: true }) });
-  const b = await bootstrapProject(server, 'panels');
-  projectId = b.projectId;
-  ownerKey = b.ownerKey;
-  const pushed = await control('POST', `/projects/${projectId}/config`, {
-    config: {
-      key: 'panels',
-      name: 'Panels',
-      project: { id: projectId, tenantId: b.tenantId },
-      models: [
-        { key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] },
-        { key: 'memo', name: 'Memo', versioned: false, fields: [{ key: 'title', type: 'text', label: 'Title' }] },
-      ],
-      operationBaseUrl: `http://127.0.0.1:${endpoint.port}`,
-      operations: [{ key: 'report', name: 'Nightly report', endpoint: '/report' }],
-      schedules: [{ key: 'nightly', operationKey: 'report', cron: '30 2 * * *', timezone: 'Europe/Berlin' }],
-      customerRoles: [{ key: 'member', name: 'Member', permissions: ['records:read'] }],
-      placements: [{ type: 'main-editor', url: `${server.apiUrl}/health`, modelKeys: ['note'], tabName: 'Preview' }],
-    },
-  });
-  if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
+  ({ projectId, ownerKey } = await pushedProject(server, 'panels', 'Panels', {
+    models: [
+      { key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] },
+      { key: 'memo', name: 'Memo', versioned: false, fields: [{ key: 'title', type: 'text', label: 'Title' }] },
+    ],
+    operationBaseUrl: `http://127.0.0.1:${endpoint.port}`,
+    operations: [{ key: 'report', name: 'Nightly report', endpoint: '/report' }],
+    schedules: [{ key: 'nightly', operationKey: 'report', cron: '30 2 * * *', timezone: 'Europe/Berlin' }],
+    customerRoles: [{ key: 'member', name: 'Member', permissions: ['records:read'] }],
+    placements: [{ type: 'main-editor', url: `${server.apiUrl}/health`, modelKeys: ['note'], tabName: 'Preview' }],
+  }));
   ({ chrome, page } = await signedInBrowser(
     CHROMIUM,
     server,

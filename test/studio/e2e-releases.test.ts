@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Page } from 'playwright-core';
-import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { controlAs, signedInBrowser, type StudioBrowser } from './support.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { controlAs, pushedProject, signedInBrowser, type StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
+import { gqlAt } from '../support/process.ts';
 
 /** Headless Chromium, or undefined on a box without it (the file's tests skip, one line says why). */
 const CHROMIUM = need('chromium');
@@ -24,30 +25,15 @@ const control = (method: string, path: string, body?: unknown): Promise<any> =>
   controlAs(server, ownerKey, method, path, body);
 
 const url = (path: string) => `${server.apiUrl}/studio/p/${projectId}${path}`;
-const live = async (id: string) => {
-  const res = await fetch(`${server.apiUrl}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': publicKey },
-    body: JSON.stringify({ query: 'query($id: ID!) { note(_id: $id) { title } }', variables: { id } }),
-  });
-  return ((await res.json()) as any).data.note;
-};
+const live = async (id: string) =>
+  (await gqlAt(server.apiUrl, publicKey, 'query($id: ID!) { note(_id: $id) { title } }', { id })).data.note;
 
 beforeAll(async () => {
   if (!CHROMIUM) return;
   server = await startTestServer();
-  const b = await bootstrapProject(server, 'releases');
-  projectId = b.projectId;
-  ownerKey = b.ownerKey;
-  const pushed = await control('POST', `/projects/${projectId}/config`, {
-    config: {
-      key: 'releases',
-      name: 'Releases',
-      project: { id: projectId, tenantId: b.tenantId },
-      models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }],
-    },
-  });
-  if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
+  ({ projectId, ownerKey } = await pushedProject(server, 'releases', 'Releases', {
+    models: [{ key: 'note', name: 'Note', fields: [{ key: 'title', type: 'text', label: 'Title' }] }],
+  }));
   publicKey = (
     await control('POST', '/api-keys', { name: 'web', type: 'public', project: projectId, scopes: ['records:read'] })
   ).key;

@@ -116,6 +116,25 @@ export async function controlAs(
   return out;
 }
 
+/**
+ * A project of its own for an e2e file: bootstrapped as `key`, then `config` pushed through the
+ * control plane as the config `key`/`name` pinned to it (each file's `beforeAll` did the same).
+ * Throws with the push's errors.
+ */
+export async function pushedProject(
+  server: TestServer,
+  key: string,
+  name: string,
+  config: Record<string, unknown>,
+): Promise<{ tenantId: string; projectId: string; ownerKey: string }> {
+  const b = await bootstrapProject(server, key);
+  const pushed = await controlAs(server, b.ownerKey, 'POST', `/projects/${b.projectId}/config`, {
+    config: { key, name, project: { id: b.projectId, tenantId: b.tenantId }, ...config },
+  });
+  if (pushed.errors?.length) throw new Error(JSON.stringify(pushed.errors));
+  return b;
+}
+
 export const PASSWORD = 'correct horse battery staple';
 
 /** Redeems a first-login link over HTTP; returns the session cookie and the CSRF token. */
