@@ -215,7 +215,7 @@ export function publishRecord(
   id: string,
   notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
-  const statement: Statement = {
+  return publishStep(model, id, 'published', {
     text: `select * from svc_write_publish($1::text, $2::text, $3::text, $4::text, $5::text[], $6::text, $7::text, $8::text)`,
     prepared: true,
     params: [
@@ -228,13 +228,7 @@ export function publishRecord(
       ctx.defaultLocale,
       ctx.defaultLocale,
     ],
-  };
-  return {
-    recordId: id,
-    statements: [statement],
-    row: 0,
-    event: { action: 'published', recordId: id, modelKey: model.key },
-  };
+  });
 }
 
 export function unpublishRecord(
@@ -243,17 +237,24 @@ export function unpublishRecord(
   id: string,
   notFoundMessage = noRecordMessage(model, id),
 ): WriteStep {
-  const statement: Statement = {
+  return publishStep(model, id, 'unpublished', {
     text: `select * from svc_write_unpublish($1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text)`,
     prepared: true,
     params: [id, ctx.projectId, model.key, ctx.userId, notFoundMessage, ctx.defaultLocale, ctx.defaultLocale],
-  };
-  return {
-    recordId: id,
-    statements: [statement],
-    row: 0,
-    event: { action: 'unpublished', recordId: id, modelKey: model.key },
-  };
+  });
+}
+
+/**
+ * A publish or unpublish: its one statement locks the record (or fails with NOT_FOUND) and
+ * answers with the record as it left it (`row` 0).
+ */
+function publishStep(
+  model: ModelDef,
+  id: string,
+  action: 'published' | 'unpublished',
+  statement: Statement,
+): WriteStep {
+  return { recordId: id, statements: [statement], row: 0, event: { action, recordId: id, modelKey: model.key } };
 }
 
 export function deleteRecord(
