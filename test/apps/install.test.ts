@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { waitForReady } from '../support/process.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnBeside } from '../support/process.ts';
 import { opsProject, type OpsProject } from '../operations/support.ts';
 import { httpsSite, type HttpsSite } from './support.ts';
 
@@ -12,7 +10,6 @@ import { httpsSite, type HttpsSite } from './support.ts';
  * the installation, stores it; `apps` and `placements(modelKey)` serve an editor UI, from any
  * process of the deployment.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let site: HttpsSite;
 let server: TestServer;
 let p: OpsProject;
@@ -65,26 +62,9 @@ beforeAll(async () => {
   });
   server = await startTestServer({ SVC_APPS_CA_FILE: site.caFile });
   p = await opsProject(server, 'apps');
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-  const [port, rport] = [await freePort(), await freePort()];
-  proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...clean,
-      DATABASE_URL: server.databaseUrl,
-      SVC_DATA_DIR: server.dataDir,
-      SVC_ROOT_TOKEN: server.rootToken,
-      SVC_READ_POOL: '1',
-      SVC_LOG: 'off',
-      PORT: String(port),
-      REALTIME_PORT: String(rport),
-    },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  await waitForReady(proc as Subprocess<'ignore', 'pipe', 'pipe'>);
-  (globalThis as any).otherApi = `http://127.0.0.1:${port}`;
+  let url: string;
+  ({ proc, url } = await spawnBeside(server));
+  (globalThis as any).otherApi = url;
 }, 60_000);
 
 afterAll(async () => {

@@ -1,10 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { join } from 'node:path';
 import Stripe from 'stripe';
 import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
-import { waitForReady } from '../support/process.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnBeside } from '../support/process.ts';
 import { verifySignature } from '../../src/billing/stripe-signature.ts';
 
 /**
@@ -13,7 +11,6 @@ import { verifySignature } from '../../src/billing/stripe-signature.ts';
  * package loads its worker build, whose only crypto is SubtleCrypto, so it asks for the async
  * form of the same function (`generateTestHeaderStringAsync`).
  */
-const ROOT = join(import.meta.dir, '..', '..');
 const SECRET = 'whsec_test_surfaces_0123456789abcdef';
 const stripe = new Stripe('sk_test_not_used');
 let server: TestServer;
@@ -22,27 +19,7 @@ let proc: Subprocess | undefined;
 
 beforeAll(async () => {
   server = await startTestServer({ SVC_BILLING_STRIPE_SECRET: SECRET });
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-  const [port, rport] = [await freePort(), await freePort()];
-  proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...clean,
-      DATABASE_URL: server.databaseUrl,
-      SVC_DATA_DIR: server.dataDir,
-      SVC_ROOT_TOKEN: server.rootToken,
-      SVC_READ_POOL: '1',
-      SVC_LOG: 'off',
-      PORT: String(port),
-      REALTIME_PORT: String(rport),
-      SVC_BILLING_STRIPE_SECRET: SECRET,
-    },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  await waitForReady(proc as Subprocess<'ignore', 'pipe', 'pipe'>);
-  other = `http://127.0.0.1:${port}`;
+  ({ proc, url: other } = await spawnBeside(server, { SVC_BILLING_STRIPE_SECRET: SECRET }));
 }, 60_000);
 
 afterAll(async () => {

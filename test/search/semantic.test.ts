@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { waitForReady } from '../support/process.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnBeside } from '../support/process.ts';
 import { opsProject, type OpsProject } from '../operations/support.ts';
 
 /**
@@ -11,7 +9,6 @@ import { opsProject, type OpsProject } from '../operations/support.ts';
  * on the storage path the server has (pgvector + HNSW, or real[] with exact cosine) and on the
  * forced real[] fallback; HYBRID fuses full-text and vector rankings; two processes.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let auto: TestServer;
 let forced: TestServer;
 const procs: Subprocess[] = [];
@@ -220,27 +217,8 @@ test('GET /health names the vector store; SVC_VECTOR_STORE=array forces real[]',
 
 test('two processes: a vector written through one is searched through the other', async () => {
   const f = await fixture(forced, 'cross');
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-  const [port, rport] = [await freePort(), await freePort()];
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...clean,
-      DATABASE_URL: forced.databaseUrl,
-      SVC_DATA_DIR: forced.dataDir,
-      SVC_ROOT_TOKEN: forced.rootToken,
-      SVC_READ_POOL: '1',
-      SVC_LOG: 'off',
-      PORT: String(port),
-      REALTIME_PORT: String(rport),
-    },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
+  const { proc, url: other } = await spawnBeside(forced);
   procs.push(proc);
-  await waitForReady(proc as Subprocess<'ignore', 'pipe', 'pipe'>);
-  const other = `http://127.0.0.1:${port}`;
   const ask = async (v: number[]) => {
     const res = await fetch(`${other}/graphql`, {
       method: 'POST',

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { join } from 'node:path';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
-import { waitForReady } from '../support/process.ts';
-import { freePort } from '../../src/store/ports.ts';
+import { spawnBeside } from '../support/process.ts';
 import { opsProject, type OpsProject } from '../operations/support.ts';
 import { folder } from '../config/support.ts';
 
@@ -11,7 +9,6 @@ import { folder } from '../config/support.ts';
  * Secrets over GraphQL (issue 19): scopes, encryption at rest with the `svc secrets push`
  * envelope, an audit row per access, never cached; across processes; key rotation.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let server: TestServer;
 let p: OpsProject;
 const procs: Subprocess[] = [];
@@ -45,28 +42,9 @@ const GET = 'query($l: String!) { getSecret(label: $l) }';
 const ALL = ['secrets:read.project', 'secrets:put.project', 'secrets:delete.project'];
 
 async function spawn(env: Record<string, string>): Promise<string> {
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-  const [port, rport] = [await freePort(), await freePort()];
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: ROOT,
-    env: {
-      ...clean,
-      DATABASE_URL: server.databaseUrl,
-      SVC_DATA_DIR: server.dataDir,
-      SVC_ROOT_TOKEN: server.rootToken,
-      SVC_READ_POOL: '1',
-      SVC_LOG: 'off',
-      PORT: String(port),
-      REALTIME_PORT: String(rport),
-      ...env,
-    },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
+  const { proc, url } = await spawnBeside(server, env);
   procs.push(proc);
-  await waitForReady(proc);
-  return `http://127.0.0.1:${port}`;
+  return url;
 }
 
 describe('secrets over GraphQL', () => {
@@ -185,27 +163,8 @@ describe('secrets over GraphQL', () => {
 
   test('no value reaches the logs: request lines on stdout, errors on stderr', async () => {
     const key = await p.key(ALL);
-    const clean: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-    const [port, rport] = [await freePort(), await freePort()];
-    const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-      cwd: ROOT,
-      env: {
-        ...clean,
-        DATABASE_URL: server.databaseUrl,
-        SVC_DATA_DIR: server.dataDir,
-        SVC_ROOT_TOKEN: server.rootToken,
-        SVC_READ_POOL: '1',
-        SVC_LOG: 'json',
-        PORT: String(port),
-        REALTIME_PORT: String(rport),
-      },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    });
+    const { proc, url } = await spawnBeside(server, { SVC_LOG: 'json' });
     procs.push(proc);
-    await waitForReady(proc);
-    const url = `http://127.0.0.1:${port}`;
     const secret = 'logcheck-PLAINTEXT-9f3a';
     await post(url, key, PUT, { l: 'logged', v: secret });
     expect((await post(url, key, GET, { l: 'logged' })).body.data.getSecret).toBe(secret);

@@ -1,4 +1,5 @@
 import type { Subprocess } from 'bun';
+import { join } from 'node:path';
 import { readUrlFor } from './db.ts';
 
 /**
@@ -83,4 +84,44 @@ export async function gqlAt(
     body: JSON.stringify({ query, variables }),
   });
   return res.json();
+}
+
+/**
+ * A second `bun src/main.ts` beside a test server, on its database, data folder and root token:
+ * what the multi-process tests (a write through one process seen through the other) each spawned
+ * by hand. Fresh ports, this process's environment, SVC_READ_POOL=1 and SVC_LOG=off, then `env`
+ * over them. Resolves once it printed its ready banner; stdout and stderr stay piped for a test
+ * that reads them after it exits. Killed if it never gets ready (the caller kills it after).
+ */
+export async function spawnBeside(
+  server: { databaseUrl: string; dataDir: string; rootToken: string },
+  env: Record<string, string> = {},
+): Promise<{ proc: Subprocess<'ignore', 'pipe', 'pipe'>; url: string }> {
+  const { freePort } = await import('../../src/store/ports.ts');
+  const clean: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
+  const [port, rport] = [await freePort(), await freePort()];
+  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
+    cwd: join(import.meta.dir, '..', '..'),
+    env: {
+      ...clean,
+      DATABASE_URL: server.databaseUrl,
+      SVC_DATA_DIR: server.dataDir,
+      SVC_ROOT_TOKEN: server.rootToken,
+      SVC_READ_POOL: '1',
+      SVC_LOG: 'off',
+      PORT: String(port),
+      REALTIME_PORT: String(rport),
+      ...env,
+    },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  try {
+    await waitForReady(proc);
+  } catch (err) {
+    proc.kill('SIGKILL');
+    throw err;
+  }
+  return { proc, url: `http://127.0.0.1:${port}` };
 }
