@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { connect as tcpConnect } from 'node:net';
 import { cli, startTestServer, type TestServer } from '../support/server.ts';
 import { hashSecret } from '../../src/ids.ts';
-import { addMember, cliCreateKey, createKey, setup, tryCreateKey, whoami, type Setup } from './support.ts';
+import {
+  addMember,
+  cliCreateKey,
+  createKey,
+  setup,
+  tenantKeyArgs,
+  tryCreateKey,
+  whoami,
+  type Setup,
+} from './support.ts';
 
 let server: TestServer;
 let s: Setup;
@@ -27,16 +36,6 @@ const bound =
   ];
 const pub = bound('public');
 const sec = bound('secret');
-/** CLI arguments of a tenant key of `type` allowed on `projects` (comma-separated) with `scopes`. */
-const tenant = (type: 'public' | 'secret', projects: string, scopes: string) => [
-  '--type',
-  type,
-  '--tenant',
-  '--projects',
-  projects,
-  '--scopes',
-  scopes,
-];
 
 /** A second project of the same tenant, for allow-list tests. */
 async function secondProject(name: string): Promise<string> {
@@ -82,17 +81,17 @@ describe('API keys table', () => {
   });
 
   test('pk_t_: public, tenant-scoped, browser-safe, limited to the public read-only subset', async () => {
-    const k = await createKey(server, s.ownerKey, ...tenant('public', s.projectId, 'records:read'));
+    const k = await createKey(server, s.ownerKey, ...tenantKeyArgs('public', s.projectId, 'records:read'));
     expect(k.key).toMatch(/^pk_t_[0-9a-f]{48}$/);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://shop.example' });
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ kind: 'pk_t', projectId: s.projectId });
-    const bad = await tryCreateKey(server, s.ownerKey, ...tenant('public', s.projectId, 'records:write'));
+    const bad = await tryCreateKey(server, s.ownerKey, ...tenantKeyArgs('public', s.projectId, 'records:write'));
     expect(bad.err).toContain('scope "records:write" cannot be granted to a public key');
   });
 
   test('sk_t_: secret, tenant-scoped, rejected from a browser, may hold provision', async () => {
-    const k = await createKey(server, s.ownerKey, ...tenant('secret', s.projectId, 'provision,records:read'));
+    const k = await createKey(server, s.ownerKey, ...tenantKeyArgs('secret', s.projectId, 'provision,records:read'));
     expect(k.key).toMatch(/^sk_t_[0-9a-f]{48}$/);
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId })).status).toBe(200);
     const r = await whoami(server, { 'x-api-key': k.key, 'x-project-id': s.projectId, origin: 'https://x.example' });
@@ -136,7 +135,11 @@ describe('API keys rules', () => {
   test('rule 3: a tenant key needs X-Project-Id on its allow-list (400 missing, 403 not listed)', async () => {
     const listed = await secondProject('listed');
     const unlisted = await secondProject('unlisted');
-    const k = await createKey(server, s.ownerKey, ...tenant('secret', `${s.projectId},${listed}`, 'records:read'));
+    const k = await createKey(
+      server,
+      s.ownerKey,
+      ...tenantKeyArgs('secret', `${s.projectId},${listed}`, 'records:read'),
+    );
     expect((await whoami(server, { 'x-api-key': k.key, 'x-project-id': listed })).body.projectId).toBe(listed);
     const missing = await whoami(server, { 'x-api-key': k.key });
     expect(missing.status).toBe(400);
@@ -155,11 +158,11 @@ describe('API keys rules', () => {
     const bad = await tryCreateKey(
       server,
       s.ownerKey,
-      ...tenant('secret', `${s.projectId},${foreign}`, 'records:read'),
+      ...tenantKeyArgs('secret', `${s.projectId},${foreign}`, 'records:read'),
     );
     expect(bad.code).toBe(1);
     expect(bad.err).toContain(`projects: ${foreign} not found in this tenant`);
-    const k = await createKey(server, s.ownerKey, ...tenant('secret', s.projectId, 'records:read'));
+    const k = await createKey(server, s.ownerKey, ...tenantKeyArgs('secret', s.projectId, 'records:read'));
     const patch = await fetch(`${server.apiUrl}/v1/control/api-keys/${k.id}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${s.ownerKey}`, 'content-type': 'application/json' },
@@ -173,10 +176,10 @@ describe('API keys rules', () => {
     const k = await createKey(
       server,
       s.ownerKey,
-      ...tenant('secret', s.projectId, 'records:write,drafts:read,secrets:read.project'),
+      ...tenantKeyArgs('secret', s.projectId, 'records:write,drafts:read,secrets:read.project'),
     );
     expect(k.key).toMatch(/^sk_t_/);
-    const bad = await tryCreateKey(server, s.ownerKey, ...tenant('public', s.projectId, 'secrets:read.project'));
+    const bad = await tryCreateKey(server, s.ownerKey, ...tenantKeyArgs('public', s.projectId, 'secrets:read.project'));
     expect(bad.err).toContain('cannot be granted to a public key');
   });
 
@@ -400,7 +403,7 @@ describe('svc api-keys', () => {
           k.projectId === s.projectId || k.projectIds.includes(s.projectId),
       ),
     ).toBe(true);
-    const t = await tryCreateKey(server, ad.json.controlKey, ...tenant('secret', s.projectId, 'records:read'));
+    const t = await tryCreateKey(server, ad.json.controlKey, ...tenantKeyArgs('secret', s.projectId, 'records:read'));
     expect(t.err).toContain('403');
   });
 

@@ -77,3 +77,8 @@ export async function memberKey(
   if (m.code !== 0) throw new Error(m.err);
   return m.json.controlKey;
 }
+
+/** CLI arguments of a tenant key of `type` allowed on `projects` (comma-separated) with `scopes` (comma-separated). */
+export function tenantKeyArgs(type: 'public' | 'secret', projects: string, scopes: string): string[] {
+  return ['--type', type, '--tenant', '--projects', projects, '--scopes', scopes];
+}

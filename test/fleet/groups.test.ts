@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { eventually } from '../support/eventually.ts';
 import { folder } from '../config/support.ts';
+import { tenantKeyArgs } from '../auth/support.ts';
 import { apiKey, gql, PRODUCT, provision, publish, schemaFolder } from './support.ts';
 import { targetOf } from '../../src/graphql/schema-entries.ts';
 
@@ -17,24 +18,8 @@ beforeAll(async () => {
   a = await startTestServer();
   b = await startTestServer({ DATABASE_URL: a.databaseUrl });
   t = await bootstrapProject(a, 'groups');
-  prov = await apiKey(a, t.ownerKey, [
-    '--type',
-    'secret',
-    '--tenant',
-    '--projects',
-    t.projectId,
-    '--scopes',
-    'provision,records:read,records:write',
-  ]);
-  reader = await apiKey(a, t.ownerKey, [
-    '--type',
-    'public',
-    '--tenant',
-    '--projects',
-    t.projectId,
-    '--scopes',
-    'records:read',
-  ]);
+  prov = await apiKey(a, t.ownerKey, tenantKeyArgs('secret', t.projectId, 'provision,records:read,records:write'));
+  reader = await apiKey(a, t.ownerKey, tenantKeyArgs('public', t.projectId, 'records:read'));
 });
 afterAll(async () => {
   await b.stop();

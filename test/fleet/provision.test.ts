@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
+import { tenantKeyArgs } from '../auth/support.ts';
 import { apiKey, gql, PRODUCT, provision, provisionStatus, publish } from './support.ts';
 import { PROVISION_STEPS } from '../../src/fleet/protocol.ts';
 
@@ -20,24 +21,12 @@ beforeAll(async () => {
   u = await bootstrapProject(a, 'other-tenant');
   await publish(a, t.ownerKey, 'shops', [PRODUCT], 'Shops');
   await publish(a, u.ownerKey, 'u-only', [PRODUCT]);
-  prov = await apiKey(a, t.ownerKey, [
-    '--type',
-    'secret',
-    '--tenant',
-    '--projects',
-    t.projectId,
-    '--scopes',
-    'provision,records:read,records:write,records:publish',
-  ]);
-  reader = await apiKey(a, t.ownerKey, [
-    '--type',
-    'public',
-    '--tenant',
-    '--projects',
-    t.projectId,
-    '--scopes',
-    'records:read',
-  ]);
+  prov = await apiKey(
+    a,
+    t.ownerKey,
+    tenantKeyArgs('secret', t.projectId, 'provision,records:read,records:write,records:publish'),
+  );
+  reader = await apiKey(a, t.ownerKey, tenantKeyArgs('public', t.projectId, 'records:read'));
 });
 afterAll(async () => {
   await b.stop();
@@ -140,24 +129,8 @@ describe('POST /v1/provision', () => {
   test('refusals: wrong credentials, browsers, missing scope, X-Project-Id, unknown or foreign group and keys', async () => {
     const pk = await apiKey(a, t.ownerKey, ['--type', 'public', '--project', t.projectId, '--scopes', 'records:read']);
     const sk = await apiKey(a, t.ownerKey, ['--type', 'secret', '--project', t.projectId, '--scopes', 'records:read']);
-    const noScope = await apiKey(a, t.ownerKey, [
-      '--type',
-      'secret',
-      '--tenant',
-      '--projects',
-      t.projectId,
-      '--scopes',
-      'records:read',
-    ]);
-    const foreignKey = await apiKey(a, u.ownerKey, [
-      '--type',
-      'public',
-      '--tenant',
-      '--projects',
-      u.projectId,
-      '--scopes',
-      'records:read',
-    ]);
+    const noScope = await apiKey(a, t.ownerKey, tenantKeyArgs('secret', t.projectId, 'records:read'));
+    const foreignKey = await apiKey(a, u.ownerKey, tenantKeyArgs('public', u.projectId, 'records:read'));
     const before = await projectCount(t.tenantId);
     const needsSkT = {
       error: 'PERMISSION_DENIED',
