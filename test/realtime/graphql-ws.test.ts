@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createClient, type Client } from 'graphql-ws';
+import type { Client } from 'graphql-ws';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { updateApiKey } from '../../src/auth/api-keys.ts';
 import { hashSecret } from '../../src/ids.ts';
+import { collect, wsClient } from './support.ts';
 
 let server: TestServer;
 let p: GqlProject;
@@ -29,28 +30,7 @@ afterAll(async () => {
 });
 
 function client(params: Record<string, unknown>, url = server.apiUrl) {
-  const closes: { code: number; reason: string }[] = [];
-  const c = createClient({
-    url: `${url.replace(/^http/, 'ws')}/graphql/ws`,
-    connectionParams: params,
-    retryAttempts: 0,
-    lazy: false,
-    on: { closed: (e) => closes.push({ code: (e as CloseEvent).code, reason: (e as CloseEvent).reason }) },
-    onNonLazyError: () => {},
-  });
-  clients.push(c);
-  return { c, closes };
-}
-
-/** Subscribes and collects `next` payloads; `ended` holds the error or completion. */
-function collect(c: Client, query: string, variables: Record<string, unknown> = {}) {
-  const got: any[] = [];
-  const state: { error?: unknown; done?: boolean } = {};
-  const stop = c.subscribe(
-    { query, variables },
-    { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) },
-  );
-  return { got, state, stop };
+  return wsClient(url, params, clients);
 }
 
 /** Live channels of the process (the gateway's status counts subscriptions of /graphql/ws too). */

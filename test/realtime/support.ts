@@ -1,5 +1,6 @@
 import { expect } from 'bun:test';
 import { EventSource } from 'eventsource';
+import { createClient, type Client } from 'graphql-ws';
 
 /**
  * The `data` of a content event as a service delivers it: with read replicas (the suite on a
@@ -52,4 +53,36 @@ export async function eventsSocket(gatewayUrl: string, params: Record<string, st
     closed: () => closed,
     send: (f: unknown) => ws.send(typeof f === 'string' ? f : JSON.stringify(f)),
   };
+}
+
+/** `/graphql/ws` of a service at `httpUrl`. */
+export const graphqlWsUrl = (httpUrl: string) => `${httpUrl.replace(/^http/, 'ws')}/graphql/ws`;
+
+/**
+ * A graphql-ws client on `/graphql/ws` of `httpUrl`, connecting at once and never retrying, with
+ * the close events it saw; pushed to `clients`, which the file's afterAll disposes.
+ */
+export function wsClient(httpUrl: string, connectionParams: Record<string, unknown>, clients: Client[]) {
+  const closes: { code: number; reason: string }[] = [];
+  const c = createClient({
+    url: graphqlWsUrl(httpUrl),
+    connectionParams,
+    retryAttempts: 0,
+    lazy: false,
+    on: { closed: (e) => closes.push({ code: (e as CloseEvent).code, reason: (e as CloseEvent).reason }) },
+    onNonLazyError: () => {},
+  });
+  clients.push(c);
+  return { c, closes };
+}
+
+/** Subscribes and collects `next` payloads; `state` holds the error or completion. */
+export function collect(c: Client, query: string, variables: Record<string, unknown> = {}) {
+  const got: any[] = [];
+  const state: { error?: any; done?: boolean } = {};
+  const stop = c.subscribe(
+    { query, variables },
+    { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) },
+  );
+  return { got, state, stop };
 }

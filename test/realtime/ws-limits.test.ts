@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import { createClient, type Client } from 'graphql-ws';
+import type { Client } from 'graphql-ws';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { spawnService } from '../support/process.ts';
 import { deepJson } from '../support/deep-json.ts';
+import { collect, graphqlWsUrl, wsClient } from './support.ts';
 
 /**
  * Issue 27 items 8, 12 and 13 on /graphql/ws, with the editors of the attack on two processes
@@ -51,36 +52,15 @@ afterAll(async () => {
   await a.stop();
 });
 
-const wsUrl = (http: string) => `${http.replace(/^http/, 'ws')}/graphql/ws`;
 const RECORD = 'subscription { recordChanged(modelKey: "post") { action recordId } }';
 
 function client(url: string) {
-  const closes: { code: number; reason: string }[] = [];
-  const c = createClient({
-    url: wsUrl(url),
-    connectionParams: { apiKey: sk },
-    retryAttempts: 0,
-    lazy: false,
-    on: { closed: (e) => closes.push({ code: (e as CloseEvent).code, reason: (e as CloseEvent).reason }) },
-    onNonLazyError: () => {},
-  });
-  clients.push(c);
-  return { c, closes };
-}
-
-function collect(c: Client, query: string, variables: Record<string, unknown> = {}) {
-  const got: any[] = [];
-  const state: { error?: any; done?: boolean } = {};
-  const stop = c.subscribe(
-    { query, variables },
-    { next: (v) => got.push(v), error: (e) => (state.error = e), complete: () => (state.done = true) },
-  );
-  return { got, state, stop };
+  return wsClient(url, { apiKey: sk }, clients);
 }
 
 /** A raw graphql-transport-ws socket, acknowledged, that records what it receives and its close. */
 async function rawSocket(url: string) {
-  const ws = new WebSocket(wsUrl(url), 'graphql-transport-ws');
+  const ws = new WebSocket(graphqlWsUrl(url), 'graphql-transport-ws');
   const messages: any[] = [];
   let closed: { code: number; reason: string } | undefined;
   ws.onmessage = (e) => messages.push(JSON.parse(String(e.data)));
