@@ -21,40 +21,20 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
+/** `svc records save` of `file` as the page with natural key "home" (the first test saves it twice). */
+const saveHome = (file: string) =>
+  cli(server, sk, 'records', 'save', '--model', 'page', '--natural-key', 'home', '--file', file, '--json');
+
 describe('svc records save / publish', () => {
   test('save creates then updates by natural key; publish makes it public', async () => {
     const dir = tempDir('svc-rec-');
     const file = join(dir, 'home.json');
     writeFileSync(file, JSON.stringify({ title: 'Home' }));
-    const a = await cli(
-      server,
-      sk,
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      'home',
-      '--file',
-      file,
-      '--json',
-    );
+    const a = await saveHome(file);
     expect(a.code).toBe(0);
     expect(a.json).toEqual({ _id: expect.stringMatching(/^rec_/) });
     writeFileSync(file, JSON.stringify({ title: 'Home 2' }));
-    const b = await cli(
-      server,
-      sk,
-      'records',
-      'save',
-      '--model',
-      'page',
-      '--natural-key',
-      'home',
-      '--file',
-      file,
-      '--json',
-    );
+    const b = await saveHome(file);
     expect(b.json._id).toBe(a.json._id);
     const pub = await cli(server, sk, 'records', 'publish', '--model', 'page', '--id', a.json._id, '--json');
     expect(pub.json).toEqual({ _id: a.json._id, published: true });
