@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { startKeyedProject, type GqlProject } from './helpers.ts';
 import { observeQueries } from '../../src/content/db.ts';
 
 let server: TestServer;
@@ -9,8 +9,7 @@ let sk: string;
 let pk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [
+  ({ server, p, sk, pk } = await startKeyedProject([
     { key: 'author', name: 'Author', fields: [{ key: 'name', type: 'text' }] },
     { key: 'tag', name: 'Tag', fields: [{ key: 'label', type: 'text' }] },
     {
@@ -22,9 +21,7 @@ beforeAll(async () => {
         { key: 'tags', type: 'select', config: { optionModelKey: 'tag', multiple: true } },
       ],
     },
-  ]);
-  sk = await p.key('sk', ALL_SECRET);
-  pk = await p.key('pk', ['records:read']);
+  ]));
 });
 afterAll(() => server.stop());
 

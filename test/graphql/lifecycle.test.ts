@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, startKeyedProject, type GqlProject } from './helpers.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
 
 let server: TestServer;
@@ -9,8 +9,7 @@ let sk: string;
 let pk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [
+  ({ server, p, sk, pk } = await startKeyedProject([
     {
       key: 'blogPost',
       name: 'Blog post',
@@ -22,9 +21,7 @@ beforeAll(async () => {
       lookups: [{ keyBy: ['title'] }],
     },
     { key: 'setting', name: 'Setting', versioned: false, fields: [{ key: 'value', type: 'text', required: true }] },
-  ]);
-  sk = await p.key('sk', ALL_SECRET);
-  pk = await p.key('pk', ['records:read']);
+  ]));
 });
 afterAll(() => server.stop());
 

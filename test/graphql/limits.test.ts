@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { getIntrospectionQuery } from 'graphql';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { startKeyedProject, type GqlProject } from './helpers.ts';
 
 /** Issue 10 rows 1 and 2: document limits are linear, stop early, and leave introspection alone. */
 let server: TestServer;
@@ -10,8 +10,7 @@ let pk: string;
 let sk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [
+  ({ server, p, sk, pk } = await startKeyedProject([
     {
       key: 'page',
       name: 'Page',
@@ -20,9 +19,7 @@ beforeAll(async () => {
         { key: 'parent', type: 'reference', config: { modelKey: 'page' } },
       ],
     },
-  ]);
-  pk = await p.key('pk', ['records:read']);
-  sk = await p.key('sk', ALL_SECRET);
+  ]));
   const r = await p.gql(sk, `mutation { createPage(data: { title: "home" }) { _id } }`);
   await p.gql(sk, `mutation($id: ID!) { publishPageVersion(_id: $id) { _id } }`, { id: r.body.data.createPage._id });
 });

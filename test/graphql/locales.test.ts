@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { startKeyedProject, type GqlProject } from './helpers.ts';
 
 let server: TestServer;
 let p: GqlProject;
@@ -8,8 +8,7 @@ let sk: string;
 let pk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [
+  ({ server, p, sk, pk } = await startKeyedProject([
     {
       key: 'page',
       name: 'Page',
@@ -18,9 +17,7 @@ beforeAll(async () => {
         { key: 'slug', type: 'text', required: true },
       ],
     },
-  ]);
-  sk = await p.key('sk', ALL_SECRET);
-  pk = await p.key('pk', ['records:read']);
+  ]));
 });
 afterAll(() => server.stop());
 
