@@ -2,11 +2,10 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
 import * as Y from 'yjs';
 import { WebsocketProvider } from 'y-websocket';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { MODELS, editor, roomOf, storedDoc, synced, type Editor } from './support.ts';
 
 /**
@@ -19,7 +18,6 @@ import { MODELS, editor, roomOf, storedDoc, synced, type Editor } from './suppor
  * The service process runs the rooms; the in-process server here only creates the project and
  * reads the record (GraphQL) and the stored state (SQL), and never opens the rooms.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let a: TestServer;
 let p: GqlProject;
 let key: string;
@@ -43,16 +41,7 @@ afterAll(async () => {
 
 /** A service process (the gateway role: the rooms) on the test server's database. */
 async function start(): Promise<{ proc: Subprocess; url: string }> {
-  const s = await spawnService(
-    {
-      DATABASE_URL: a.databaseUrl,
-      SVC_ROOT_TOKEN: a.rootToken,
-      SVC_DATA_DIR: a.dataDir,
-      SVC_READ_POOL: '1',
-      SVC_LOG: 'off',
-    },
-    { role: 'gateway', cwd: ROOT, timeoutMs: 60_000 },
-  );
+  const s = await spawnServiceBeside(a, 'gateway', { SVC_READ_POOL: '1', SVC_LOG: 'off' }, 60_000);
   procs.push(s.proc);
   return s;
 }

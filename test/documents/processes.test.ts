@@ -2,11 +2,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import type { Subprocess } from 'bun';
 import { manifestOf, MODELS, post, pushManifest, sha } from './support.ts';
-
-const ROOT = new URL('../..', import.meta.url).pathname;
 
 /**
  * Two processes on one PostgreSQL: a document pushed through one is served — compiled ahead — by
@@ -27,10 +25,7 @@ const trustedEntries = async (s: { apiUrl: string }) =>
   );
 
 async function spawn(): Promise<{ proc: Subprocess; apiUrl: string }> {
-  const s = await spawnService(
-    { DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_LOG: 'off' },
-    { role: 'api', cwd: ROOT, timeoutMs: 60_000 },
-  );
+  const s = await spawnServiceBeside(a, 'api', { SVC_LOG: 'off' }, 60_000);
   return { proc: s.proc, apiUrl: s.url };
 }
 

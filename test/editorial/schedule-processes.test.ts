@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Subprocess } from 'bun';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { gqlProject, ALL_SECRET, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { sse } from '../realtime/support.ts';
 import { MODELS } from '../collab/support.ts';
 
@@ -14,7 +13,6 @@ import { MODELS } from '../collab/support.ts';
  * Each of many actions due at the same instant fires exactly once: one `published` history
  * entry, one `record.published` event, status `done`.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 const N = 30;
 let server: TestServer;
 let p: GqlProject;
@@ -27,17 +25,11 @@ beforeAll(async () => {
   p = await gqlProject(server, MODELS, 'sched-procs');
   key = await p.key('sk', ALL_SECRET);
   reader = await p.key('pk', ['records:read']);
-  second = await spawnService(
-    {
-      DATABASE_URL: server.databaseUrl,
-      SVC_DATA_DIR: server.dataDir,
-      SVC_ROOT_TOKEN: server.rootToken,
-      SVC_LOG: 'off',
-      SVC_READ_POOL: '1',
-      SVC_SCHEDULED_ACTIONS_TICK_MS: '20',
-    },
-    { role: 'all', cwd: ROOT },
-  );
+  second = await spawnServiceBeside(server, 'all', {
+    SVC_LOG: 'off',
+    SVC_READ_POOL: '1',
+    SVC_SCHEDULED_ACTIONS_TICK_MS: '20',
+  });
 }, 60_000);
 
 afterAll(async () => {

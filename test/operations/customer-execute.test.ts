@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { join } from 'node:path';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { eventually } from '../support/eventually.ts';
 import { sse } from '../realtime/support.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint, type OpsProject } from './support.ts';
@@ -213,15 +212,7 @@ describe("a customer's role reaches operations through a public key", () => {
   });
 
   test('two processes: the customer executes through one API process and follows jobs:{executionId} on a gateway process', async () => {
-    const { proc, url: gateway } = await spawnService(
-      {
-        DATABASE_URL: server.databaseUrl,
-        SVC_ROOT_TOKEN: server.rootToken,
-        SVC_DATA_DIR: server.dataDir,
-        SVC_READ_POOL: '1',
-      },
-      { role: 'gateway', cwd: join(import.meta.dir, '..', '..') },
-    );
+    const { proc, url: gateway } = await spawnServiceBeside(server, 'gateway', { SVC_READ_POOL: '1' });
     try {
       const c = await customerWith(['operations:execute:slow']);
       const ran = await as(c, 'mutation { executeSlow(input: { n: 1 }) { id } }');

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { eventsSocket, sse } from './support.ts';
 
 // Two processes and argon2id logins on a loaded box: generous.
@@ -15,7 +14,6 @@ setDefaultTimeout(60_000);
  * customer's role, `self:*`) or a model allow-list, exactly those models — and never the others.
  * Writes go through one process, subscribers sit on a gateway process.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let worker: TestServer;
 let gateway: string;
 let proc: ReturnType<typeof Bun.spawn>;
@@ -24,15 +22,7 @@ let sk: string;
 
 beforeAll(async () => {
   worker = await startTestServer();
-  ({ proc, url: gateway } = await spawnService(
-    {
-      DATABASE_URL: worker.databaseUrl,
-      SVC_ROOT_TOKEN: worker.rootToken,
-      SVC_DATA_DIR: worker.dataDir,
-      SVC_READ_POOL: '1',
-    },
-    { role: 'gateway', cwd: ROOT },
-  ));
+  ({ proc, url: gateway } = await spawnServiceBeside(worker, 'gateway', { SVC_READ_POOL: '1' }));
   p = await gqlProject(
     worker,
     [

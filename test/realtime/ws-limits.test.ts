@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import fc from 'fast-check';
 import type { Client } from 'graphql-ws';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { deepJson } from '../support/deep-json.ts';
 import { collect, graphqlWsUrl, wsClient } from './support.ts';
 
@@ -16,7 +15,6 @@ import { collect, graphqlWsUrl, wsClient } from './support.ts';
  * document limits (depth, aliases, cost), the documents one socket holds are bounded, a socket
  * serves exactly 100 subscriptions, and deeply nested variables are refused before coercion.
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let a: TestServer;
 let b: { proc: ReturnType<typeof Bun.spawn>; url: string };
 let p: GqlProject;
@@ -25,10 +23,7 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   a = await startTestServer();
-  b = await spawnService(
-    { DATABASE_URL: a.databaseUrl, SVC_ROOT_TOKEN: a.rootToken, SVC_DATA_DIR: a.dataDir, SVC_READ_POOL: '1' },
-    { role: 'api', cwd: ROOT },
-  );
+  b = await spawnServiceBeside(a, 'api', { SVC_READ_POOL: '1' });
   p = await gqlProject(
     a,
     [

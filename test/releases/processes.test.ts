@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
@@ -32,16 +31,7 @@ beforeAll(async () => {
   );
   sk = await p.key('sk', ALL_SECRET);
   pk = await p.key('pk', ['records:read']);
-  b = await spawnService(
-    {
-      DATABASE_URL: a.databaseUrl,
-      SVC_ROOT_TOKEN: a.rootToken,
-      SVC_DATA_DIR: a.dataDir,
-      SVC_SCHEDULER_TICK_MS: '60000',
-      SVC_LOG: 'off',
-    },
-    { role: 'all', cwd: join(import.meta.dir, '..', '..') },
-  );
+  b = await spawnServiceBeside(a, 'all', { SVC_SCHEDULER_TICK_MS: '60000', SVC_LOG: 'off' });
 }, 90_000);
 
 afterAll(async () => {

@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { connect, type Socket } from 'node:net';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { spawnService } from '../support/process.ts';
+import { spawnServiceBeside } from '../support/process.ts';
 
 /**
  * Issue 27 item 14: SIGTERM with idle keep-alive connections (and connections that never sent
  * a full request) exits as soon as the in-flight requests are answered, instead of waiting for
  * the idle ones to time out (Bun's graceful stop waited ~10 s for them).
  */
-const ROOT = join(import.meta.dir, '..', '..');
 let base: TestServer;
 
 beforeAll(async () => {
@@ -31,15 +29,7 @@ async function open(port: number): Promise<{ s: Socket; received: () => string; 
 
 describe('SIGTERM', () => {
   test('idle keep-alive connections are closed at once; the in-flight request is answered; the process exits', async () => {
-    const { proc, url } = await spawnService(
-      {
-        DATABASE_URL: base.databaseUrl,
-        SVC_ROOT_TOKEN: base.rootToken,
-        SVC_DATA_DIR: base.dataDir,
-        SVC_READ_POOL: '1',
-      },
-      { role: 'api', cwd: ROOT },
-    );
+    const { proc, url } = await spawnServiceBeside(base, 'api', { SVC_READ_POOL: '1' });
     const port = Number(new URL(url).port);
     // Two keep-alive connections that were answered once and stay open, one that sent nothing,
     // one that sent half a request line.

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../support/server.ts';
-import { gqlAt, spawnService } from '../support/process.ts';
+import { gqlAt, spawnServiceBeside } from '../support/process.ts';
 import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
 import { readStatements } from '../../bench/targets.ts';
 
@@ -39,16 +38,7 @@ beforeAll(async () => {
   );
   sk = await p.key('sk', ALL_SECRET, null, 100_000);
   pk = await p.key('pk', ['records:read'], null, 100_000);
-  b = await spawnService(
-    {
-      DATABASE_URL: a.databaseUrl,
-      SVC_ROOT_TOKEN: a.rootToken,
-      SVC_DATA_DIR: a.dataDir,
-      SVC_RESPONSE_CACHE: 'off',
-      SVC_LOG: 'off',
-    },
-    { role: 'all', cwd: join(import.meta.dir, '..', '..') },
-  );
+  b = await spawnServiceBeside(a, 'all', { SVC_RESPONSE_CACHE: 'off', SVC_LOG: 'off' });
 }, 90_000);
 
 afterAll(async () => {

@@ -125,3 +125,19 @@ export async function spawnBeside(
   }
   return { proc, url: `http://127.0.0.1:${port}` };
 }
+
+/**
+ * `spawnService` beside a test server: another process of this checkout in `role` on the server's
+ * database, root token and data folder, with `env` over them (the multi-process tests' shape).
+ */
+export function spawnServiceBeside(
+  server: { databaseUrl: string; rootToken: string; dataDir: string },
+  role: string,
+  env: Record<string, string> = {},
+  timeoutMs?: number,
+): ReturnType<typeof spawnService> {
+  return spawnService(
+    { DATABASE_URL: server.databaseUrl, SVC_ROOT_TOKEN: server.rootToken, SVC_DATA_DIR: server.dataDir, ...env },
+    { role, cwd: join(import.meta.dir, '..', '..'), timeoutMs },
+  );
+}
