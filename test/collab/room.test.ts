@@ -3,8 +3,8 @@ import * as Y from 'yjs';
 import * as decoding from 'lib0/decoding';
 import * as encoding from 'lib0/encoding';
 import * as syncProtocol from 'y-protocols/sync';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { startSecretProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { CollabRooms } from '../../src/collab/rooms.ts';
 import { connectSession } from '../../src/store/db.ts';
@@ -23,9 +23,7 @@ let key: string;
 let rooms: CollabRooms;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, MODELS, 'collab-room');
-  key = await p.key('sk', ALL_SECRET);
+  ({ server, p, sk: key } = await startSecretProject(MODELS, 'collab-room'));
   const svc = server.svc;
   rooms = new CollabRooms(
     {

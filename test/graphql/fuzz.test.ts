@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
 import { buildClientSchema, getIntrospectionQuery, printSchema, type GraphQLSchema } from 'graphql';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from './helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { ALL_SECRET, startProject, type GqlProject } from './helpers.ts';
 import { deepJson } from '../support/deep-json.ts';
 import { documentArbitrary, fuzzModels, type FuzzDocument } from './fuzz/documents.ts';
 
@@ -54,8 +54,7 @@ let pk: string;
 let sk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, fuzzModels(), 'fuzz');
+  ({ server, p } = await startProject(fuzzModels(), 'fuzz'));
   // High rate limits: ten thousand documents plus as many normal reads in one hour window.
   const key = (kind: 'pk' | 'sk', scopes: string[]) => p.key(kind, scopes, null, 10_000_000);
   pk = await key('pk', ['records:read', 'search:read']);

@@ -73,6 +73,17 @@ export async function gqlProject(server: TestServer, models: ModelDef[], name = 
   return p;
 }
 
+/** A fresh test server with one project of `models` (stopped again if the project fails). */
+export async function startProject(models: ModelDef[], name = 'site'): Promise<{ server: TestServer; p: GqlProject }> {
+  const server = await startTestServer();
+  try {
+    return { server, p: await gqlProject(server, models, name) };
+  } catch (err) {
+    await server.stop();
+    throw err;
+  }
+}
+
 /** A fresh test server with one project of `models` and its public key `pk` (records:read). */
 export async function startGqlProject(models: ModelDef[]): Promise<{ server: TestServer; p: GqlProject; pk: string }> {
   const { server, p, key } = await startWithKey(models, 'site', 'pk', ['records:read']);

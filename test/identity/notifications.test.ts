@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 
 // argon2id logins and second processes are slow on a loaded box: never a reason to fail.
 setDefaultTimeout(60_000);
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { gqlProject, startProject, type GqlProject } from '../graphql/helpers.ts';
 import { upsertRole } from '../../src/identity/customer-roles.ts';
 import { listOutbox } from '../../src/identity/mailer.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
@@ -16,8 +16,7 @@ let pk: string;
 let sk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]);
+  ({ server, p } = await startProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
   pk = await p.key('pk', ['records:read']);
   sk = await p.key('sk', ['records:read', 'notifications:write']);
   await upsertRole(server.svc.sql, p.projectId, {

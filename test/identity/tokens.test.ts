@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 setDefaultTimeout(60_000);
 import { createRemoteJWKSet, jwtVerify, SignJWT, UnsecuredJWT, decodeProtectedHeader, base64url } from 'jose';
 import { startTestServer, cli, type TestServer } from '../support/server.ts';
-import { gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import { gqlProject, startProject, type GqlProject } from '../graphql/helpers.ts';
 import { tokenService, onSessionRevoked, verifyAccessToken } from '../../src/identity/tokens.ts';
 import { createSession, revokeSession } from '../../src/identity/customer-sessions.ts';
 import { newId } from '../../src/ids.ts';
@@ -17,8 +17,7 @@ let pk: string;
 let otherPk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, [{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]);
+  ({ server, p } = await startProject([{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }]));
   other = await gqlProject(server, [{ key: 'page', name: 'Page', fields: [{ key: 'title', type: 'text' }] }], 'other');
   pk = await p.key('pk', ['records:read']);
   otherPk = await other.key('pk', ['records:read']);

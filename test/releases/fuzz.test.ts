@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import fc from 'fast-check';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { ALL_SECRET, startProject, type GqlProject } from '../graphql/helpers.ts';
 import { insertApiKey } from '../../src/auth/api-keys.ts';
 
 /**
@@ -28,12 +28,10 @@ let record: string;
 let release: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(
-    server,
+  ({ server, p } = await startProject(
     [{ key: 'article', name: 'Article', fields: [{ key: 'title', type: 'text', required: true }] }],
     'rel-fuzz',
-  );
+  ));
   sk = (
     await insertApiKey(server.svc.sql, {
       tenantId: p.tenantId,

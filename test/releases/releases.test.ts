@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { ALL_SECRET, gqlProject, type GqlProject } from '../graphql/helpers.ts';
+import type { TestServer } from '../support/server.ts';
+import { ALL_SECRET, gqlProject, startProject, type GqlProject } from '../graphql/helpers.ts';
 import { eventually } from '../support/eventually.ts';
 import { sse } from '../realtime/support.ts';
 import type { BusEvent } from '../../src/bus/bus.ts';
@@ -33,8 +33,7 @@ let pk: string;
 let otherSk: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  p = await gqlProject(server, RELEASE_MODELS, 'rel');
+  ({ server, p } = await startProject(RELEASE_MODELS, 'rel'));
   other = await gqlProject(server, RELEASE_MODELS, 'rel-other');
   sk = await p.key('sk', ALL_SECRET);
   pk = await p.key('pk', ['records:read']);
