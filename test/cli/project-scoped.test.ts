@@ -43,6 +43,10 @@ const save = (model: string, naturalKey: string, file: string) => [
 
 const member = (role: string) => memberKey(server, p, role);
 
+/** `svc api-keys create` as the owner in the pinned config folder, with --json. */
+const pinnedKey = (key: Parameters<typeof cliCreateKey>[2]) =>
+  cliCreateKey(server, p.ownerKey, key, '--dir', dir, '--json');
+
 beforeAll(async () => {
   server = await startTestServer();
   p = await bootstrapProject(server, 'pinned');
@@ -68,14 +72,7 @@ afterAll(() => server.stop());
 
 describe("project-scoped commands use the folder's pinned project", () => {
   test('api-keys create without --tenant or --project makes a key of the pinned project', async () => {
-    const r = await cliCreateKey(
-      server,
-      p.ownerKey,
-      { name: 'site', type: 'public', scopes: 'records:read' },
-      '--dir',
-      dir,
-      '--json',
-    );
+    const r = await pinnedKey({ name: 'site', type: 'public', scopes: 'records:read' });
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     const who = await fetch(`${server.apiUrl}/v1/whoami`, { headers: { 'x-api-key': r.json.key } });
@@ -138,14 +135,7 @@ describe('svc records save|publish as the calling member', () => {
       );
       expect(pub.json).toEqual({ _id: saved.json._id, published: true });
     }
-    const pk = await cliCreateKey(
-      server,
-      p.ownerKey,
-      { name: 'read', type: 'public', scopes: 'records:read' },
-      '--dir',
-      dir,
-      '--json',
-    );
+    const pk = await pinnedKey({ name: 'read', type: 'public', scopes: 'records:read' });
     const res = await gqlAt(server.apiUrl, pk.json.key, '{ page(naturalKey: "home-2") { title } }');
     expect(res.data.page.title).toBe('Home 2 again');
   });
@@ -173,14 +163,11 @@ describe('svc records save|publish as the calling member', () => {
   });
 
   test('a secret key in SVC_API_KEY is used even when SVC_TOKEN holds a control key', async () => {
-    const sk = await cliCreateKey(
-      server,
-      p.ownerKey,
-      { name: 'cli', type: 'secret', scopes: 'records:read,records:write,records:publish,drafts:read' },
-      '--dir',
-      dir,
-      '--json',
-    );
+    const sk = await pinnedKey({
+      name: 'cli',
+      type: 'secret',
+      scopes: 'records:read,records:write,records:publish,drafts:read',
+    });
     writeFileSync(join(dir, 'k.json'), JSON.stringify({ title: 'K' }));
     const r = await run({ SVC_TOKEN: p.ownerKey, SVC_API_KEY: sk.json.key }, ...save('page', 'k', 'k.json'), '--json');
     expect(r.err).toBe('');
