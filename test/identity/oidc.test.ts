@@ -121,6 +121,21 @@ async function signUp(config: oidc.Configuration, who = email()) {
   return { ...a, email: who, location: new URL(post.headers.get('location')!) };
 }
 
+/**
+ * The token request exchanging `code` as the party's client at CB with PKCE `verifier` (left
+ * out when undefined); `change` replaces fields, for the refusals.
+ */
+function codeGrant(code: string, verifier?: string, change: Record<string, string> = {}): Record<string, string> {
+  return {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    redirect_uri: CB,
+    ...(verifier === undefined ? {} : { code_verifier: verifier }),
+    ...change,
+  };
+}
+
 const tokenPost = (body: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(`${base}/customer/oauth/token`, { method: 'POST', body: new URLSearchParams(body), headers });
 
@@ -232,13 +247,7 @@ describe('hosted login: the whole flow with openid-client', () => {
     const { post } = await drive(a.url, 'signup', { email: email(), password: PASSWORD, name: 'Ada' });
     expect(post.status).toBe(303);
     const code = new URL(post.headers.get('location')!).searchParams.get('code')!;
-    const res = await tokenPost({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      redirect_uri: CB,
-      code_verifier: a.verifier,
-    });
+    const res = await tokenPost(codeGrant(code, a.verifier));
     expect(res.status).toBe(200);
     const body = (await res.json()) as Record<string, unknown>;
     expect(typeof body.access_token).toBe('string');
@@ -334,25 +343,13 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
     const config = await rp();
     const s = await signUp(config);
     const code = s.location.searchParams.get('code')!;
-    const first = await tokenPost({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      redirect_uri: CB,
-      code_verifier: s.verifier,
-    });
+    const first = await tokenPost(codeGrant(code, s.verifier));
     expect(first.status).toBe(200);
     const issued = (await first.json()) as { access_token: string; refresh_token: string };
     const userinfo = () =>
       fetch(`${base}/customer/oauth/userinfo`, { headers: { authorization: `Bearer ${issued.access_token}` } });
     expect((await userinfo()).status).toBe(200);
-    const again = await tokenPost({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code,
-      redirect_uri: CB,
-      code_verifier: s.verifier,
-    });
+    const again = await tokenPost(codeGrant(code, s.verifier));
     expect(again.status).toBe(400);
     // The access token it issued no longer works either.
     expect((await userinfo()).status).toBe(401);
@@ -380,54 +377,21 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
       expect(json.access_token).toBeUndefined();
     };
     const a = await signUp(config);
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: otherClientId,
-      code: a.location.searchParams.get('code')!,
-      redirect_uri: CB,
-      code_verifier: a.verifier,
-    });
+    await bad(codeGrant(a.location.searchParams.get('code')!, a.verifier, { client_id: otherClientId }));
     const b = await signUp(config);
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: b.location.searchParams.get('code')!,
-      redirect_uri: CB,
-      code_verifier: oidc.randomPKCECodeVerifier(),
-    });
+    await bad(codeGrant(b.location.searchParams.get('code')!, oidc.randomPKCECodeVerifier()));
     const c = await signUp(config);
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: c.location.searchParams.get('code')!,
-      redirect_uri: 'https://app.example/cb?x=1',
-      code_verifier: c.verifier,
-    });
+    await bad(
+      codeGrant(c.location.searchParams.get('code')!, c.verifier, { redirect_uri: 'https://app.example/cb?x=1' }),
+    );
     const d = await signUp(config);
     await server.svc
       .sql`update oauth_codes set expires_at = now() - interval '1 second' where customer_id = (select id from customers where email = ${d.email})`;
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: d.location.searchParams.get('code')!,
-      redirect_uri: CB,
-      code_verifier: d.verifier,
-    });
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: 'ac_nope',
-      redirect_uri: CB,
-      code_verifier: d.verifier,
-    });
+    await bad(codeGrant(d.location.searchParams.get('code')!, d.verifier));
+    await bad(codeGrant('ac_nope', d.verifier));
     // A missing verifier is a wrong verifier.
     const e = await signUp(config);
-    await bad({
-      grant_type: 'authorization_code',
-      client_id: clientId,
-      code: e.location.searchParams.get('code')!,
-      redirect_uri: CB,
-    });
+    await bad(codeGrant(e.location.searchParams.get('code')!));
 
     const unknown = await tokenPost({ grant_type: 'authorization_code', client_id: 'nope', code: 'x' });
     expect(unknown.status).toBe(401);
@@ -474,13 +438,7 @@ describe('two processes on one database', () => {
       const code = s.location.searchParams.get('code')!;
       const res = await fetch(`${peer.apiUrl}/customer/oauth/token`, {
         method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'authorization_code',
-          client_id: clientId,
-          code,
-          redirect_uri: CB,
-          code_verifier: s.verifier,
-        }),
+        body: new URLSearchParams(codeGrant(code, s.verifier)),
       });
       expect(res.status).toBe(200);
       const issued = (await res.json()) as { id_token: string; refresh_token: string };
@@ -488,13 +446,7 @@ describe('two processes on one database', () => {
       const idt = await jwtVerify(issued.id_token, jwks, { issuer: `${base}/customer`, audience: clientId });
       expect(idt.payload.nonce).toBe(s.nonce);
 
-      const replay = await tokenPost({
-        grant_type: 'authorization_code',
-        client_id: clientId,
-        code,
-        redirect_uri: CB,
-        code_verifier: s.verifier,
-      });
+      const replay = await tokenPost(codeGrant(code, s.verifier));
       expect(((await replay.json()) as { error: string }).error).toBe('invalid_grant');
       const refresh = await fetch(`${peer.apiUrl}/customer/oauth/token`, {
         method: 'POST',
