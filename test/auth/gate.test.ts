@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { insertApiKey } from '../../src/auth/api-keys.ts';
+import { insertApiKey, type NewKeyInput } from '../../src/auth/api-keys.ts';
 import { RateLimited, SvcError, Unauthenticated } from '../../src/errors.ts';
 import { Gate } from '../../src/auth/gate.ts';
 import type { CustomerPrincipal } from '../../src/auth/principal.ts';
@@ -22,6 +22,17 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
+/** A records:read key named g of `kind` on the project `s`, written straight to the table; `extra` overrides. */
+const gateKey = (kind: NewKeyInput['kind'], extra: Partial<NewKeyInput> = {}) =>
+  insertApiKey(server.svc.sql, {
+    tenantId: s.tenantId,
+    projectId: s.projectId,
+    kind,
+    name: 'g',
+    scopes: ['records:read'],
+    ...extra,
+  });
+
 const refusal = async (p: Promise<unknown>): Promise<SvcError> => {
   try {
     await p;
@@ -33,13 +44,7 @@ const refusal = async (p: Promise<unknown>): Promise<SvcError> => {
 
 describe('gate: query parameters of an upgrade', () => {
   test('apiKey= authenticates like x-api-key, and the header wins over the parameter', async () => {
-    const { key, id } = await insertApiKey(server.svc.sql, {
-      tenantId: s.tenantId,
-      projectId: s.projectId,
-      kind: 'pk',
-      name: 'g',
-      scopes: ['records:read'],
-    });
+    const { key, id } = await gateKey('pk');
     const caller = await server.svc.gate.authenticate({
       headers: new Headers({ origin: 'https://app.example' }),
       params: new URLSearchParams({ apiKey: key }),
@@ -54,13 +59,7 @@ describe('gate: query parameters of an upgrade', () => {
   });
 
   test('a secret key in a browser upgrade (Origin present) is refused as over HTTP', async () => {
-    const { key } = await insertApiKey(server.svc.sql, {
-      tenantId: s.tenantId,
-      projectId: s.projectId,
-      kind: 'sk',
-      name: 'g',
-      scopes: ['records:read'],
-    });
+    const { key } = await gateKey('sk');
     const err = await refusal(
       server.svc.gate.authenticate({ headers: { origin: 'https://app.example' }, params: { apiKey: key } }),
     );
@@ -69,14 +68,7 @@ describe('gate: query parameters of an upgrade', () => {
   });
 
   test('projectId= picks the project of a tenant key; a project off its list is refused', async () => {
-    const { key } = await insertApiKey(server.svc.sql, {
-      tenantId: s.tenantId,
-      projectId: null,
-      projectIds: [s.projectId],
-      kind: 'pk_t',
-      name: 'g',
-      scopes: ['records:read'],
-    });
+    const { key } = await gateKey('pk_t', { projectId: null, projectIds: [s.projectId] });
     const caller = await server.svc.gate.authenticate({
       headers: {},
       params: new URLSearchParams({ apiKey: key, projectId: s.projectId }),
@@ -93,13 +85,7 @@ describe('gate: query parameters of an upgrade', () => {
 
 describe('gate: customer tokens and the rate limit', () => {
   test('token= and Authorization: Bearer reach the customer resolver with the key; a bad token is refused', async () => {
-    const { key } = await insertApiKey(server.svc.sql, {
-      tenantId: s.tenantId,
-      projectId: s.projectId,
-      kind: 'pk',
-      name: 'g',
-      scopes: ['records:read'],
-    });
+    const { key } = await gateKey('pk');
     const gate = new Gate({ keys: server.svc.gate.keys, limiter: server.svc.gate.limiter });
     // A gate without identity refuses a token instead of serving the request as the bare key.
     expect((await refusal(gate.authenticate({ headers: {}, params: { apiKey: key, token: 'ct_abc' } }))).code).toBe(
@@ -140,14 +126,7 @@ describe('gate: customer tokens and the rate limit', () => {
   });
 
   test('admit counts the request and returns the rate-limit headers; a refusal carries them with Retry-After', async () => {
-    const { key } = await insertApiKey(server.svc.sql, {
-      tenantId: s.tenantId,
-      projectId: s.projectId,
-      kind: 'pk',
-      name: 'g',
-      scopes: ['records:read'],
-      rateLimit: 2,
-    });
+    const { key } = await gateKey('pk', { rateLimit: 2 });
     const before = server.svc.gate.refusals;
     const first = await server.svc.gate.admit({ headers: {}, params: { apiKey: key } });
     expect(first.headers['x-ratelimit-limit']).toBe('2');
