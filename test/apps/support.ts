@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Server } from 'bun';
 import { removeTempDir, tempDir } from '../support/tmp.ts';
+import { selfSignedCert } from '../support/tls.ts';
 
 /** A local https server with a throw-away self-signed certificate (openssl), for manifest fetches. */
 export interface HttpsSite {
@@ -15,28 +15,7 @@ export interface HttpsSite {
 
 export function httpsSite(routes: Record<string, (req: Request) => Response | Promise<Response>>): HttpsSite {
   const dir = tempDir('svc-tls-');
-  const key = join(dir, 'key.pem');
-  const cert = join(dir, 'cert.pem');
-  const made = Bun.spawnSync([
-    'openssl',
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:P-256',
-    '-nodes',
-    '-keyout',
-    key,
-    '-out',
-    cert,
-    '-days',
-    '2',
-    '-subj',
-    '/CN=localhost',
-    '-addext',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost',
-  ]);
+  const { made, cert, key } = selfSignedCert(dir, '/CN=localhost', 'IP:127.0.0.1,DNS:localhost');
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
   const hits: string[] = [];
   const server = Bun.serve({

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { tempDir } from '../support/tmp.ts';
+import { selfSignedCert } from '../support/tls.ts';
 import { eventually } from '../support/eventually.ts';
 import type { Server } from 'bun';
 import { readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { EgressError, fetchCapped, isPublicAddress, post } from '../../src/operations/egress.ts';
 import { endpoint, opsProject, waitStatus, type Endpoint } from './support.ts';
 
@@ -105,33 +105,14 @@ describe('SSRF rules', () => {
   test('every hop, https too, connects to the address that was checked: a second DNS answer (rebinding) is never used', async () => {
     // A certificate for a name no real DNS answers: only a pinned connection can reach it.
     const dir = tempDir('svc-pin-');
-    const made = Bun.spawnSync([
-      'openssl',
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      join(dir, 'k.pem'),
-      '-out',
-      join(dir, 'c.pem'),
-      '-days',
-      '2',
-      '-subj',
-      '/CN=svc-pinned.test',
-      '-addext',
-      'subjectAltName=DNS:svc-pinned.test',
-    ]);
+    const { made, cert, key } = selfSignedCert(dir, '/CN=svc-pinned.test', 'DNS:svc-pinned.test');
     expect(made.exitCode).toBe(0);
-    const ca = readFileSync(join(dir, 'c.pem'), 'utf8');
+    const ca = readFileSync(cert, 'utf8');
     const hosts: string[] = [];
     const site: Server<unknown> = Bun.serve({
       port: 0,
       hostname: '127.0.0.1',
-      tls: { cert: ca, key: readFileSync(join(dir, 'k.pem'), 'utf8') },
+      tls: { cert: ca, key: readFileSync(key, 'utf8') },
       fetch(req): Response {
         hosts.push(req.headers.get('host')!);
         const path = new URL(req.url).pathname;
