@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { authRequest, Browser, discover, formOf } from '../identity/oidc-support.ts';
-import { folder, minimal } from './support.ts';
+import { folder, minimal, pushMinimal } from './support.ts';
 
 setDefaultTimeout(60_000);
 
@@ -92,26 +92,17 @@ describe('an auth provider that cannot log anyone in yet', () => {
 
   test('an invalid provider is still an error: bad URLs, a plaintext secret, no client id', async () => {
     const p = await bootstrapProject(server, 'bad-provider');
-    const r = await cli(
-      server,
-      p.ownerKey,
-      'push',
-      '--json',
-      '--dir',
-      folder({
-        'svc.config.json': minimal(p, {
-          authProviders: [
-            { key: 'a', name: 'A', type: 'oauth2', config: { allowedDomains: ['corp.example'] } },
-            {
-              key: 'b',
-              name: 'B',
-              type: 'oauth2',
-              config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
-            },
-          ],
-        }),
-      }),
-    );
+    const r = await pushMinimal(server, p, {
+      authProviders: [
+        { key: 'a', name: 'A', type: 'oauth2', config: { allowedDomains: ['corp.example'] } },
+        {
+          key: 'b',
+          name: 'B',
+          type: 'oauth2',
+          config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
+        },
+      ],
+    });
     expect(r.code).not.toBe(0);
     const messages = r.json.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('\n');
     expect(messages).toContain('authProviders[0].config.clientId: clientId is required');

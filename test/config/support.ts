@@ -1,4 +1,5 @@
 import { readFileSync, writeFileSync } from 'node:fs';
+import { cli, type TestServer } from '../support/server.ts';
 import { join } from 'node:path';
 import { tempDir } from '../support/tmp.ts';
 
@@ -24,4 +25,13 @@ export function minimal(
   extra: Record<string, unknown> = {},
 ): Record<string, unknown> {
   return { key: 'site', name: 'Site', project: { id: pin.projectId, tenantId: pin.tenantId }, ...extra };
+}
+
+/** `svc push --json` as `p`'s owner of a fresh config folder holding `minimal(p, extra)`: the CLI's result. */
+export function pushMinimal(
+  server: TestServer,
+  p: { projectId: string; tenantId: string; ownerKey: string },
+  extra: Record<string, unknown>,
+) {
+  return cli(server, p.ownerKey, 'push', '--json', '--dir', folder({ 'svc.config.json': minimal(p, extra) }));
 }

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from '
 import * as oidc from 'openid-client';
 import { chromium, type Browser } from 'playwright-core';
 import { join } from 'node:path';
-import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
-import { folder, minimal } from '../config/support.ts';
+import { bootstrapProject, startTestServer, type TestServer } from '../support/server.ts';
+import { pushMinimal } from '../config/support.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { PASSWORD } from './oidc-support.ts';
 import { need } from '../support/binaries.ts';
@@ -33,39 +33,30 @@ beforeAll(async () => {
   appBase = `http://127.0.0.1:${appPort}`;
   server = await startTestServer({ PORT: String(port), SVC_BASE_URL: base });
   const p = await bootstrapProject(server, 'browser');
-  const r = await cli(
-    server,
-    p.ownerKey,
-    'push',
-    '--json',
-    '--dir',
-    folder({
-      'svc.config.json': minimal(p, {
-        project: {
-          id: p.projectId,
-          tenantId: p.tenantId,
-          settings: { displayName: 'Acme Outfitters', primaryColor: '#0b6e4f', customerOtpEnabled: true },
-        },
-        authProviders: [
-          {
-            key: 'google',
-            name: 'Google',
-            type: 'oauth2',
-            isDefault: true,
-            config: { issuer: 'https://accounts.google.com', clientId: 'acme-store' },
-          },
-        ],
-        relyingParties: [
-          {
-            clientId: 'store',
-            name: 'Acme Store',
-            redirectUris: [`${appBase}/cb`],
-            allowedScopes: ['openid', 'email', 'profile'],
-          },
-        ],
-      }),
-    }),
-  );
+  const r = await pushMinimal(server, p, {
+    project: {
+      id: p.projectId,
+      tenantId: p.tenantId,
+      settings: { displayName: 'Acme Outfitters', primaryColor: '#0b6e4f', customerOtpEnabled: true },
+    },
+    authProviders: [
+      {
+        key: 'google',
+        name: 'Google',
+        type: 'oauth2',
+        isDefault: true,
+        config: { issuer: 'https://accounts.google.com', clientId: 'acme-store' },
+      },
+    ],
+    relyingParties: [
+      {
+        clientId: 'store',
+        name: 'Acme Store',
+        redirectUris: [`${appBase}/cb`],
+        allowedScopes: ['openid', 'email', 'profile'],
+      },
+    ],
+  });
   if (r.code !== 0) throw new Error(r.out + r.err);
   const config = await oidc.discovery(
     new URL(`${base}/customer`),

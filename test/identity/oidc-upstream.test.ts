@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
 import * as oidc from 'openid-client';
 import { bootstrapProject, cli, startTestServer, type TestServer } from '../support/server.ts';
-import { folder, minimal } from '../config/support.ts';
+import { folder, minimal, pushMinimal } from '../config/support.ts';
 import { freePort } from '../../src/store/ports.ts';
 import { listOutbox } from '../../src/identity/mailer.ts';
 import { authRequest, Browser, discover, formOf, PASSWORD } from './oidc-support.ts';
@@ -310,31 +310,22 @@ describe('two processes', () => {
 describe('config', () => {
   test('an oauth2 provider without an issuer or the three endpoints is a warning; https and the secret by label only are errors', async () => {
     const p = await bootstrapProject(shop, 'bad-providers');
-    const r = await cli(
-      shop,
-      p.ownerKey,
-      'push',
-      '--json',
-      '--dir',
-      folder({
-        'svc.config.json': minimal(p, {
-          authProviders: [
-            {
-              key: 'a',
-              name: 'A',
-              type: 'oauth2',
-              config: { clientId: 'x', authorizeUrl: 'https://a.example/authorize' },
-            },
-            {
-              key: 'b',
-              name: 'B',
-              type: 'oauth2',
-              config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
-            },
-          ],
-        }),
-      }),
-    );
+    const r = await pushMinimal(shop, p, {
+      authProviders: [
+        {
+          key: 'a',
+          name: 'A',
+          type: 'oauth2',
+          config: { clientId: 'x', authorizeUrl: 'https://a.example/authorize' },
+        },
+        {
+          key: 'b',
+          name: 'B',
+          type: 'oauth2',
+          config: { clientId: 'x', issuer: 'http://idp.example', clientSecret: 'PLAINTEXT' },
+        },
+      ],
+    });
     expect(r.code).not.toBe(0);
     const messages = r.json.errors.map((e: { path: string; message: string }) => `${e.path}: ${e.message}`).join('\n');
     // Without an issuer or all three endpoints it is accepted, held disabled, and warned about (test/config/auth-providers.test.ts).
