@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import sharp from 'sharp';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { filesProject, form, type FilesProject } from './support.ts';
 import { need } from '../support/binaries.ts';
-import { removeTempDir, tempDir } from '../support/tmp.ts';
+import { testClip } from '../support/clip.ts';
 
 /**
  * Videos: an upload queues a media job; a worker makes a poster (JPEG) and HLS renditions with
@@ -19,37 +17,7 @@ let clip: Uint8Array;
 
 beforeAll(async () => {
   if (!FFMPEG) return;
-  const dir = tempDir('svc-video-');
-  const out = join(dir, 'clip.mp4');
-  const p = Bun.spawn(
-    [
-      FFMPEG,
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      'testsrc=duration=3:size=640x360:rate=15',
-      '-f',
-      'lavfi',
-      '-i',
-      'sine=duration=3',
-      '-c:v',
-      'libx264',
-      '-preset',
-      'ultrafast',
-      '-pix_fmt',
-      'yuv420p',
-      '-c:a',
-      'aac',
-      '-shortest',
-      out,
-    ],
-    { stdout: 'ignore', stderr: 'inherit' },
-  );
-  if ((await p.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
-  clip = new Uint8Array(readFileSync(out));
-  removeTempDir(dir);
+  clip = new Uint8Array(await testClip(FFMPEG, 'duration=3:size=640x360:rate=15', 3));
 });
 
 /** Polls an async check until it returns without throwing (the media job runs in the background). */

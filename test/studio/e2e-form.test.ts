@@ -1,11 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import type { BrowserContext, Page } from 'playwright-core';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { bootstrapProject, type TestServer, startTestServer } from '../support/server.ts';
 import { addMember, controlAs, coverPng, firstSignIn, passwordSignIn, StudioBrowser } from './support.ts';
 import { need } from '../support/binaries.ts';
-import { removeTempDir, tempDir } from '../support/tmp.ts';
+import { testClip } from '../support/clip.ts';
 
 /**
  * Headless Chromium and ffmpeg (the video field's clip), or undefined on a box without them (the
@@ -178,30 +178,7 @@ beforeAll(async () => {
     })
   )._id;
   editorLink = await addMember(server, ownerKey, 'forms@acme.test', 'editor', projectId);
-  const clipDir = tempDir('svc-studio-');
-  const out = join(clipDir, 'clip.mp4');
-  const ff = Bun.spawn(
-    [
-      FFMPEG,
-      '-v',
-      'error',
-      '-f',
-      'lavfi',
-      '-i',
-      'testsrc=duration=1:size=160x90:rate=10',
-      '-c:v',
-      'libx264',
-      '-preset',
-      'ultrafast',
-      '-pix_fmt',
-      'yuv420p',
-      out,
-    ],
-    { stdout: 'ignore', stderr: 'inherit' },
-  );
-  if ((await ff.exited) !== 0) throw new Error('ffmpeg could not make the test clip');
-  clip = readFileSync(out);
-  removeTempDir(clipDir);
+  clip = await testClip(FFMPEG, 'duration=1:size=160x90:rate=10');
   chrome = await StudioBrowser.launch(CHROMIUM);
 }, 60_000);
 
