@@ -205,12 +205,7 @@ describe('custom domains', () => {
 
   test('two processes: the domain verified through one is served by the other, which exchanges the code the first issued', async () => {
     const config = await customDiscovery();
-    const saved = process.env.SVC_BASE_URL;
-    process.env.SVC_BASE_URL = `http://127.0.0.1:${port}`;
-    const peer = await spawnPeer(server).finally(() => {
-      if (saved === undefined) delete process.env.SVC_BASE_URL;
-      else process.env.SVC_BASE_URL = saved;
-    });
+    const peer = await spawnPeer(server, { SVC_BASE_URL: `http://127.0.0.1:${port}` });
     try {
       const peerAddr = new URL(peer.apiUrl).host;
       // The same public address, answered by the peer (as behind a load balancer).

@@ -241,12 +241,7 @@ describe('refresh and userinfo', () => {
 
 describe('two processes on one database', () => {
   test('a login on one process, a second authorize in the same browser on the other: no prompt, and the code exchanges there', async () => {
-    const saved = process.env.SVC_BASE_URL;
-    process.env.SVC_BASE_URL = base;
-    const peer = await spawnPeer(server).finally(() => {
-      if (saved === undefined) delete process.env.SVC_BASE_URL;
-      else process.env.SVC_BASE_URL = saved;
-    });
+    const peer = await spawnPeer(server, { SVC_BASE_URL: base });
     try {
       const browser = new Browser();
       const first = await signUpAt(browser);

@@ -280,12 +280,7 @@ describe('upstream providers', () => {
 
 describe('two processes', () => {
   test('the upstream flow started on one process finishes on the other', async () => {
-    const saved = process.env.SVC_BASE_URL;
-    process.env.SVC_BASE_URL = shopBase;
-    const peer = await spawnPeer(shop).finally(() => {
-      if (saved === undefined) delete process.env.SVC_BASE_URL;
-      else process.env.SVC_BASE_URL = saved;
-    });
+    const peer = await spawnPeer(shop, { SVC_BASE_URL: shopBase });
     try {
       const b = new Browser();
       const { a, upstream } = await startAtShop(b);

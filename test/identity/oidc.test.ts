@@ -427,12 +427,7 @@ describe('token endpoint: bad grants get invalid_grant and no token', () => {
 describe('two processes on one database', () => {
   test('a code issued by one process is exchanged at another; replaying it at the first ends the session (the peer refuses its refresh token)', async () => {
     // Both processes stand behind one address (one issuer), as behind a load balancer.
-    const saved = process.env.SVC_BASE_URL;
-    process.env.SVC_BASE_URL = base;
-    const peer = await spawnPeer(server).finally(() => {
-      if (saved === undefined) delete process.env.SVC_BASE_URL;
-      else process.env.SVC_BASE_URL = saved;
-    });
+    const peer = await spawnPeer(server, { SVC_BASE_URL: base });
     try {
       const s = await signUp(await rp());
       const code = s.location.searchParams.get('code')!;
