@@ -202,31 +202,23 @@ describe('audit log', () => {
   }, 30_000);
 
   test('retention: a project setting (default 90 days), purged by the scheduler', async () => {
-    const bad = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        config: {
-          key: 'audit',
-          name: 'audit',
-          models: MODELS,
-          project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 0 } },
-        },
-      }),
-    });
+    /** Pushes the project's config with `auditRetentionDays` set to `days`, through the control API. */
+    const pushRetention = (days: number) =>
+      fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          config: {
+            key: 'audit',
+            name: 'audit',
+            models: MODELS,
+            project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: days } },
+          },
+        }),
+      });
+    const bad = await pushRetention(0);
     expect(JSON.stringify(await bad.json())).toContain('auditRetentionDays');
-    const good = await fetch(`${server.apiUrl}/v1/control/projects/${p.projectId}/config`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${p.ownerKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        config: {
-          key: 'audit',
-          name: 'audit',
-          models: MODELS,
-          project: { id: p.projectId, tenantId: p.tenantId, settings: { auditRetentionDays: 10 } },
-        },
-      }),
-    });
+    const good = await pushRetention(10);
     expect(good.status).toBeLessThan(300);
     const other = await gqlProject(server, MODELS, 'audit-retention-default');
     const sql = server.svc.sql;

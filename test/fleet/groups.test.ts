@@ -47,6 +47,10 @@ async function read(server: TestServer, projectId: string, query: string): Promi
   }
 }
 
+/** `svc fleet-groups publish --group <group> --dir <dir>` as `token` on process a: the CLI's result. */
+const publishCli = (token: string, group: string, dir: string) =>
+  cli(a, token, 'fleet-groups', 'publish', '--group', group, '--dir', dir);
+
 describe('svc fleet-groups publish', () => {
   test('owners and tenant-wide admins publish; editors, viewers, project admins and the root token cannot', async () => {
     const added = async (role: string, project?: string) => {
@@ -58,22 +62,13 @@ describe('svc fleet-groups publish', () => {
     const admin = await added('admin');
     expect((await publish(a, admin, 'by-admin', [PRODUCT])).schemaVersion).toBe('1');
     for (const token of [await added('editor'), await added('viewer'), await added('admin', t.projectId)]) {
-      const r = await cli(a, token, 'fleet-groups', 'publish', '--group', 'refused', '--dir', schemaFolder([PRODUCT]));
+      const r = await publishCli(token, 'refused', schemaFolder([PRODUCT]));
       expect(r.code).toBe(1);
       expect(r.err).toContain(
         '403 PERMISSION_DENIED: Only owners and tenant-wide admins may publish fleet group schemas',
       );
     }
-    const root = await cli(
-      a,
-      a.rootToken,
-      'fleet-groups',
-      'publish',
-      '--group',
-      'refused',
-      '--dir',
-      schemaFolder([PRODUCT]),
-    );
+    const root = await publishCli(a.rootToken, 'refused', schemaFolder([PRODUCT]));
     expect(root.code).toBe(1);
     expect(root.err).toContain('403 PERMISSION_DENIED');
     expect(
@@ -84,30 +79,16 @@ describe('svc fleet-groups publish', () => {
   });
 
   test('invalid models or group names are refused with the reason', async () => {
-    const bad = await cli(
-      a,
+    const bad = await publishCli(
       t.ownerKey,
-      'fleet-groups',
-      'publish',
-      '--group',
       'bad',
-      '--dir',
       schemaFolder([{ key: 'x', name: 'X', fields: [{ key: 'f', type: 'nope' }] }]),
     );
     expect(bad.code).toBe(1);
     expect(bad.err).toContain(
       '400 BAD_USER_INPUT: the models are not valid: models[0].fields[0].type: "nope" is not a field type',
     );
-    const name = await cli(
-      a,
-      t.ownerKey,
-      'fleet-groups',
-      'publish',
-      '--group',
-      'no spaces',
-      '--dir',
-      schemaFolder([PRODUCT]),
-    );
+    const name = await publishCli(t.ownerKey, 'no spaces', schemaFolder([PRODUCT]));
     expect(name.code).toBe(1);
     expect(name.err).toContain('400 BAD_USER_INPUT: group must be');
     const missing = await cli(a, t.ownerKey, 'fleet-groups', 'publish', '--dir', schemaFolder([PRODUCT]));
