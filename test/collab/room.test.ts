@@ -24,23 +24,28 @@ let rooms: CollabRooms;
 
 beforeAll(async () => {
   ({ server, p, sk: key } = await startSecretProject(MODELS, 'collab-room'));
-  const svc = server.svc;
-  rooms = new CollabRooms(
-    {
-      sql: svc.sql,
-      bus: svc.bus,
-      project: async (id) => (await svc.projects.get(id)).snapshot,
-      lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks', onclose }),
-      writes: svc.writes,
-    },
-    { debounceMs: 60_000, maxWaitMs: 60_000 },
-  );
+  rooms = roomsOn('test-locks', { debounceMs: 60_000, maxWaitMs: 60_000 });
   await rooms.start();
 }, 60_000);
 afterAll(async () => {
   await rooms.close();
   await server.stop();
 }, 60_000);
+
+/** Room actors on the test server's service, their lock sessions in pool `lockPool`, with the given save timing. */
+function roomsOn(lockPool: string, timing: { debounceMs: number; maxWaitMs: number }): CollabRooms {
+  const svc = server.svc;
+  return new CollabRooms(
+    {
+      sql: svc.sql,
+      bus: svc.bus,
+      project: async (id) => (await svc.projects.get(id)).snapshot,
+      lockSession: (onclose) => connectSession(server.databaseUrl, { pool: lockPool, onclose }),
+      writes: svc.writes,
+    },
+    timing,
+  );
+}
 
 /** A client speaking y-protocols to the room through a socket stand-in. */
 function client(userId: string): { conn: Conn; doc: Y.Doc; closed: number[] } {
@@ -179,16 +184,7 @@ describe('room actor', () => {
   test('under continuous typing the save comes by the cap (maxWaitMs), not after the typing stops', async () => {
     const svc = server.svc;
     // The debounce (30 s) is longer than this test types (at most 20 s): only the cap can save.
-    const capped = new CollabRooms(
-      {
-        sql: svc.sql,
-        bus: svc.bus,
-        project: async (id) => (await svc.projects.get(id)).snapshot,
-        lockSession: (onclose) => connectSession(server.databaseUrl, { pool: 'test-locks-capped', onclose }),
-        writes: svc.writes,
-      },
-      { debounceMs: 30_000, maxWaitMs: 1_000 },
-    );
+    const capped = roomsOn('test-locks-capped', { debounceMs: 30_000, maxWaitMs: 1_000 });
     await capped.start();
     try {
       const created = await p.gql(key, `mutation { createNote(data: { title: "Typing", body: "" }) { _id } }`);
