@@ -32,11 +32,11 @@ const num = (n: number | undefined, unit = ''): string => {
 };
 
 function cell(s: ScenarioResult): { figure: string; reference: string; ratio: string; met: string } {
-  const mark = s.errors ? ` ⚠ ${s.errors} errors` : '';
-  const figure = `${num(s.value, s.unit)}${mark}`;
+  const mark = (n: number | undefined) => (n ? ` ⚠ ${n} errors` : '');
+  const figure = `${num(s.value, s.unit)}${mark(s.errors)}`;
   const reference = s.reference
     ? s.referenceValue !== undefined
-      ? `${s.reference}: ${num(s.referenceValue, s.unit)}`
+      ? `${s.reference}: ${num(s.referenceValue, s.unit)}${mark(s.referenceErrors)}`
       : `${s.reference}: n/a`
     : '—';
   const ratio = s.ratio !== undefined ? `${s.ratio.toFixed(2)} ×` : s.reference ? 'n/a' : '—';
@@ -53,8 +53,8 @@ export function resultsMarkdown(results: { file: string; data: ResultFile }[]): 
     'Each row is the newest run that measured that scenario; its reference ran in the same run, so',
     'the ratio (scenario ÷ reference) survives a noisy box better than either figure. Targets are',
     'reported, never asserted by tests. ⚠ marks a figure whose run had failed requests (they are',
-    'never counted as throughput). What each scenario measures: bench/README.md; history and',
-    'investigations: bench/NOTES.md.',
+    'never counted as throughput; a target is not met when either side had them). What each',
+    'scenario measures: bench/README.md; history and investigations: bench/NOTES.md.',
     '',
     '| scenario | run | figure | reference (same run) | ratio | target | met |',
     '|---|---|---:|---:|---:|---:|---|',

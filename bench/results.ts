@@ -58,8 +58,13 @@ export interface ScenarioResult {
   ratio?: number;
   target?: string;
   met?: boolean;
-  /** Errors in the scenario's or the reference's row: the figure is then marked in the table. */
+  /**
+   * Errors in the scenario's row; result files before 2026-11-29 hold the reference's here too.
+   * Either side's errors mark that side in the table and the target as not met.
+   */
   errors?: number;
+  /** Errors in the reference's row (its figure counts what succeeded, like any figure). */
+  referenceErrors?: number;
   na?: string;
 }
 
@@ -254,17 +259,19 @@ export function evaluate(figures: Record<string, Figure>, list: readonly Compari
       unit: f.unit,
       ...(c.target ? { target: c.target.text } : {}),
     };
-    let errors = f.errors ?? 0;
+    const own = f.errors ?? 0;
+    let errors = own;
     if (c.reference) {
       r.reference = c.reference;
       const ref = figures[c.reference];
       if (ref) {
         r.referenceValue = ref.value;
         errors += ref.errors ?? 0;
+        if (ref.errors) r.referenceErrors = ref.errors;
         if (ref.value > 0 && Number.isFinite(f.value)) r.ratio = f.value / ref.value;
       } else r.na = `${c.reference} not in this run`;
     }
-    if (errors > 0) r.errors = errors;
+    if (own > 0) r.errors = own;
     if (c.target) {
       const x = c.target.of === 'ratio' ? r.ratio : f.value;
       if (x !== undefined && Number.isFinite(x))

@@ -169,7 +169,7 @@ describe('honest counting', () => {
     expect(f['y-websocket/p99']!.value).toBe(9);
     expect(Object.keys(f).some((k) => k.startsWith('hocuspocus/'))).toBe(false);
     const s = evaluate(f);
-    expect(s.find((x) => x.id === 'collab/y-websocket')).toMatchObject({ errors: 3001 });
+    expect(s.find((x) => x.id === 'collab/y-websocket')).toMatchObject({ errors: 3000, referenceErrors: 1 });
   });
 
   test('a row with errors shows the count and is marked', () => {
@@ -226,14 +226,17 @@ describe('results as data', () => {
   });
 
   test('ratios against the same run, targets met or not, and errors never meet a target', () => {
-    const s = evaluate({
+    const figures: ResultFile['figures'] = {
       'read-cached': { value: 900, unit: 'req/s' },
       'ceiling-static': { value: 1000, unit: 'req/s' },
       'read-cached/interleaved': { value: 900, unit: 'req/s' },
       'ceiling-static/interleaved:read-cached': { value: 1000, unit: 'req/s' },
       'read-uncached/interleaved': { value: 100, unit: 'req/s', errors: 2 },
       'ceiling-jit/interleaved:read-uncached': { value: 150, unit: 'req/s' },
-    });
+      'read-trusted-uncached/interleaved': { value: 100, unit: 'req/s' },
+      'ceiling-jit/interleaved:read-trusted-uncached': { value: 150, unit: 'req/s', errors: 4 },
+    };
+    const s = evaluate(figures);
     const byId = new Map(s.map((x) => [x.id, x]));
     expect(byId.get('read-cached/ceiling-static')).toMatchObject({ ratio: 0.9 });
     expect(byId.get('read-cached/ceiling-static (interleaved)')).toMatchObject({
@@ -245,6 +248,15 @@ describe('results as data', () => {
     expect(byId.get('read-cached/postgraphile')!.met).toBeUndefined();
     // 100/150 = 0.67 ≥ 0.5, but the figure had failed requests.
     expect(byId.get('read-uncached/ceiling-jit (interleaved)')).toMatchObject({ errors: 2, met: false });
+    // The same ratio with the reference's requests failing: marked on the reference's side, not met.
+    const refFailed = byId.get('read-trusted-uncached/ceiling-jit (interleaved)')!;
+    expect(refFailed).toMatchObject({ referenceErrors: 4, met: false });
+    expect(refFailed.errors).toBeUndefined();
+    const line = resultsMarkdown([{ file: 'r.json', data: file('2026-03-01T00:00:00.000Z', figures) }])
+      .split('\n')
+      .find((l) => l.startsWith('| read-trusted-uncached (interleaved) |'))!;
+    expect(line).toContain('| 100 req/s | ceiling-jit/interleaved:read-trusted-uncached: 150 req/s ⚠ 4 errors |');
+    expect(line).toEndWith('| not met |');
     expect(byId.has('write/postgraphile')).toBe(false);
   });
 
