@@ -24,12 +24,15 @@ export function listMigrations(dir = SQL_DIR): Migration[] {
  * the second one finds the rows the first one recorded and applies nothing.
  */
 export async function migrate(sql: Sql, migrations = listMigrations()): Promise<string[]> {
-  await sql`create table if not exists svc_migrations (
-    name text primary key,
-    applied_at timestamptz not null default now()
-  )`.catch(async (err) => {
-    // Two processes racing on `create table if not exists` can hit a unique violation.
-    if ((err as { code?: string }).code !== '23505') throw err;
+  // Under the same lock as the migrations: two processes racing on `create table if not exists`
+  // fail one of them with a unique violation (23505, PostgreSQL 15) or "type already exists"
+  // (42710, PostgreSQL 18, seen in CI's embedded pass), whichever catalog row they meet first.
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${LOCK})`;
+    await tx`create table if not exists svc_migrations (
+      name text primary key,
+      applied_at timestamptz not null default now()
+    )`;
   });
   const applied: string[] = [];
   for (const m of migrations) {
