@@ -12,6 +12,7 @@ import type { EventBus } from '../bus/bus.ts';
  */
 export type KeyAnnouncer = Pick<EventBus, 'publish'>;
 import { MODEL_KEY_RE, parseScopes } from './scopes.ts';
+import { pgInstant } from '../store/instant.ts';
 
 /**
  * API key issuance and storage. Values are `pk_`, `sk_`, `pk_t_`, `sk_t_` plus 48 hex
@@ -193,8 +194,7 @@ function checkExpiry(value: unknown): Date | null {
   const d = typeof value === 'string' || typeof value === 'number' ? new Date(value) : null;
   if (!d || Number.isNaN(d.getTime())) throw new BadUserInput('expiresAt must be an ISO 8601 date-time');
   if (d.getTime() <= Date.now()) throw new BadUserInput('expiresAt must be in the future');
-  // Years past 9999 parse in JavaScript (`+275760-09-13T00:00:00.000Z`) but not in PostgreSQL.
-  if (d.getUTCFullYear() > 9999) throw new BadUserInput('expiresAt must be before the year 10000');
+  if (!pgInstant(d)) throw new BadUserInput('expiresAt must be before the year 10000');
   return d;
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Sql } from '../store/db.ts';
 import type { Statement } from '../content/tx.ts';
 import { BadUserInput } from '../errors.ts';
+import { pgInstant } from '../store/instant.ts';
 
 /**
  * The audit log (docs/audit.md): who changed what, when, from where. Entries are written in the
@@ -166,10 +167,8 @@ export function parseAuditQuery(q: Record<string, string | undefined>): {
   first: number;
   after: string | null;
 } {
-  const since = q.since ? new Date(q.since) : null;
-  // Years past 9999 parse in JavaScript (`+275760-09-13T00:00:00.000Z`) but not in PostgreSQL.
-  if (since && (Number.isNaN(since.getTime()) || since.getUTCFullYear() < 1 || since.getUTCFullYear() > 9999))
-    throw new BadUserInput('since must be an ISO 8601 date and time', { field: 'since' });
+  const since = q.since ? pgInstant(q.since) : null;
+  if (q.since && !since) throw new BadUserInput('since must be an ISO 8601 date and time', { field: 'since' });
   const first = q.first === undefined || q.first === '' ? 100 : Number(q.first);
   if (!Number.isSafeInteger(first) || first < 1 || first > MAX_PAGE)
     throw new BadUserInput(`first must be a whole number from 1 to ${MAX_PAGE}`, { field: 'first' });

@@ -3,6 +3,7 @@ import type { Sql } from '../store/db.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 import { auditStatement, auditOn, type AuditFrom, type AuditWho } from './audit.ts';
 import type { Localised } from './restore.ts';
+import { pgInstant } from '../store/instant.ts';
 
 /**
  * Scheduled publishing (docs/scheduling.md): the actions waiting to fire, as rows of
@@ -137,8 +138,8 @@ function decodeCursor(c: unknown): { at: Date; id: string } {
   const bad = () => new BadUserInput('after must be a cursor from a previous page (endCursor)', { field: 'after' });
   if (typeof c !== 'string' || c.length > 200) throw bad();
   const [at, id] = Buffer.from(c, 'base64url').toString('utf8').split('|');
-  const d = new Date(at ?? '');
-  if (!id || !/^sch_[0-9a-f]{24}$/.test(id) || Number.isNaN(d.getTime())) throw bad();
+  const d = pgInstant(at);
+  if (!id || !/^sch_[0-9a-f]{24}$/.test(id) || !d) throw bad();
   return { at: d, id };
 }
 

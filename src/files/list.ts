@@ -1,5 +1,6 @@
 import type { Sql } from '../store/db.ts';
 import { BadUserInput } from '../errors.ts';
+import { pgInstant } from '../store/instant.ts';
 import type { FileRow } from './store.ts';
 
 /**
@@ -24,8 +25,8 @@ function cursorOf(row: FileRow): string {
 
 function parseCursor(c: string): [Date, string] {
   const [at, id] = Buffer.from(c, 'base64url').toString().split('|');
-  const d = new Date(at ?? '');
-  if (!id || Number.isNaN(d.getTime())) throw new BadUserInput('after is not a cursor of files');
+  const d = pgInstant(at);
+  if (!id || !d) throw new BadUserInput('after is not a cursor of files');
   return [d, id];
 }
 

@@ -3,6 +3,7 @@ import type { ModelDef } from '../projects/types.ts';
 import { BadUserInput, Conflict, NotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { isVersioned } from '../content/write.ts';
+import { pgInstant } from '../store/instant.ts';
 
 /**
  * Releases (issue 30, item 3): a named set of record versions across models that goes live in
@@ -132,7 +133,7 @@ export async function listReleases(
         Array.isArray(v) &&
         v.length === 2 &&
         typeof v[0] === 'string' &&
-        !Number.isNaN(Date.parse(v[0])) &&
+        pgInstant(v[0]) !== null &&
         typeof v[1] === 'string' &&
         RELEASE_ID.test(v[1])
       )

@@ -164,6 +164,9 @@ describe('scheduled publishing', () => {
     expect((await ok('query{ scheduledActions(first: 100){ totalCount } }')).scheduledActions.totalCount).toBe(before);
     // A page cursor that is not one.
     expect(await code('query{ scheduledActions(first: 5, after: "nope"){ totalCount } }', {})).toBe('BAD_USER_INPUT');
+    // A time JavaScript parses and PostgreSQL does not.
+    const far = Buffer.from(`+275760-09-13T00:00:00.000Z|sch_${'0'.repeat(24)}`).toString('base64url');
+    expect(await code(`query{ scheduledActions(first: 5, after: "${far}"){ totalCount } }`, {})).toBe('BAD_USER_INPUT');
   }, 30_000);
 
   test('scheduledActions pages soonest first and filters by model', async () => {

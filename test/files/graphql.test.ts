@@ -136,5 +136,9 @@ describe('file and files', () => {
   test('a bad cursor is BAD_USER_INPUT', async () => {
     const r = await p.gql(await p.key(['files:list']), LIST, { after: 'nope' });
     expect(r.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    // A time JavaScript parses and PostgreSQL does not (it reached the database before: a 500).
+    const far = Buffer.from('+275760-09-13T00:00:00.000Z|fil_x').toString('base64url');
+    const r2 = await p.gql(await p.key(['files:list']), LIST, { after: far });
+    expect(r2.errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 });

@@ -263,6 +263,11 @@ describe('bad input changes nothing', () => {
     const code = (r: { body: any }) => r.body.errors?.[0]?.extensions?.code;
     expect(code(await add('rel_000000000000000000000000', 'article', id))).toBe('NOT_FOUND');
     expect(code(await add('nope', 'article', id))).toBe('NOT_FOUND');
+    // A page cursor that is not one, and one whose time JavaScript parses and PostgreSQL does not.
+    const list = `query($a: String) { releases(first: 2, after: $a) { pageInfo { hasNextPage } } }`;
+    expect(code(await p.gql(sk, list, { a: 'nope' }))).toBe('BAD_USER_INPUT');
+    const far = Buffer.from(JSON.stringify(['+275760-09-13T00:00:00.000Z', rel])).toString('base64url');
+    expect(code(await p.gql(sk, list, { a: far }))).toBe('BAD_USER_INPUT');
     // Another project's record, and another project's release, are unknown here.
     const foreign = await create('Article', { title: 'foreign' }, false, other, otherSk);
     expect(code(await add(rel, 'article', foreign))).toBe('NOT_FOUND');
