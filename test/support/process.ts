@@ -26,11 +26,12 @@ export async function waitForReady(
  * Spawns `bun src/main.ts` with `env` on fresh ports and waits for `/health` on the listener its
  * role serves (the gateway's for `gateway`). A port picked free can be taken by another process
  * before the child binds it (suites of other runs share the machine): a child that exits before
- * it is healthy is started again on new ports, up to three times.
+ * it is healthy is started again on new ports, up to three times. Its stderr is passed on once it
+ * is healthy; with `output: 'pipe'` its stdout and stderr are left for the caller to read instead.
  */
 export async function spawnService(
   env: Record<string, string>,
-  opts: { role: string; cwd: string; timeoutMs?: number },
+  opts: { role: string; cwd: string; timeoutMs?: number; output?: 'pipe' },
 ): Promise<{ proc: Subprocess; url: string; apiUrl: string; realtimeUrl: string }> {
   const { freePort } = await import('../../src/store/ports.ts');
   let last = '';
@@ -45,7 +46,7 @@ export async function spawnService(
     const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
       cwd: opts.cwd,
       env: full,
-      stdout: 'ignore',
+      stdout: opts.output === 'pipe' ? 'pipe' : 'ignore',
       stderr: 'pipe',
     });
     const url = `http://127.0.0.1:${opts.role === 'gateway' ? rport : port}`;
@@ -55,7 +56,7 @@ export async function spawnService(
     while (!exited && Date.now() < end) {
       try {
         if ((await fetch(`${url}/health`)).ok) {
-          void new Response(proc.stderr).text().then((t) => t && process.stderr.write(t));
+          if (opts.output !== 'pipe') void new Response(proc.stderr).text().then((t) => t && process.stderr.write(t));
           return { proc, url, apiUrl: `http://127.0.0.1:${port}`, realtimeUrl: `http://127.0.0.1:${rport}` };
         }
       } catch {}
@@ -89,41 +90,25 @@ export async function gqlAt(
 /**
  * A second `bun src/main.ts` beside a test server, on its database, data folder and root token:
  * what the multi-process tests (a write through one process seen through the other) each spawned
- * by hand. Fresh ports, this process's environment, SVC_READ_POOL=1 and SVC_LOG=off, then `env`
- * over them. Resolves once it printed its ready banner; stdout and stderr stay piped for a test
- * that reads them after it exits. Killed if it never gets ready (the caller kills it after).
+ * by hand. `spawnService` with SVC_READ_POOL=1 and SVC_LOG=off, then `env` over them; its stdout
+ * and stderr stay piped for a test that reads them after it exits.
  */
 export async function spawnBeside(
   server: { databaseUrl: string; dataDir: string; rootToken: string },
   env: Record<string, string> = {},
 ): Promise<{ proc: Subprocess<'ignore', 'pipe', 'pipe'>; url: string }> {
-  const { freePort } = await import('../../src/store/ports.ts');
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined) clean[k] = v;
-  const [port, rport] = [await freePort(), await freePort()];
-  const proc = Bun.spawn([process.execPath, 'src/main.ts'], {
-    cwd: join(import.meta.dir, '..', '..'),
-    env: {
-      ...clean,
+  const s = await spawnService(
+    {
       DATABASE_URL: server.databaseUrl,
       SVC_DATA_DIR: server.dataDir,
       SVC_ROOT_TOKEN: server.rootToken,
       SVC_READ_POOL: '1',
       SVC_LOG: 'off',
-      PORT: String(port),
-      REALTIME_PORT: String(rport),
       ...env,
     },
-    stdout: 'pipe',
-    stderr: 'pipe',
-  });
-  try {
-    await waitForReady(proc);
-  } catch (err) {
-    proc.kill('SIGKILL');
-    throw err;
-  }
-  return { proc, url: `http://127.0.0.1:${port}` };
+    { role: 'all', cwd: join(import.meta.dir, '..', '..'), output: 'pipe' },
+  );
+  return { proc: s.proc as Subprocess<'ignore', 'pipe', 'pipe'>, url: s.apiUrl };
 }
 
 /**
